@@ -1,0 +1,27 @@
+// In-memory files of one simulated node; scenarios write them (a generation
+// file that changes at t) and tests read them (an extension's log).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "core/runtime/file_system.h"
+
+namespace rcxl::sim {
+
+class SimFileSystem final : public runtime::FileSystem {
+ public:
+  Result<std::string> read_file(const std::string& path) override;
+  Status append_file(const std::string& path, std::string_view data) override;
+  Status write_file(const std::string& path, std::string_view data) override;
+  void remove(const std::string& path) { files_.erase(path); }
+  // Reads of `path` fail with kIoError until cleared (an unreadable file).
+  void set_unreadable(const std::string& path, bool unreadable);
+
+ private:
+  std::map<std::string, std::string> files_;
+  std::set<std::string> unreadable_;
+};
+
+}  // namespace rcxl::sim

@@ -1,0 +1,252 @@
+#include "backends/sim/sim_nic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backends/sim/memory_timing.h"
+#include "backends/sim/sim_network.h"
+#include "backends/sim/sim_strand.h"
+
+namespace rcxl::sim {
+
+using runtime::Duration;
+using runtime::Instant;
+using runtime::RdmaOp;
+
+namespace {
+
+constexpr std::uint64_t kAddressBase = 1ull << 40;  // remote addresses look like VAs
+
+Duration wire_time(std::uint64_t bytes, double bytes_per_second) {
+  return Duration(static_cast<std::int64_t>(std::ceil(bytes * 1e9 / bytes_per_second)));
+}
+
+}  // namespace
+
+// An RC queue pair: ops complete in order; READ responses never overtake.
+class SimQueuePair final : public runtime::QueuePair,
+                           public std::enable_shared_from_this<SimQueuePair> {
+ public:
+  SimQueuePair(SimNic& local, SimNic& remote, SimStrand& strand)
+      : local_(local), remote_(remote), strand_(strand), alive_(strand.alive_token()) {}
+
+  std::string peer() const override { return remote_.node(); }
+
+  void post(std::vector<RdmaOp> ops, CompletionHandler done) override {
+    auto batch = std::make_shared<Batch>();
+    batch->statuses.resize(ops.size());
+    batch->remaining = ops.size();
+    batch->done = std::move(done);
+    if (ops.empty()) return complete_batch(batch);
+    SimWorld& world = local_.fabric().world();
+    world.trace().record(world.loop().now().count(),
+                         "rdma post " + local_.node() + "->" + remote_.node() + " ops=" +
+                             std::to_string(ops.size()));
+    for (std::size_t i = 0; i < ops.size(); ++i) start(ops[i], batch, i);
+  }
+
+ private:
+  struct Batch {
+    std::vector<Status> statuses;
+    std::size_t remaining = 0;
+    CompletionHandler done;
+  };
+
+  const NicParams& params() const { return local_.fabric().params(); }
+  EventLoop& loop() { return local_.fabric().world().loop(); }
+  bool partitioned() {
+    auto& net = local_.fabric().world().network();
+    return net.partitioned(local_.node()) || net.partitioned(remote_.node());
+  }
+
+  void start(const RdmaOp& op, std::shared_ptr<Batch> batch, std::size_t index) {
+    auto self = shared_from_this();
+    const std::uint64_t length = op.local.size();
+    if (op.kind == RdmaOp::Kind::kWrite) {
+      // Payload leaves our NIC in order, at line rate.
+      auto payload = std::make_shared<std::string>(reinterpret_cast<const char*>(op.local.data()),
+                                                   op.local.size());
+      Instant& egress = local_.egress_free_at();
+      egress = std::max(loop().now(), egress) + params().per_op + wire_time(length, params().bytes_per_second);
+      const Instant arrive = egress + params().latency;
+      loop().schedule_at(arrive, [self, op, payload, batch, index] {
+        self->write_arrived(op, payload, batch, index);
+      });
+    } else {
+      loop().schedule_after(params().per_op + params().latency, [self, op, batch, index] {
+        self->read_arrived(op, batch, index);
+      });
+    }
+  }
+
+  const SimNic::Exposed* check(const RdmaOp& op, unsigned access, std::shared_ptr<Batch> batch,
+                               std::size_t index) {
+    if (partitioned()) {
+      finish_op(batch, index, Error(ErrorCode::kUnavailable, "RDMA peer unreachable"),
+                loop().now() + params().latency);
+      return nullptr;
+    }
+    const auto* exposed = remote_.find(op.rkey, op.remote_addr, op.local.size(), access);
+    if (!exposed) {
+      local_.fabric().count_remote_access_error();
+      finish_op(batch, index,
+                Error(ErrorCode::kRemoteAccess, "remote access error: rkey " +
+                                                    std::to_string(op.rkey) +
+                                                    " does not cover the range"),
+                loop().now() + params().latency);
+    }
+    return exposed;
+  }
+
+  void write_arrived(const RdmaOp& op, std::shared_ptr<std::string> payload,
+                     std::shared_ptr<Batch> batch, std::size_t index) {
+    const auto* exposed = check(op, runtime::kAccessRemoteWrite, batch, index);
+    if (!exposed) return;
+    const std::uint64_t offset = exposed->pool_offset + (op.remote_addr - exposed->reg.addr);
+    Instant ready = loop().now();
+    if (auto* timing = dynamic_cast<MemoryTiming*>(exposed->pool)) {
+      ready = timing->access_ready(offset, payload->size(), true, ready);
+    }
+    ready = std::max(ready, last_write_applied_);  // RC: writes land in order
+    last_write_applied_ = ready;
+    auto self = shared_from_this();
+    loop().schedule_at(ready, [self, op, payload, batch, index, offset] {
+      // The registration may have gone while the device filled the pages.
+      const auto* still = self->check(op, runtime::kAccessRemoteWrite, batch, index);
+      if (!still) return;
+      (void)still->pool->write(offset, std::as_bytes(std::span(*payload)));
+      if (auto* timing = dynamic_cast<MemoryTiming*>(still->pool)) {
+        timing->accessed(offset, payload->size(), true, self->loop().now());
+      }
+      self->finish_op(batch, index, Status(), self->loop().now() + self->params().latency);
+    });
+  }
+
+  void read_arrived(const RdmaOp& op, std::shared_ptr<Batch> batch, std::size_t index) {
+    const auto* exposed = check(op, runtime::kAccessRemoteRead, batch, index);
+    if (!exposed) return;
+    const std::uint64_t offset = exposed->pool_offset + (op.remote_addr - exposed->reg.addr);
+    Instant ready = loop().now();
+    if (auto* timing = dynamic_cast<MemoryTiming*>(exposed->pool)) {
+      // The device holds an early READ until its range is in (PAPER P6).
+      ready = timing->access_ready(offset, op.local.size(), false, ready);
+    }
+    ready = std::max(ready, last_read_ready_);  // responses of one QP stay in order
+    last_read_ready_ = ready;
+    auto self = shared_from_this();
+    loop().schedule_at(ready, [self, op, batch, index, offset] {
+      const auto* still = self->check(op, runtime::kAccessRemoteRead, batch, index);
+      if (!still) return;
+      if (*self->alive_) (void)still->pool->read(offset, op.local);
+      if (auto* timing = dynamic_cast<MemoryTiming*>(still->pool)) {
+        timing->accessed(offset, op.local.size(), false, self->loop().now());
+      }
+      Instant& egress = self->remote_.egress_free_at();
+      egress = std::max(self->loop().now(), egress) +
+               wire_time(op.local.size(), self->params().bytes_per_second);
+      self->finish_op(batch, index, Status(), egress + self->params().latency);
+    });
+  }
+
+  // Completions are delivered in posting order (an RC completion queue).
+  void finish_op(std::shared_ptr<Batch> batch, std::size_t index, Status status, Instant at) {
+    at = std::max(at, last_completion_);
+    last_completion_ = at;
+    auto self = shared_from_this();
+    loop().schedule_at(at, [self, batch, index, status] {
+      batch->statuses[index] = status;
+      if (--batch->remaining == 0) self->complete_batch(batch);
+    });
+  }
+
+  void complete_batch(std::shared_ptr<Batch> batch) {
+    if (!*alive_) return;
+    auto done = std::move(batch->done);
+    auto statuses = std::move(batch->statuses);
+    strand_.run_inline([done, statuses] { done(statuses); });
+  }
+
+  SimNic& local_;
+  SimNic& remote_;
+  SimStrand& strand_;
+  std::shared_ptr<bool> alive_;
+  Instant last_write_applied_{0};
+  Instant last_read_ready_{0};
+  Instant last_completion_{0};
+};
+
+SimFabric::~SimFabric() = default;
+
+SimNic& SimFabric::add_nic(const std::string& node) {
+  auto& slot = nics_[node];
+  if (!slot) slot = std::make_unique<SimNic>(*this, node);
+  return *slot;
+}
+
+SimNic* SimFabric::nic(const std::string& node) {
+  auto it = nics_.find(node);
+  return it == nics_.end() ? nullptr : it->second.get();
+}
+
+Result<runtime::Registration> SimNic::register_memory(runtime::MemoryPool& pool,
+                                                      std::uint64_t offset, std::uint64_t length,
+                                                      unsigned access) {
+  if (offset > pool.size() || length > pool.size() - offset || length == 0) {
+    return Error(ErrorCode::kBadRange, "registration outside the pool");
+  }
+  const std::uint32_t rkey = next_rkey_++;
+  Exposed exposed{&pool, offset, {kAddressBase + offset, rkey, length}, access};
+  exposed_[rkey] = exposed;
+  SimWorld& world = fabric_.world();
+  world.trace().record(world.loop().now().count(),
+                       "rdma reg " + node_ + " rkey=" + std::to_string(rkey) + " off=" +
+                           std::to_string(offset) + " len=" + std::to_string(length));
+  return exposed.reg;
+}
+
+Status SimNic::deregister(const runtime::Registration& registration) {
+  if (exposed_.erase(registration.rkey) == 0) {
+    return Error(ErrorCode::kNotFound, "no registration with rkey " +
+                                           std::to_string(registration.rkey));
+  }
+  SimWorld& world = fabric_.world();
+  world.trace().record(world.loop().now().count(),
+                       "rdma dereg " + node_ + " rkey=" + std::to_string(registration.rkey));
+  return {};
+}
+
+const SimNic::Exposed* SimNic::find(std::uint32_t rkey, std::uint64_t addr, std::uint64_t length,
+                                    unsigned access) const {
+  auto it = exposed_.find(rkey);
+  if (it == exposed_.end()) return nullptr;
+  const Exposed& e = it->second;
+  if ((e.access & access) != access) return nullptr;
+  if (addr < e.reg.addr || addr - e.reg.addr > e.reg.length ||
+      length > e.reg.length - (addr - e.reg.addr)) {
+    return nullptr;
+  }
+  return &e;
+}
+
+void SimNic::connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) {
+  auto& sim_strand = static_cast<SimStrand&>(strand);
+  auto alive = sim_strand.alive_token();
+  // rdma_cm address + route resolution and the connect handshake: ~2 round trips.
+  const Duration setup = fabric_.params().latency * 4;
+  fabric_.world().loop().schedule_after(setup, [this, endpoint, &sim_strand, alive, done] {
+    if (!*alive) return;
+    SimNic* remote = fabric_.nic(endpoint);
+    auto& net = fabric_.world().network();
+    if (!remote || net.partitioned(node_) || net.partitioned(endpoint)) {
+      sim_strand.run_inline([done, endpoint] {
+        done(Error(ErrorCode::kUnavailable, "no RDMA peer reachable at '" + endpoint + "'"));
+      });
+      return;
+    }
+    auto qp = std::make_shared<SimQueuePair>(*this, *remote, sim_strand);
+    sim_strand.run_inline([done, qp] { done(std::shared_ptr<runtime::QueuePair>(qp)); });
+  });
+}
+
+}  // namespace rcxl::sim

@@ -1,0 +1,82 @@
+#include "backends/sim/sim_world.h"
+
+#include <cstdio>
+#include <vector>
+#include <algorithm>
+
+#include "backends/sim/sim_network.h"
+#include "backends/sim/sim_strand.h"
+
+namespace rcxl::sim {
+
+SimWorld::SimWorld(std::uint64_t seed)
+    : seed_(seed), network_(std::make_unique<SimNetwork>(*this)) {
+  trace_.record(0, "seed " + std::to_string(seed));
+}
+
+SimWorld::~SimWorld() {
+  nodes_.clear();
+  network_.reset();
+}
+
+SimNode& SimWorld::add_node(const std::string& name) {
+  auto& slot = nodes_[name];
+  if (!slot) slot = std::make_unique<SimNode>(*this, name);
+  return *slot;
+}
+
+SimNode* SimWorld::node(const std::string& name) {
+  auto it = nodes_.find(name);
+  return it == nodes_.end() ? nullptr : it->second.get();
+}
+
+std::unique_ptr<runtime::RandomSource> SimWorld::random(std::string_view stream) const {
+  return std::make_unique<runtime::DeterministicRandom>(
+      runtime::DeterministicRandom::fork_seed(seed_, stream));
+}
+
+std::string SimWorld::describe_strands() const {
+  std::vector<std::string> names;
+  for (const SimStrand* s : strands_) {
+    names.push_back(s->name() + (s->pending_timers() ? " (timers pending)" : ""));
+  }
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+
+Status SimWorld::run_until(const std::function<bool()>& done, runtime::Instant limit) {
+  if (loop_.run_until(done, limit)) return {};
+  if (loop_.idle()) {
+    return Error(ErrorCode::kInternal,
+                 "deadlock at t=" + std::to_string(loop_.now().count()) +
+                     "ns: no events left and the run is not done; live strands: " +
+                     describe_strands());
+  }
+  return Error(ErrorCode::kTimeout,
+               "virtual time limit reached at t=" + std::to_string(loop_.now().count()) + "ns");
+}
+
+SimNode::SimNode(SimWorld& world, std::string name)
+    : world_(world), name_(std::move(name)), transport_(world.network().make_transport(name_)) {}
+
+SimNode::~SimNode() = default;
+
+std::unique_ptr<runtime::Strand> SimNode::make_strand(std::string name) {
+  return std::make_unique<SimStrand>(world_, name_ + "/" + name);
+}
+
+std::unique_ptr<runtime::RandomSource> SimNode::random(std::string_view stream) {
+  return world_.random(name_ + "/" + std::string(stream));
+}
+
+void SimNode::log(runtime::LogLevel level, std::string_view component, std::string_view message) {
+  static constexpr const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
+  std::fprintf(stderr, "[%12.6f ms] [%s] %s/%.*s: %.*s\n",
+               runtime::to_millis(world_.loop().now()), kLevels[static_cast<int>(level)],
+               name_.c_str(), static_cast<int>(component.size()), component.data(),
+               static_cast<int>(message.size()), message.data());
+}
+
+}  // namespace rcxl::sim

@@ -1,0 +1,48 @@
+#include "core/protocol/frame_codec.h"
+
+namespace rcxl::protocol {
+
+std::string encode_frame(std::string_view payload) {
+  const auto n = static_cast<std::uint32_t>(payload.size());
+  std::string out;
+  out.reserve(4 + payload.size());
+  out.push_back(static_cast<char>(n >> 24));
+  out.push_back(static_cast<char>(n >> 16));
+  out.push_back(static_cast<char>(n >> 8));
+  out.push_back(static_cast<char>(n));
+  out.append(payload);
+  return out;
+}
+
+Status FrameDecoder::feed(std::string_view bytes, std::vector<std::string>& out) {
+  if (!failed_.ok()) return failed_;
+  buffer_.append(bytes);
+  for (;;) {
+    const std::size_t available = buffer_.size() - consumed_;
+    if (available < 4) break;
+    const auto* p = reinterpret_cast<const unsigned char*>(buffer_.data() + consumed_);
+    const std::uint32_t n = (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
+                            (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
+    if (n == 0) {
+      failed_ = Error(ErrorCode::kBadFrame, "zero-length frame");
+      return failed_;
+    }
+    if (n > max_frame_bytes_) {
+      failed_ = Error(ErrorCode::kBadFrame, "frame of " + std::to_string(n) +
+                                                " bytes exceeds the maximum of " +
+                                                std::to_string(max_frame_bytes_));
+      return failed_;
+    }
+    if (available - 4 < n) break;
+    out.emplace_back(buffer_, consumed_ + 4, n);
+    consumed_ += 4 + n;
+  }
+  // Compact once the consumed prefix dominates, so a long stream stays O(n).
+  if (consumed_ > 0 && consumed_ * 2 >= buffer_.size()) {
+    buffer_.erase(0, consumed_);
+    consumed_ = 0;
+  }
+  return {};
+}
+
+}  // namespace rcxl::protocol

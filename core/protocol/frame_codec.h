@@ -1,0 +1,38 @@
+// Length-prefixed frames (PROTOCOL.md "Framing"): 4-byte big-endian N, then N bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/runtime/status.h"
+
+namespace rcxl::protocol {
+
+inline constexpr std::uint32_t kDefaultMaxFrameBytes = 1u << 20;  // PROTOCOL.md default
+
+// Prefixes `payload` with its length.
+std::string encode_frame(std::string_view payload);
+
+// Turns a byte stream into frame payloads. Once it fails it stays failed.
+class FrameDecoder {
+ public:
+  explicit FrameDecoder(std::uint32_t max_frame_bytes = kDefaultMaxFrameBytes)
+      : max_frame_bytes_(max_frame_bytes) {}
+
+  // Appends whole frames found so far to `out`; a zero or oversize length is a
+  // kBadFrame status (the connection must then be closed).
+  Status feed(std::string_view bytes, std::vector<std::string>& out);
+  // Bytes of an incomplete frame still buffered (a close now truncates it).
+  std::size_t pending_bytes() const { return buffer_.size() - consumed_; }
+
+ private:
+  std::uint32_t max_frame_bytes_;
+  std::string buffer_;
+  std::size_t consumed_ = 0;
+  Status failed_;
+};
+
+}  // namespace rcxl::protocol

@@ -1,0 +1,76 @@
+#include "core/protocol/framed_conn.h"
+
+#include <vector>
+
+namespace rcxl::protocol {
+
+std::shared_ptr<FramedConn> FramedConn::Make(std::shared_ptr<runtime::Conn> conn,
+                                             std::uint32_t max_frame_bytes) {
+  return std::shared_ptr<FramedConn>(new FramedConn(std::move(conn), max_frame_bytes));
+}
+
+void FramedConn::start(runtime::Strand& strand, MessageHandler on_message,
+                       CloseHandler on_close) {
+  on_message_ = std::move(on_message);
+  on_close_ = std::move(on_close);
+  std::weak_ptr<FramedConn> weak = weak_from_this();
+  conn_->start(
+      strand,
+      [weak](std::string_view bytes) {
+        if (auto self = weak.lock()) self->on_bytes(bytes);
+      },
+      [weak](const Status& reason) {
+        auto self = weak.lock();
+        if (!self || !self->on_close_) return;
+        auto handler = std::move(self->on_close_);
+        self->on_close_ = nullptr;
+        handler(self->failed_ ? self->close_reason_ : reason);
+      });
+}
+
+void FramedConn::send(const Json& message) {
+  // Invalid UTF-8 in a string we echo must not throw: replace it.
+  conn_->send(encode_frame(message.dump(-1, ' ', false, Json::error_handler_t::replace)));
+}
+
+void FramedConn::close() { conn_->close(); }
+void FramedConn::abort() { conn_->abort(); }
+
+void FramedConn::fail(const Status& status) {
+  if (failed_) return;
+  failed_ = true;
+  close_reason_ = status;
+  send(error_reply(Json(), status));
+  conn_->close();
+}
+
+void FramedConn::on_bytes(std::string_view bytes) {
+  if (failed_) return;
+  std::vector<std::string> frames;
+  const Status status = decoder_.feed(bytes, frames);
+  for (auto& frame : frames) {
+    if (failed_) return;
+    Json message = Json::parse(frame, nullptr, /*allow_exceptions=*/false);
+    if (message.is_discarded()) {
+      fail(Error(ErrorCode::kBadFrame, "frame is not valid UTF-8 JSON"));
+      return;
+    }
+    if (!message.is_object()) {
+      fail(Error(ErrorCode::kBadFrame, "frame is not a JSON object"));
+      return;
+    }
+    if (on_message_) on_message_(std::move(message));
+  }
+  if (!status.ok()) fail(status);
+}
+
+Json error_reply(const Json& id, const Status& status) {
+  Json reply = Json::object();
+  if (!id.is_null()) reply["id"] = id;
+  reply["ok"] = false;
+  reply["error"] = {{"code", std::string(error_code_name(status.code()))},
+                    {"message", status.message()}};
+  return reply;
+}
+
+}  // namespace rcxl::protocol

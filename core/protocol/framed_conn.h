@@ -1,0 +1,54 @@
+// A Conn that speaks JSON frames: decodes, refuses bad frames with `bad_frame`
+// and closes (PROTOCOL.md "Framing"), encodes replies.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/protocol/frame_codec.h"
+#include "core/runtime/status.h"
+#include "core/runtime/strand.h"
+#include "core/runtime/transport.h"
+
+namespace rcxl::protocol {
+
+using Json = nlohmann::json;
+
+class FramedConn : public std::enable_shared_from_this<FramedConn> {
+ public:
+  using MessageHandler = std::function<void(Json message)>;
+  using CloseHandler = std::function<void(const Status& reason)>;
+
+  static std::shared_ptr<FramedConn> Make(std::shared_ptr<runtime::Conn> conn,
+                                          std::uint32_t max_frame_bytes = kDefaultMaxFrameBytes);
+
+  // Handlers run on `strand`. A bad frame is answered with `bad_frame`, the
+  // connection closed, and on_close called with that status.
+  void start(runtime::Strand& strand, MessageHandler on_message, CloseHandler on_close);
+  void send(const Json& message);
+  void close();
+  void abort();
+  std::uint64_t id() const { return conn_->id(); }
+  runtime::Address peer() const { return conn_->peer(); }
+  runtime::Conn& raw() { return *conn_; }
+
+ private:
+  FramedConn(std::shared_ptr<runtime::Conn> conn, std::uint32_t max_frame_bytes)
+      : conn_(std::move(conn)), decoder_(max_frame_bytes) {}
+  void on_bytes(std::string_view bytes);
+  void fail(const Status& status);
+
+  std::shared_ptr<runtime::Conn> conn_;
+  FrameDecoder decoder_;
+  MessageHandler on_message_;
+  CloseHandler on_close_;
+  bool failed_ = false;
+  Status close_reason_;
+};
+
+// {"id":…, "ok":false, "error":{"code":…, "message":…}}; id omitted when null.
+Json error_reply(const Json& id, const Status& status);
+
+}  // namespace rcxl::protocol

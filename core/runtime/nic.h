@@ -1,0 +1,71 @@
+// Nic port: RDMA memory registration (memory side) and one-sided READ/WRITE
+// (initiator side). ibverbs + rdma_cm in production, the sim RNIC in sim.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/runtime/memory_pool.h"
+#include "core/runtime/status.h"
+#include "core/runtime/strand.h"
+
+namespace rcxl::runtime {
+
+enum Access : unsigned {
+  kAccessLocalWrite = 1u << 0,
+  kAccessRemoteRead = 1u << 1,
+  kAccessRemoteWrite = 1u << 2,
+};
+
+// What a map reply tells the client: where the bytes are and the key to reach them.
+struct Registration {
+  std::uint64_t addr = 0;
+  std::uint32_t rkey = 0;
+  std::uint64_t length = 0;
+};
+
+struct RdmaOp {
+  enum class Kind { kRead, kWrite };
+  Kind kind = Kind::kRead;
+  std::span<std::byte> local;  // READ fills it; WRITE sends it
+  std::uint64_t remote_addr = 0;
+  std::uint32_t rkey = 0;
+};
+
+// A reliable connection to one memory node's NIC.
+class QueuePair {
+ public:
+  using CompletionHandler = std::function<void(std::vector<Status> per_op)>;
+  virtual ~QueuePair() = default;
+  // Posts ops in order; `done` runs on the strand given at connect, once all
+  // completed. A registration that is gone completes with kRemoteAccess.
+  virtual void post(std::vector<RdmaOp> ops, CompletionHandler done) = 0;
+  virtual std::string peer() const = 0;
+};
+
+class Nic {
+ public:
+  using ConnectHandler = std::function<void(Result<std::shared_ptr<QueuePair>>)>;
+  virtual ~Nic() = default;
+
+  // --- memory side
+  // Exposes pool bytes [offset, offset + length) to remote peers.
+  virtual Result<Registration> register_memory(MemoryPool& pool, std::uint64_t offset,
+                                               std::uint64_t length, unsigned access) = 0;
+  // From now on RDMA through this registration fails with kRemoteAccess.
+  virtual Status deregister(const Registration& registration) = 0;
+  // How initiators reach this NIC ("none" when it moves no data).
+  virtual std::string endpoint() const = 0;
+  // False for `--nic none`: maps answer rkey 0 and no data moves.
+  virtual bool moves_data() const { return true; }
+
+  // --- initiator side
+  virtual void connect(const std::string& endpoint, Strand& strand, ConnectHandler done) = 0;
+};
+
+}  // namespace rcxl::runtime

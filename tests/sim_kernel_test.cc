@@ -1,0 +1,316 @@
+// The deterministic simulation kernel: virtual time, strands, timers, the
+// simulated network with faults, trace hashes, deadlock reports.
+#include <gtest/gtest.h>
+
+#include "backends/sim/sim_network.h"
+#include "backends/sim/sim_world.h"
+#include "core/protocol/echo_service.h"
+#include "core/protocol/frame_codec.h"
+
+namespace rcxl::sim {
+namespace {
+
+using namespace std::chrono_literals;
+using protocol::EchoClient;
+using protocol::EchoServer;
+
+TEST(SimKernel, EventsRunInTimeThenSequenceOrder) {
+  SimWorld world(1);
+  auto strand = world.add_node("a").make_strand("s");
+  std::vector<int> order;
+  strand->post_after(2ms, [&] { order.push_back(3); });
+  strand->post_after(1ms, [&] { order.push_back(1); });
+  strand->post_after(1ms, [&] { order.push_back(2); });
+  strand->post([&] { order.push_back(0); });
+  world.run_for(5ms);
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(world.loop().now(), runtime::Instant(5ms));
+}
+
+TEST(SimKernel, CancelledTimerNeverRuns) {
+  SimWorld world(1);
+  auto strand = world.add_node("a").make_strand("s");
+  bool ran = false;
+  const auto id = strand->post_after(1ms, [&] { ran = true; });
+  EXPECT_TRUE(strand->cancel(id));
+  EXPECT_FALSE(strand->cancel(id));
+  world.run_for(2ms);
+  EXPECT_FALSE(ran);
+}
+
+TEST(SimKernel, DestroyedStrandRunsNothingMore) {
+  SimWorld world(1);
+  auto strand = world.add_node("a").make_strand("s");
+  bool ran = false;
+  strand->post([&] { ran = true; });
+  strand->post_after(1ms, [&] { ran = true; });
+  strand.reset();
+  world.run_for(2ms);
+  EXPECT_FALSE(ran);
+}
+
+TEST(SimKernel, RunningHereKnowsTheCurrentStrand) {
+  SimWorld world(1);
+  auto& node = world.add_node("a");
+  auto s1 = node.make_strand("one");
+  auto s2 = node.make_strand("two");
+  bool checked = false;
+  s1->post([&] {
+    EXPECT_TRUE(s1->running_here());
+    EXPECT_FALSE(s2->running_here());
+    checked = true;
+  });
+  world.run_for(1ms);
+  EXPECT_TRUE(checked);
+}
+
+TEST(SimKernel, IdleBeforeDoneIsADeadlockNamingTheStrands) {
+  SimWorld world(1);
+  auto strand = world.add_node("node").make_strand("waiter");
+  const Status s = world.run_until([] { return false; });
+  EXPECT_EQ(s.code(), ErrorCode::kInternal);
+  EXPECT_NE(s.message().find("deadlock"), std::string::npos);
+  EXPECT_NE(s.message().find("node/waiter"), std::string::npos);
+}
+
+TEST(SimKernel, VirtualTimeLimitIsATimeout) {
+  SimWorld world(1);
+  auto strand = world.add_node("node").make_strand("ticker");
+  std::function<void()> tick = [&] { strand->post_after(1ms, tick); };
+  tick();
+  const Status s = world.run_until([] { return false; }, runtime::Instant(10ms));
+  EXPECT_EQ(s.code(), ErrorCode::kTimeout);
+}
+
+TEST(SimKernel, RandomStreamsAreForkedBySeedAndName) {
+  SimWorld a(7), b(7), c(8);
+  EXPECT_EQ(a.random("x")->next_u64(), b.random("x")->next_u64());
+  EXPECT_NE(a.random("x")->next_u64(), a.random("y")->next_u64());
+  EXPECT_NE(a.random("x")->next_u64(), c.random("x")->next_u64());
+  EXPECT_EQ(a.random("x")->next_hex(128).size(), 32u);
+}
+
+// Runs the core echo protocol between two nodes and returns the trace hash.
+std::string run_echo(std::uint64_t seed, int pings, std::vector<std::string>* echoes = nullptr) {
+  SimWorld world(seed);
+  auto& server_node = world.add_node("server");
+  auto& client_node = world.add_node("client");
+  auto server_strand = server_node.make_strand("echo");
+  auto client_strand = client_node.make_strand("echo");
+  EchoServer server(server_node, *server_strand);
+  EXPECT_TRUE(server.start({"server", 7000}).ok());
+  EchoClient client(client_node, *client_strand);
+  // The seed decides a jitter on the link, so different seeds differ in timing.
+  auto rnd = world.random("link");
+  world.network().set_default_link(
+      {std::chrono::microseconds(5 + rnd->next_below(20)), 12.5e9});
+  bool finished = false;
+  client.run({"server", 7000}, pings, [&](Result<std::vector<std::string>> r) {
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    if (echoes) *echoes = r.value();
+    finished = true;
+  });
+  EXPECT_TRUE(world.run_until([&] { return finished; }).ok());
+  world.run_for(1ms);
+  return world.trace().hash_hex();
+}
+
+TEST(SimKernel, EchoProtocolRunsOnTheSimulator) {
+  std::vector<std::string> echoes;
+  run_echo(1, 5, &echoes);
+  EXPECT_EQ(echoes, (std::vector<std::string>{"ping-0", "ping-1", "ping-2", "ping-3", "ping-4"}));
+}
+
+TEST(SimKernel, SameSeedSameTraceHashDifferentSeedDifferentHash) {
+  const std::string first = run_echo(42, 20);
+  EXPECT_EQ(first, run_echo(42, 20));
+  EXPECT_NE(first, run_echo(43, 20));
+}
+
+TEST(SimKernel, LatencyAndBandwidthShapeDelivery) {
+  SimWorld world(1);
+  world.network().set_default_link({100us, 1e9});  // 1 GB/s
+  auto& a = world.add_node("a");
+  auto& b = world.add_node("b");
+  auto sa = a.make_strand("s");
+  auto sb = b.make_strand("s");
+  std::shared_ptr<runtime::Conn> server_side;
+  std::size_t received = 0;
+  runtime::Instant last_byte{0};
+  auto listener = b.transport().listen({"b", 1}, *sb, [&](std::shared_ptr<runtime::Conn> c) {
+    server_side = c;
+    c->start(*sb, [&](std::string_view bytes) {
+      received += bytes.size();
+      last_byte = world.loop().now();
+    }, [](const Status&) {});
+  });
+  ASSERT_TRUE(listener.ok());
+  std::shared_ptr<runtime::Conn> client;
+  a.transport().connect({"b", 1}, *sa, [&](Result<std::shared_ptr<runtime::Conn>> c) {
+    ASSERT_TRUE(c.ok());
+    client = c.value();
+    client->start(*sa, [](std::string_view) {}, [](const Status&) {});
+  });
+  ASSERT_TRUE(world.run_until([&] { return client != nullptr; }).ok());
+  const runtime::Instant sent_at = world.loop().now();
+  client->send(std::string(1'000'000, 'x'));  // 1 ms at 1 GB/s
+  world.run_for(5ms);
+  EXPECT_EQ(received, 1'000'000u);
+  EXPECT_EQ(last_byte - sent_at, 1ms + 100us);
+}
+
+TEST(SimKernel, ConnectToNothingIsRefused) {
+  SimWorld world(1);
+  auto& a = world.add_node("a");
+  auto s = a.make_strand("s");
+  std::optional<Status> result;
+  a.transport().connect({"nowhere", 9}, *s, [&](Result<std::shared_ptr<runtime::Conn>> c) {
+    result = c.status();
+  });
+  world.run_for(10ms);
+  ASSERT_TRUE(result.has_value());
+  EXPECT_EQ(result->code(), ErrorCode::kUnavailable);
+}
+
+struct Pair {
+  SimWorld world{3};
+  SimNode& a = world.add_node("a");
+  SimNode& b = world.add_node("b");
+  std::unique_ptr<runtime::Strand> sa = a.make_strand("s");
+  std::unique_ptr<runtime::Strand> sb = b.make_strand("s");
+  std::unique_ptr<runtime::Listener> listener;
+  std::shared_ptr<runtime::Conn> client, server;
+  std::optional<Status> client_closed, server_closed;
+  std::string server_got;
+
+  Pair() {
+    listener = b.transport()
+                   .listen({"b", 1}, *sb,
+                           [this](std::shared_ptr<runtime::Conn> c) {
+                             server = c;
+                             c->start(*sb, [this](std::string_view d) { server_got += d; },
+                                      [this](const Status& s) { server_closed = s; });
+                           })
+                   .value();
+    a.transport().connect({"b", 1}, *sa, [this](Result<std::shared_ptr<runtime::Conn>> c) {
+      client = c.value();
+      client->start(*sa, [](std::string_view) {}, [this](const Status& s) { client_closed = s; });
+    });
+    EXPECT_TRUE(world.run_until([this] { return client != nullptr; }).ok());
+  }
+};
+
+TEST(SimKernel, GracefulCloseDeliversDataFirstAndClosesBothEnds) {
+  Pair p;
+  p.client->send("hello");
+  p.client->close();
+  p.world.run_for(1ms);
+  EXPECT_EQ(p.server_got, "hello");
+  EXPECT_TRUE(p.server_closed.has_value());
+  EXPECT_TRUE(p.client_closed.has_value());
+}
+
+TEST(SimKernel, DroppedConnectionsEndOnBothSides) {
+  Pair p;
+  p.world.network().drop_connections("b");
+  p.client->send("lost");
+  p.world.run_for(1ms);
+  EXPECT_EQ(p.server_got, "");
+  EXPECT_EQ(p.client_closed->code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(p.server_closed->code(), ErrorCode::kUnavailable);
+}
+
+TEST(SimKernel, PartitionRefusesConnectsUntilHealed) {
+  Pair p;
+  p.world.network().partition("b");
+  p.world.run_for(1ms);
+  EXPECT_TRUE(p.client_closed.has_value());
+  std::optional<Status> during;
+  p.a.transport().connect({"b", 1}, *p.sa, [&](Result<std::shared_ptr<runtime::Conn>> c) {
+    during = c.status();
+  });
+  p.world.run_for(2s);
+  ASSERT_TRUE(during.has_value());
+  EXPECT_EQ(during->code(), ErrorCode::kUnavailable);
+  p.world.network().heal("b");
+  bool connected = false;
+  p.a.transport().connect({"b", 1}, *p.sa, [&](Result<std::shared_ptr<runtime::Conn>> c) {
+    connected = c.ok();
+    if (c.ok()) c.value()->abort();
+  });
+  p.world.run_for(1ms);
+  EXPECT_TRUE(connected);
+}
+
+TEST(SimKernel, ExtraDelayFaultDelaysFrames) {
+  Pair p;
+  p.world.network().set_extra_delay("b", 3ms);
+  const auto t0 = p.world.loop().now();
+  p.client->send("x");
+  ASSERT_TRUE(p.world.run_until([&] { return !p.server_got.empty(); }).ok());
+  EXPECT_GE(p.world.loop().now() - t0, 3ms);
+}
+
+// Bad frames through the real framing code on the simulated network.
+class SimBadFrames : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SimBadFrames, R1_2_BadFrameGetsErrorReplyAndClose) {
+  SimWorld world(5);
+  auto& s = world.add_node("server");
+  auto& c = world.add_node("client");
+  auto ss = s.make_strand("echo");
+  auto cs = c.make_strand("raw");
+  EchoServer server(s, *ss);
+  ASSERT_TRUE(server.start({"server", 7}).ok());
+  std::string reply_bytes;
+  bool closed = false;
+  std::shared_ptr<runtime::Conn> conn;
+  c.transport().connect({"server", 7}, *cs, [&](Result<std::shared_ptr<runtime::Conn>> r) {
+    conn = r.value();
+    conn->start(*cs, [&](std::string_view d) { reply_bytes += d; },
+                [&](const Status&) { closed = true; });
+    conn->send(GetParam());
+  });
+  world.run_for(10ms);
+  EXPECT_TRUE(closed);
+  std::vector<std::string> frames;
+  protocol::FrameDecoder decoder;
+  ASSERT_TRUE(decoder.feed(reply_bytes, frames).ok());
+  ASSERT_EQ(frames.size(), 1u);
+  const auto reply = nlohmann::json::parse(frames[0]);
+  EXPECT_EQ(reply["ok"], false);
+  EXPECT_EQ(reply["error"]["code"], "bad_frame");
+  EXPECT_FALSE(reply.contains("id"));
+  EXPECT_EQ(server.closed_with_bad_frame(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Frames, SimBadFrames,
+    ::testing::Values(std::string("\0\0\0\0", 4),                      // zero length
+                      std::string("\x7f\0\0\0", 4),                    // oversize
+                      protocol::encode_frame("{not json"),             // not JSON
+                      protocol::encode_frame("[1,2]"),                 // not an object
+                      protocol::encode_frame("\"\xff\xfe\"")));        // invalid UTF-8
+
+TEST(SimKernel, TruncatedFrameThenCloseIsHandled) {
+  SimWorld world(5);
+  auto& s = world.add_node("server");
+  auto& c = world.add_node("client");
+  auto ss = s.make_strand("echo");
+  auto cs = c.make_strand("raw");
+  EchoServer server(s, *ss);
+  ASSERT_TRUE(server.start({"server", 7}).ok());
+  std::shared_ptr<runtime::Conn> conn;
+  c.transport().connect({"server", 7}, *cs, [&](Result<std::shared_ptr<runtime::Conn>> r) {
+    conn = r.value();
+    conn->start(*cs, [](std::string_view) {}, [](const Status&) {});
+    const std::string frame = protocol::encode_frame("{\"op\":\"ping\",\"id\":1}");
+    conn->send(frame.substr(0, frame.size() - 4));
+    conn->close();
+  });
+  world.run_for(10ms);
+  EXPECT_EQ(server.connections(), 0u);
+}
+
+}  // namespace
+}  // namespace rcxl::sim

@@ -1,0 +1,137 @@
+// The sim RNIC: registrations, READ/WRITE of real bytes, remote access errors
+// after deregistration, and device timing through MemoryTiming.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "backends/sim/memory_timing.h"
+#include "backends/sim/sim_memory_pool.h"
+#include "backends/sim/sim_nic.h"
+#include "backends/sim/sim_world.h"
+
+namespace rcxl::sim {
+namespace {
+
+using namespace std::chrono_literals;
+using runtime::RdmaOp;
+
+std::vector<std::byte> bytes_of(std::string_view s) {
+  std::vector<std::byte> out(s.size());
+  std::memcpy(out.data(), s.data(), s.size());
+  return out;
+}
+
+struct Rig {
+  SimWorld world{9};
+  SimFabric fabric{world};
+  SimNode& gpu = world.add_node("gpu");
+  SimNode& mem = world.add_node("mem");
+  SimNic& gpu_nic = fabric.add_nic("gpu");
+  SimNic& mem_nic = fabric.add_nic("mem");
+  std::unique_ptr<runtime::Strand> strand = gpu.make_strand("data");
+  std::shared_ptr<runtime::QueuePair> qp;
+
+  void connect() {
+    gpu_nic.connect("mem", *strand, [this](Result<std::shared_ptr<runtime::QueuePair>> r) {
+      ASSERT_TRUE(r.ok());
+      qp = r.value();
+    });
+    ASSERT_TRUE(world.run_until([this] { return qp != nullptr; }).ok());
+  }
+
+  std::vector<Status> post(std::vector<RdmaOp> ops) {
+    std::optional<std::vector<Status>> out;
+    qp->post(std::move(ops), [&](std::vector<Status> s) { out = std::move(s); });
+    EXPECT_TRUE(world.run_until([&] { return out.has_value(); }).ok());
+    return out.value_or(std::vector<Status>{});
+  }
+};
+
+TEST(SimNic, WriteThenReadMovesRealBytes) {
+  Rig rig;
+  SimMemoryPool pool(1 << 20);
+  auto reg = rig.mem_nic.register_memory(pool, 8192, 65536,
+                                         runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite);
+  ASSERT_TRUE(reg.ok());
+  rig.connect();
+  auto data = bytes_of("kv-bytes-of-token-0");
+  auto st = rig.post({{RdmaOp::Kind::kWrite, data, reg->addr + 100, reg->rkey}});
+  ASSERT_TRUE(st[0].ok()) << st[0].ToString();
+  std::vector<std::byte> back(data.size());
+  st = rig.post({{RdmaOp::Kind::kRead, back, reg->addr + 100, reg->rkey}});
+  ASSERT_TRUE(st[0].ok());
+  EXPECT_EQ(back, data);
+  std::vector<std::byte> direct(data.size());
+  ASSERT_TRUE(pool.read(8192 + 100, direct).ok());
+  EXPECT_EQ(direct, data);
+}
+
+TEST(SimNic, AccessAfterDeregistrationIsARemoteAccessError) {
+  Rig rig;
+  SimMemoryPool pool(1 << 20);
+  auto reg = rig.mem_nic.register_memory(pool, 0, 4096, runtime::kAccessRemoteRead);
+  ASSERT_TRUE(reg.ok());
+  rig.connect();
+  ASSERT_TRUE(rig.mem_nic.deregister(reg.value()).ok());
+  std::vector<std::byte> buf(64);
+  auto st = rig.post({{RdmaOp::Kind::kRead, buf, reg->addr, reg->rkey}});
+  EXPECT_EQ(st[0].code(), ErrorCode::kRemoteAccess);
+  EXPECT_EQ(rig.fabric.remote_access_errors(), 1u);
+}
+
+TEST(SimNic, AccessRightsAndBoundsAreChecked) {
+  Rig rig;
+  SimMemoryPool pool(1 << 20);
+  auto reg = rig.mem_nic.register_memory(pool, 0, 4096, runtime::kAccessRemoteRead);
+  rig.connect();
+  std::vector<std::byte> buf(64);
+  auto st = rig.post({{RdmaOp::Kind::kWrite, buf, reg->addr, reg->rkey},          // no write right
+                      {RdmaOp::Kind::kRead, buf, reg->addr + 4090, reg->rkey},    // past the end
+                      {RdmaOp::Kind::kRead, buf, reg->addr + 4032, reg->rkey}});  // fits
+  EXPECT_EQ(st[0].code(), ErrorCode::kRemoteAccess);
+  EXPECT_EQ(st[1].code(), ErrorCode::kRemoteAccess);
+  EXPECT_TRUE(st[2].ok());
+}
+
+// A memory whose bytes are ready only at a fixed time: the READ is held, not failed.
+class SlowMemory : public SimMemoryPool, public MemoryTiming {
+ public:
+  using SimMemoryPool::SimMemoryPool;
+  runtime::Instant access_ready(std::uint64_t, std::uint64_t, bool, runtime::Instant at) override {
+    return std::max(at, ready_at);
+  }
+  runtime::Instant ready_at{0};
+};
+
+TEST(SimNic, P6_EarlyReadIsHeldUntilTheDeviceHasTheRange) {
+  Rig rig;
+  SlowMemory pool(1 << 20);
+  auto payload = bytes_of("prepared later");
+  ASSERT_TRUE(pool.write(0, payload).ok());
+  pool.ready_at = runtime::Instant(5ms);
+  auto reg = rig.mem_nic.register_memory(pool, 0, 4096, runtime::kAccessRemoteRead);
+  rig.connect();
+  std::vector<std::byte> buf(payload.size());
+  auto st = rig.post({{RdmaOp::Kind::kRead, buf, reg->addr, reg->rkey}});
+  EXPECT_TRUE(st[0].ok());
+  EXPECT_EQ(buf, payload);
+  EXPECT_GE(rig.world.loop().now(), runtime::Instant(5ms));
+  EXPECT_LT(rig.world.loop().now(), runtime::Instant(5ms + 20us));
+}
+
+TEST(SimNic, BandwidthBoundsALargeRead) {
+  Rig rig;
+  SimMemoryPool pool(64 << 20);
+  auto reg = rig.mem_nic.register_memory(pool, 0, 64 << 20, runtime::kAccessRemoteRead);
+  rig.connect();
+  std::vector<std::byte> buf(16 << 20);
+  const auto t0 = rig.world.loop().now();
+  auto st = rig.post({{RdmaOp::Kind::kRead, buf, reg->addr, reg->rkey}});
+  ASSERT_TRUE(st[0].ok());
+  const double seconds = runtime::to_seconds(rig.world.loop().now() - t0);
+  const double gbps = (16 << 20) / seconds / 1e9;
+  EXPECT_NEAR(gbps, rig.fabric.params().bytes_per_second / 1e9, 0.2);
+}
+
+}  // namespace
+}  // namespace rcxl::sim
