@@ -1,0 +1,27 @@
+// Paired-run statistics as the seed reports them: mean of per-pair ratios (or
+// differences) with a 95% confidence interval from Student's t distribution.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace rcxl::scenarios {
+
+struct Interval {
+  double mean = 0;
+  double low = 0;
+  double high = 0;
+  std::size_t n = 0;
+};
+
+double mean(const std::vector<double>& xs);
+// Sample standard deviation (n - 1); 0 for fewer than two values.
+double stddev(const std::vector<double>& xs);
+// Two-sided 97.5% quantile of Student's t with `df` degrees of freedom.
+double t_quantile_975(std::size_t df);
+// mean ± t * s / sqrt(n); a single value gives a zero-width interval.
+Interval t_interval_95(const std::vector<double>& xs);
+// The p-th quantile (0..1) by linear interpolation; xs need not be sorted.
+double quantile(std::vector<double> xs, double p);
+
+}  // namespace rcxl::scenarios

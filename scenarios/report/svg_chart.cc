@@ -1,0 +1,117 @@
+#include "scenarios/report/svg_chart.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+namespace rcxl::scenarios {
+namespace {
+
+constexpr double kWidth = 720, kHeight = 420;
+constexpr double kLeft = 70, kRight = 20, kTop = 40, kBottom = 55;
+constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
+
+std::string escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// "Nice" tick step for a span, 1/2/5 x 10^k.
+double tick_step(double span) {
+  if (span <= 0) return 1;
+  const double raw = span / 6;
+  const double mag = std::pow(10, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (raw <= m * mag) return m * mag;
+  }
+  return 10 * mag;
+}
+
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", std::abs(v) < 1e-12 ? 0.0 : v);
+  return buf;
+}
+
+}  // namespace
+
+Series cdf_series(std::string label, std::vector<double> samples) {
+  Series s;
+  s.label = std::move(label);
+  std::sort(samples.begin(), samples.end());
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    s.x.push_back(samples[i]);
+    s.y.push_back(static_cast<double>(i + 1) / static_cast<double>(samples.size()));
+  }
+  return s;
+}
+
+std::string render_line_chart(const ChartSpec& spec, const std::vector<Series>& series) {
+  double xmin = std::numeric_limits<double>::max(), xmax = std::numeric_limits<double>::lowest();
+  double ymin = 0, ymax = std::numeric_limits<double>::lowest();
+  for (const auto& s : series) {
+    for (double v : s.x) xmin = std::min(xmin, v), xmax = std::max(xmax, v);
+    for (double v : s.y) ymin = std::min(ymin, v), ymax = std::max(ymax, v);
+  }
+  if (xmin > xmax) xmin = 0, xmax = 1;
+  if (ymax <= ymin) ymax = ymin + 1;
+  if (xmax <= xmin) xmax = xmin + 1;
+  ymax *= 1.05;
+  const double pw = kWidth - kLeft - kRight, ph = kHeight - kTop - kBottom;
+  auto px = [&](double x) { return kLeft + (x - xmin) / (xmax - xmin) * pw; };
+  auto py = [&](double y) { return kTop + ph - (y - ymin) / (ymax - ymin) * ph; };
+
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
+    << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+    << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    << "<text x=\"" << kWidth / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
+    << escape(spec.title) << "</text>\n";
+  // Axes and ticks.
+  const double xs = tick_step(xmax - xmin), ys = tick_step(ymax - ymin);
+  for (double t = std::ceil(xmin / xs) * xs; t <= xmax + 1e-9; t += xs) {
+    o << "<line x1=\"" << px(t) << "\" y1=\"" << kTop << "\" x2=\"" << px(t) << "\" y2=\""
+      << kTop + ph << "\" stroke=\"#eee\"/>\n<text x=\"" << px(t) << "\" y=\"" << kTop + ph + 16
+      << "\" text-anchor=\"middle\">" << fmt(t) << "</text>\n";
+  }
+  for (double t = std::ceil(ymin / ys) * ys; t <= ymax + 1e-9; t += ys) {
+    o << "<line x1=\"" << kLeft << "\" y1=\"" << py(t) << "\" x2=\"" << kLeft + pw << "\" y2=\""
+      << py(t) << "\" stroke=\"#eee\"/>\n<text x=\"" << kLeft - 6 << "\" y=\"" << py(t) + 4
+      << "\" text-anchor=\"end\">" << fmt(t) << "</text>\n";
+  }
+  o << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << pw << "\" height=\"" << ph
+    << "\" fill=\"none\" stroke=\"#333\"/>\n"
+    << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << kHeight - 12 << "\" text-anchor=\"middle\">"
+    << escape(spec.x_label) << "</text>\n"
+    << "<text transform=\"translate(16," << kTop + ph / 2
+    << ") rotate(-90)\" text-anchor=\"middle\">" << escape(spec.y_label) << "</text>\n";
+  // Series and legend.
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const auto& s = series[i];
+    const char* color = kColors[i % std::size(kColors)];
+    o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.8\" points=\"";
+    for (std::size_t k = 0; k < s.x.size(); ++k) {
+      if (spec.step && k > 0) o << px(s.x[k]) << "," << py(s.y[k - 1]) << " ";
+      o << px(s.x[k]) << "," << py(s.y[k]) << " ";
+    }
+    o << "\"/>\n";
+    const double ly = kTop + 14 + 16 * static_cast<double>(i);
+    o << "<line x1=\"" << kLeft + 10 << "\" y1=\"" << ly - 4 << "\" x2=\"" << kLeft + 34
+      << "\" y2=\"" << ly - 4 << "\" stroke=\"" << color << "\" stroke-width=\"2\"/>\n"
+      << "<text x=\"" << kLeft + 40 << "\" y=\"" << ly << "\">" << escape(s.label) << "</text>\n";
+  }
+  o << "</svg>\n";
+  return o.str();
+}
+
+}  // namespace rcxl::scenarios
