@@ -133,5 +133,26 @@ TEST(SimNic, BandwidthBoundsALargeRead) {
   EXPECT_NEAR(gbps, rig.fabric.params().bytes_per_second / 1e9, 0.2);
 }
 
+TEST(SimNic, SampledPayloadIsTimedAtFullLengthButStoresOnlyItsRealBytes) {
+  Rig rig;
+  SimMemoryPool pool(8 << 20);
+  auto reg = rig.mem_nic.register_memory(pool, 0, 8 << 20,
+                                         runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite);
+  rig.connect();
+  auto head = bytes_of("chunk header");
+  RdmaOp op{RdmaOp::Kind::kWrite, head, reg->addr, reg->rkey};
+  op.length = 4 << 20;
+  const auto t0 = rig.world.loop().now();
+  ASSERT_TRUE(rig.post({op})[0].ok());
+  const double seconds = runtime::to_seconds(rig.world.loop().now() - t0);
+  EXPECT_GT(seconds, (4 << 20) / rig.fabric.params().bytes_per_second);
+  std::vector<std::byte> back(head.size());
+  ASSERT_TRUE(pool.read(0, back).ok());
+  EXPECT_EQ(back, head);
+  std::vector<std::byte> beyond(16);
+  ASSERT_TRUE(pool.read(1 << 20, beyond).ok());
+  EXPECT_EQ(beyond, std::vector<std::byte>(16));
+}
+
 }  // namespace
 }  // namespace rcxl::sim

@@ -62,7 +62,7 @@ class SimQueuePair final : public runtime::QueuePair,
 
   void start(const RdmaOp& op, std::shared_ptr<Batch> batch, std::size_t index) {
     auto self = shared_from_this();
-    const std::uint64_t length = op.local.size();
+    const std::uint64_t length = op.wire_length();
     if (op.kind == RdmaOp::Kind::kWrite) {
       // Payload leaves our NIC in order, at line rate.
       auto payload = std::make_shared<std::string>(reinterpret_cast<const char*>(op.local.data()),
@@ -87,7 +87,7 @@ class SimQueuePair final : public runtime::QueuePair,
                 loop().now() + params().latency);
       return nullptr;
     }
-    const auto* exposed = remote_.find(op.rkey, op.remote_addr, op.local.size(), access);
+    const auto* exposed = remote_.find(op.rkey, op.remote_addr, op.wire_length(), access);
     if (!exposed) {
       local_.fabric().count_remote_access_error();
       finish_op(batch, index,
@@ -106,7 +106,7 @@ class SimQueuePair final : public runtime::QueuePair,
     const std::uint64_t offset = exposed->pool_offset + (op.remote_addr - exposed->reg.addr);
     Instant ready = loop().now();
     if (auto* timing = dynamic_cast<MemoryTiming*>(exposed->pool)) {
-      ready = timing->access_ready(offset, payload->size(), true, ready);
+      ready = timing->access_ready(offset, op.wire_length(), true, ready);
     }
     ready = std::max(ready, last_write_applied_);  // RC: writes land in order
     last_write_applied_ = ready;
@@ -117,7 +117,7 @@ class SimQueuePair final : public runtime::QueuePair,
       if (!still) return;
       (void)still->pool->write(offset, std::as_bytes(std::span(*payload)));
       if (auto* timing = dynamic_cast<MemoryTiming*>(still->pool)) {
-        timing->accessed(offset, payload->size(), true, self->loop().now());
+        timing->accessed(offset, op.wire_length(), true, self->loop().now());
       }
       self->finish_op(batch, index, Status(), self->loop().now() + self->params().latency);
     });
@@ -130,7 +130,7 @@ class SimQueuePair final : public runtime::QueuePair,
     Instant ready = loop().now();
     if (auto* timing = dynamic_cast<MemoryTiming*>(exposed->pool)) {
       // The device holds an early READ until its range is in (PAPER P6).
-      ready = timing->access_ready(offset, op.local.size(), false, ready);
+      ready = timing->access_ready(offset, op.wire_length(), false, ready);
     }
     ready = std::max(ready, last_read_ready_);  // responses of one QP stay in order
     last_read_ready_ = ready;
@@ -140,11 +140,11 @@ class SimQueuePair final : public runtime::QueuePair,
       if (!still) return;
       if (*self->alive_) (void)still->pool->read(offset, op.local);
       if (auto* timing = dynamic_cast<MemoryTiming*>(still->pool)) {
-        timing->accessed(offset, op.local.size(), false, self->loop().now());
+        timing->accessed(offset, op.wire_length(), false, self->loop().now());
       }
       Instant& egress = self->remote_.egress_free_at();
       egress = std::max(self->loop().now(), egress) +
-               wire_time(op.local.size(), self->params().bytes_per_second);
+               wire_time(op.wire_length(), self->params().bytes_per_second);
       self->finish_op(batch, index, Status(), egress + self->params().latency);
     });
   }

@@ -35,6 +35,12 @@ struct RdmaOp {
   std::span<std::byte> local;  // READ fills it; WRITE sends it
   std::uint64_t remote_addr = 0;
   std::uint32_t rkey = 0;
+  // Bytes on the wire; 0 means local.size(). Larger than local.size() only on
+  // the simulator, for payload-sampled bulk runs: the bytes past `local` are
+  // timed and change device page state, but are not stored (docs/simulator.md).
+  std::uint64_t length = 0;
+
+  std::uint64_t wire_length() const { return length ? length : local.size(); }
 };
 
 // A reliable connection to one memory node's NIC.
