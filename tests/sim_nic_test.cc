@@ -133,6 +133,34 @@ TEST(SimNic, BandwidthBoundsALargeRead) {
   EXPECT_NEAR(gbps, rig.fabric.params().bytes_per_second / 1e9, 0.2);
 }
 
+// A device filling sequentially at `rate` from t=0.
+class FillingMemory : public SimMemoryPool, public MemoryTiming {
+ public:
+  FillingMemory(std::uint64_t size, double rate) : SimMemoryPool(size), rate_(rate) {}
+  runtime::Instant access_ready(std::uint64_t offset, std::uint64_t length, bool,
+                                runtime::Instant at) override {
+    const auto done = runtime::Instant(static_cast<std::int64_t>((offset + length) / rate_ * 1e9));
+    return std::max(at, done);
+  }
+
+ private:
+  double rate_;
+};
+
+TEST(SimNic, ReadStreamsBehindAFillingDeviceInsteadOfWaitingForAllOfIt) {
+  Rig rig;
+  FillingMemory pool(64 << 20, 13e9);  // fills slightly faster than the wire
+  auto reg = rig.mem_nic.register_memory(pool, 0, 64 << 20, runtime::kAccessRemoteRead);
+  rig.connect();
+  const auto t0 = rig.world.loop().now();
+  std::vector<std::byte> buf(32 << 20);
+  ASSERT_TRUE(rig.post({{RdmaOp::Kind::kRead, buf, reg->addr, reg->rkey}})[0].ok());
+  const double took = runtime::to_seconds(rig.world.loop().now() - t0);
+  const double fill = (32 << 20) / 13e9, wire = (32 << 20) / rig.fabric.params().bytes_per_second;
+  EXPECT_LT(took, fill + wire / 2);             // overlapped, not fill-then-send
+  EXPECT_GT(took, std::max(fill, wire));        // bounded by the slower of the two
+}
+
 TEST(SimNic, SampledPayloadIsTimedAtFullLengthButStoresOnlyItsRealBytes) {
   Rig rig;
   SimMemoryPool pool(8 << 20);

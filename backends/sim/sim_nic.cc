@@ -60,18 +60,29 @@ class SimQueuePair final : public runtime::QueuePair,
     return net.partitioned(local_.node()) || net.partitioned(remote_.node());
   }
 
+  // Bytes stream in segments: the device is asked per segment when it can take
+  // or give them, so a READ starts sending while later pages are still filling.
+  template <typename Fn>
+  void for_each_segment(std::uint64_t length, Fn&& fn) {
+    const std::uint64_t seg = params().stream_segment_bytes;
+    for (std::uint64_t at = 0; at < length; at += seg) fn(at, std::min(seg, length - at));
+  }
+
   void start(const RdmaOp& op, std::shared_ptr<Batch> batch, std::size_t index) {
     auto self = shared_from_this();
-    const std::uint64_t length = op.wire_length();
     if (op.kind == RdmaOp::Kind::kWrite) {
-      // Payload leaves our NIC in order, at line rate.
+      // Copied at post: the NIC reads the local buffer as it sends.
       auto payload = std::make_shared<std::string>(reinterpret_cast<const char*>(op.local.data()),
                                                    op.local.size());
-      Instant& egress = local_.egress_free_at();
-      egress = std::max(loop().now(), egress) + params().per_op + wire_time(length, params().bytes_per_second);
-      const Instant arrive = egress + params().latency;
-      loop().schedule_at(arrive, [self, op, payload, batch, index] {
-        self->write_arrived(op, payload, batch, index);
+      const Instant tx_start = std::max(loop().now(), write_tx_free_) + params().per_op;
+      write_tx_free_ = tx_start + wire_time(op.wire_length(), params().bytes_per_second);
+      const Instant first_arrival =
+          tx_start +
+          wire_time(std::min(op.wire_length(), params().stream_segment_bytes),
+                    params().bytes_per_second) +
+          params().latency;
+      loop().schedule_at(first_arrival, [self, op, payload, batch, index, tx_start] {
+        self->write_arrived(op, payload, batch, index, tx_start);
       });
     } else {
       loop().schedule_after(params().per_op + params().latency, [self, op, batch, index] {
@@ -100,18 +111,23 @@ class SimQueuePair final : public runtime::QueuePair,
   }
 
   void write_arrived(const RdmaOp& op, std::shared_ptr<std::string> payload,
-                     std::shared_ptr<Batch> batch, std::size_t index) {
+                     std::shared_ptr<Batch> batch, std::size_t index, Instant tx_start) {
     const auto* exposed = check(op, runtime::kAccessRemoteWrite, batch, index);
     if (!exposed) return;
     const std::uint64_t offset = exposed->pool_offset + (op.remote_addr - exposed->reg.addr);
-    Instant ready = loop().now();
-    if (auto* timing = dynamic_cast<MemoryTiming*>(exposed->pool)) {
-      ready = timing->access_ready(offset, op.wire_length(), true, ready);
-    }
-    ready = std::max(ready, last_write_applied_);  // RC: writes land in order
-    last_write_applied_ = ready;
+    auto* timing = dynamic_cast<MemoryTiming*>(exposed->pool);
+    // RC: writes land in order; a segment waits for the device (write-allocate fills).
+    Instant applied = last_write_applied_;
+    for_each_segment(op.wire_length(), [&](std::uint64_t at, std::uint64_t len) {
+      const Instant arrive = tx_start + wire_time(at + len, params().bytes_per_second) +
+                             params().latency;
+      Instant ready = std::max(arrive, applied);
+      if (timing) ready = std::max(ready, timing->access_ready(offset + at, len, true, ready));
+      applied = ready;
+    });
+    last_write_applied_ = applied;
     auto self = shared_from_this();
-    loop().schedule_at(ready, [self, op, payload, batch, index, offset] {
+    loop().schedule_at(applied, [self, op, payload, batch, index, offset] {
       // The registration may have gone while the device filled the pages.
       const auto* still = self->check(op, runtime::kAccessRemoteWrite, batch, index);
       if (!still) return;
@@ -127,25 +143,25 @@ class SimQueuePair final : public runtime::QueuePair,
     const auto* exposed = check(op, runtime::kAccessRemoteRead, batch, index);
     if (!exposed) return;
     const std::uint64_t offset = exposed->pool_offset + (op.remote_addr - exposed->reg.addr);
-    Instant ready = loop().now();
-    if (auto* timing = dynamic_cast<MemoryTiming*>(exposed->pool)) {
-      // The device holds an early READ until its range is in (PAPER P6).
-      ready = timing->access_ready(offset, op.wire_length(), false, ready);
-    }
-    ready = std::max(ready, last_read_ready_);  // responses of one QP stay in order
-    last_read_ready_ = ready;
+    auto* timing = dynamic_cast<MemoryTiming*>(exposed->pool);
+    // The device holds each early segment until it is in (PAPER P6); responses
+    // of one QP leave in order at line rate.
+    Instant cursor = std::max(loop().now(), read_tx_free_);
+    for_each_segment(op.wire_length(), [&](std::uint64_t at, std::uint64_t len) {
+      Instant ready = loop().now();
+      if (timing) ready = timing->access_ready(offset + at, len, false, ready);
+      cursor = std::max(ready, cursor) + wire_time(len, params().bytes_per_second);
+    });
+    read_tx_free_ = cursor;
     auto self = shared_from_this();
-    loop().schedule_at(ready, [self, op, batch, index, offset] {
+    loop().schedule_at(cursor, [self, op, batch, index, offset] {
       const auto* still = self->check(op, runtime::kAccessRemoteRead, batch, index);
       if (!still) return;
       if (*self->alive_) (void)still->pool->read(offset, op.local);
       if (auto* timing = dynamic_cast<MemoryTiming*>(still->pool)) {
         timing->accessed(offset, op.wire_length(), false, self->loop().now());
       }
-      Instant& egress = self->remote_.egress_free_at();
-      egress = std::max(self->loop().now(), egress) +
-               wire_time(op.wire_length(), self->params().bytes_per_second);
-      self->finish_op(batch, index, Status(), egress + self->params().latency);
+      self->finish_op(batch, index, Status(), self->loop().now() + self->params().latency);
     });
   }
 
@@ -171,8 +187,9 @@ class SimQueuePair final : public runtime::QueuePair,
   SimNic& remote_;
   SimStrand& strand_;
   std::shared_ptr<bool> alive_;
+  Instant write_tx_free_{0};
   Instant last_write_applied_{0};
-  Instant last_read_ready_{0};
+  Instant read_tx_free_{0};
   Instant last_completion_{0};
 };
 

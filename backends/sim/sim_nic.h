@@ -1,6 +1,7 @@
 // The simulated RNIC: registrations with rkeys, RC queue pairs, READ/WRITE that
 // move real bytes with latency + bandwidth, and ask the target memory (a
-// MemoryTiming, when it is one) when each range can be accessed.
+// MemoryTiming, when it is one) when each range can be accessed. Line rate is
+// per queue pair and direction: the seed's data path uses one QP per peer.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,8 @@ struct NicParams {
   double bytes_per_second = 11.75e9;
   // Per work request cost in the NIC pipeline.
   runtime::Duration per_op = std::chrono::nanoseconds(100);
+  // Granularity at which a transfer streams against device readiness.
+  std::uint64_t stream_segment_bytes = 256 * 1024;
 };
 
 class SimNic;
@@ -68,15 +71,12 @@ class SimNic final : public runtime::Nic {
   std::size_t registrations() const { return exposed_.size(); }
   const std::string& node() const { return node_; }
   SimFabric& fabric() { return fabric_; }
-  // Time the NIC's transmit side is busy until (bandwidth is shared in FIFO).
-  runtime::Instant& egress_free_at() { return egress_free_at_; }
 
  private:
   SimFabric& fabric_;
   std::string node_;
   std::map<std::uint32_t, Exposed> exposed_;
   std::uint32_t next_rkey_ = 0x100;
-  runtime::Instant egress_free_at_{0};
 };
 
 }  // namespace rcxl::sim
