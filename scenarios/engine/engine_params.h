@@ -1,0 +1,33 @@
+// The GPU node's serving engine, as a class of hardware and model. Every value
+// has its source in docs/reproduce.md; the profile JSON can override them.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+
+#include "core/runtime/clock.h"
+#include "core/runtime/status.h"
+
+namespace rcxl::scenarios {
+
+struct EngineParams {
+  // Llama-3-8B class in bf16: 32 layers x 8 KV heads x 128 dims x 2 (K,V) x 2 B.
+  std::uint64_t kv_bytes_per_token = 131072;
+  // LMCache's default chunk: 256 tokens (32 MiB of KV for this model class).
+  int chunk_tokens = 256;
+  // A100-80GB class running an 8B model in vLLM: ~10k prefill tokens/s.
+  runtime::Duration prefill_per_token = std::chrono::microseconds(100);
+  // Decode step: weights read once per step (~16 GB at ~2 TB/s => ~8 ms) plus
+  // a small per-sequence cost for attention over its context.
+  runtime::Duration step_base = std::chrono::microseconds(8000);
+  runtime::Duration decode_per_seq = std::chrono::microseconds(60);
+  // vLLM's chunked-prefill token budget per step, and its sequence cap.
+  int max_batched_tokens = 2048;
+  int max_running = 64;
+  // Scheduler process -> worker process hand-off (vLLM's IPC of the step's plan).
+  runtime::Duration scheduler_to_worker = std::chrono::microseconds(300);
+};
+
+Result<EngineParams> engine_params_from_json(const nlohmann::json& j);
+
+}  // namespace rcxl::scenarios

@@ -1,0 +1,85 @@
+#include "scenarios/engine/workload.h"
+
+#include <algorithm>
+
+namespace rcxl::scenarios {
+
+std::vector<ConversationSpec> make_workload(const WorkloadParams& params,
+                                            runtime::RandomSource& rnd) {
+  std::vector<ConversationSpec> out(static_cast<std::size_t>(params.conversations));
+  for (int c = 0; c < params.conversations; ++c) {
+    auto& conv = out[static_cast<std::size_t>(c)];
+    const auto window = static_cast<std::uint64_t>(params.start_window.count());
+    conv.start = runtime::Duration(window ? static_cast<std::int64_t>(rnd.next_below(window)) : 0);
+    conv.think_time = params.think_time;
+    for (int t = 1; t <= params.turns; ++t) {
+      TurnSpec turn;
+      turn.conversation = c;
+      turn.turn = t;
+      turn.prompt_tokens =
+          (t == 1 ? params.first_prompt_tokens : params.followup_prompt_tokens).draw(rnd);
+      turn.output_tokens = params.output_tokens.draw(rnd);
+      conv.turns.push_back(turn);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+Status read_range(const nlohmann::json& j, const char* key, IntRange& out) {
+  if (!j.contains(key)) return {};
+  const auto& v = j[key];
+  if (!v.is_array() || v.size() != 2 || !v[0].is_number_integer() || !v[1].is_number_integer() ||
+      v[0].get<int>() < 1 || v[1].get<int>() < v[0].get<int>()) {
+    return Error(ErrorCode::kBadRequest, std::string("/workload/") + key +
+                                             ": expected [lo, hi] with 1 <= lo <= hi");
+  }
+  out = {v[0].get<int>(), v[1].get<int>()};
+  return {};
+}
+
+}  // namespace
+
+Result<WorkloadParams> workload_from_json(const nlohmann::json& j) {
+  WorkloadParams p;
+  if (!j.is_object()) return Error(ErrorCode::kBadRequest, "/workload: expected an object");
+  for (const auto& [key, value] : j.items()) {
+    static const std::vector<std::string> kKnown = {
+        "conversations", "turns", "first_prompt_tokens", "followup_prompt_tokens",
+        "output_tokens", "start_window_s", "think_time_s"};
+    if (std::find(kKnown.begin(), kKnown.end(), key) == kKnown.end()) {
+      return Error(ErrorCode::kBadRequest, "/workload/" + key + ": unknown field");
+    }
+  }
+  auto read_int = [&](const char* key, int& out, int lo, int hi) -> Status {
+    if (!j.contains(key)) return {};
+    if (!j[key].is_number_integer() || j[key].get<int>() < lo || j[key].get<int>() > hi) {
+      return Error(ErrorCode::kBadRequest, std::string("/workload/") + key + ": expected an integer in " +
+                                               std::to_string(lo) + ".." + std::to_string(hi));
+    }
+    out = j[key].get<int>();
+    return {};
+  };
+  auto read_seconds = [&](const char* key, runtime::Duration& out) -> Status {
+    if (!j.contains(key)) return {};
+    if (!j[key].is_number() || j[key].get<double>() < 0 || j[key].get<double>() > 3600) {
+      return Error(ErrorCode::kBadRequest,
+                   std::string("/workload/") + key + ": expected seconds in 0..3600");
+    }
+    out = runtime::from_seconds(j[key].get<double>());
+    return {};
+  };
+  for (Status s : {read_int("conversations", p.conversations, 1, 100000),
+                   read_int("turns", p.turns, 1, 1000),
+                   read_range(j, "first_prompt_tokens", p.first_prompt_tokens),
+                   read_range(j, "followup_prompt_tokens", p.followup_prompt_tokens),
+                   read_range(j, "output_tokens", p.output_tokens),
+                   read_seconds("start_window_s", p.start_window),
+                   read_seconds("think_time_s", p.think_time)}) {
+    if (!s.ok()) return s;
+  }
+  return p;
+}
+
+}  // namespace rcxl::scenarios

@@ -1,0 +1,56 @@
+// The multi-turn chat workload of the seed's measurement: conversations whose
+// turns reuse the KV of everything said before (PAPER.md "Reuse turn").
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/runtime/clock.h"
+#include "core/runtime/random.h"
+#include "core/runtime/status.h"
+
+namespace rcxl::scenarios {
+
+struct IntRange {
+  int lo = 0;
+  int hi = 0;
+  int draw(runtime::RandomSource& rnd) const {
+    return lo + static_cast<int>(rnd.next_below(static_cast<std::uint64_t>(hi - lo + 1)));
+  }
+};
+
+struct WorkloadParams {
+  int conversations = 48;
+  int turns = 6;
+  IntRange first_prompt_tokens{600, 1000};  // system prompt + first question
+  IntRange followup_prompt_tokens{60, 180};
+  IntRange output_tokens{150, 300};
+  // Conversations start uniformly within this window (a benchmark client ramping up).
+  runtime::Duration start_window = std::chrono::seconds(2);
+  // Pause between a response and the next turn (0: a closed-loop benchmark client).
+  runtime::Duration think_time = std::chrono::milliseconds(0);
+};
+
+struct TurnSpec {
+  int conversation = 0;
+  int turn = 0;  // 1-based; turns >= 2 are reuse turns
+  int prompt_tokens = 0;
+  int output_tokens = 0;
+};
+
+struct ConversationSpec {
+  runtime::Duration start{0};
+  runtime::Duration think_time{0};
+  std::vector<TurnSpec> turns;
+};
+
+// Draws every conversation from `rnd`: the same seed gives the same workload,
+// so a pair's two configurations serve identical requests.
+std::vector<ConversationSpec> make_workload(const WorkloadParams& params,
+                                            runtime::RandomSource& rnd);
+
+Result<WorkloadParams> workload_from_json(const nlohmann::json& j);
+
+}  // namespace rcxl::scenarios

@@ -1,0 +1,128 @@
+// The serving-engine model on its own, with an ideal KV layer: loads take
+// bytes / bandwidth, stores land after a fixed time.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "backends/sim/sim_world.h"
+#include "scenarios/engine/engine_model.h"
+
+namespace rcxl::scenarios {
+namespace {
+
+using namespace std::chrono_literals;
+
+class IdealKv : public EngineKv {
+ public:
+  IdealKv(runtime::Runtime& rt, double bytes_per_second, std::uint64_t chunk_bytes)
+      : rt_(rt), strand_(rt.make_strand("kv")), bw_(bytes_per_second), chunk_bytes_(chunk_bytes) {}
+
+  void lookup(const KvRequest& r, LookupDone done) override {
+    std::size_t hits = 0;
+    while (hits < r.chunk_keys.size() && stored_.count(r.chunk_keys[hits])) ++hits;
+    ++lookups;
+    strand_->post_after(100us, [done, hits] { done(hits); });
+  }
+  void on_load_done(const KvRequest&) override { ++load_dones; }
+  void load(const KvRequest&, std::size_t chunks, LoadDone done) override {
+    const auto t = runtime::from_seconds(static_cast<double>(chunks * chunk_bytes_) / bw_);
+    strand_->post_after(t, [done, chunks] { done(chunks); });
+  }
+  void store(const KvRequest& r, std::size_t first, std::size_t end, StoreDone done) override {
+    std::vector<std::string> keys(r.chunk_keys.begin() + static_cast<long>(first),
+                                  r.chunk_keys.begin() + static_cast<long>(end));
+    strand_->post_after(5ms, [this, keys, done] {
+      for (const auto& k : keys) stored_.insert(k);
+      done();
+    });
+  }
+
+  int lookups = 0;
+  int load_dones = 0;
+
+ private:
+  runtime::Runtime& rt_;
+  std::unique_ptr<runtime::Strand> strand_;
+  double bw_;
+  std::uint64_t chunk_bytes_;
+  std::set<std::string> stored_;
+};
+
+struct RunResult {
+  std::vector<RequestRecord> records;
+  std::string hash;
+};
+
+RunResult run(std::uint64_t seed, double load_bw, WorkloadParams w = {}) {
+  sim::SimWorld world(seed);
+  auto& gpu = world.add_node("gpu");
+  EngineParams params;
+  IdealKv kv(gpu, load_bw, params.kv_bytes_per_token * params.chunk_tokens);
+  auto rnd = world.random("workload");
+  EngineModel engine(gpu, kv, params, make_workload(w, *rnd));
+  engine.start();
+  EXPECT_TRUE(world.run_until([&] { return engine.done(); }).ok());
+  EXPECT_EQ(kv.lookups, w.conversations * w.turns);
+  return {engine.records(), world.trace().hash_hex()};
+}
+
+double mean_reuse_ttft_ms(const std::vector<RequestRecord>& recs) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& r : recs) {
+    if (!r.reuse_turn()) continue;
+    sum += runtime::to_millis(r.ttft());
+    ++n;
+  }
+  return sum / n;
+}
+
+TEST(EngineModel, EveryTurnGetsAFirstTokenAndReuseTurnsLoadTheirPrefix) {
+  WorkloadParams w;
+  w.conversations = 8;
+  auto result = run(1, 11.75e9, w);
+  ASSERT_EQ(result.records.size(), 8u * 6u);
+  int loaded = 0;
+  for (const auto& r : result.records) {
+    EXPECT_GT(r.first_token, r.arrival);
+    EXPECT_GE(r.finished, r.first_token);
+    if (r.turn == 1) {
+      EXPECT_EQ(r.hit_chunks, 0u);
+    }
+    if (r.reuse_turn() && r.hit_chunks > 0) {
+      ++loaded;
+      EXPECT_GE(r.load_end, r.load_start);
+      EXPECT_GE(r.first_token, r.load_end);
+    }
+  }
+  EXPECT_GT(loaded, 8 * 5 / 2);  // most reuse turns find their prefix stored
+}
+
+TEST(EngineModel, SlowerLoadsRaiseReuseTtft) {
+  WorkloadParams w;
+  w.conversations = 16;
+  const double fast = mean_reuse_ttft_ms(run(3, 11.75e9, w).records);
+  const double slow = mean_reuse_ttft_ms(run(3, 1.3e9, w).records);
+  EXPECT_GT(slow, fast * 1.2);
+}
+
+TEST(EngineModel, SameSeedSameRunDifferentSeedDifferentRun) {
+  WorkloadParams w;
+  w.conversations = 6;
+  EXPECT_EQ(run(5, 11.75e9, w).hash, run(5, 11.75e9, w).hash);
+  EXPECT_NE(mean_reuse_ttft_ms(run(5, 11.75e9, w).records),
+            mean_reuse_ttft_ms(run(6, 11.75e9, w).records));
+}
+
+TEST(EngineModel, WorkloadJsonIsValidatedWithPointers) {
+  EXPECT_TRUE(workload_from_json({{"conversations", 4}, {"turns", 2}}).ok());
+  auto bad = workload_from_json({{"conversations", -1}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("/workload/conversations"), std::string::npos);
+  auto unknown = workload_from_json({{"convs", 4}});
+  EXPECT_NE(unknown.status().message().find("unknown field"), std::string::npos);
+  EXPECT_FALSE(workload_from_json({{"output_tokens", {5, 1}}}).ok());
+}
+
+}  // namespace
+}  // namespace rcxl::scenarios
