@@ -1,0 +1,65 @@
+// A scenario file: topology, device profile, extension, client configuration,
+// workload, faults and `expect` assertions (schema: docs/scenarios.md). Every
+// error names the file, the JSON pointer and what would be right.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/runtime/clock.h"
+#include "core/runtime/status.h"
+#include "scenarios/engine/workload.h"
+
+namespace rcxl::scenarios {
+
+using Json = nlohmann::json;
+
+struct Fault {
+  enum class Kind {
+    kReset,            // the device loses its DRAM contents; generation bumps
+    kUnknown,          // the generation cannot be told for `duration`
+    kDropConnections,  // every connection of `node` dies
+    kAgentRestart,     // the agent process restarts; memory survives
+    kPartition,        // `node` unreachable for `duration`
+    kDelay,            // `extra` one-way delay on `node` for `duration`
+  };
+  Kind kind = Kind::kReset;
+  runtime::Duration at{0};
+  runtime::Duration duration{0};
+  runtime::Duration extra{0};
+  std::string node = "mem0";
+};
+
+struct ClientSettings {
+  bool read_hints = false;
+  std::optional<bool> write_hints;
+  std::optional<bool> read_promotes;
+  std::uint32_t write_wait_ms = 50;
+  bool read_hint_on_arrival = false;
+  bool gate_reads = false;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::uint64_t seed = 1;
+  std::string profile = "cxl_ssd_default";  // scenarios/profiles/<profile>.json
+  std::string extension = "cxl_ssd";        // "none", "recording", "cxl_ssd"
+  Json extension_config = Json::object();
+  std::uint64_t pool_bytes = 64ull << 30;
+  ClientSettings client;
+  WorkloadParams workload;
+  std::vector<Fault> faults;
+  Json expect = Json::object();
+  // Virtual-time limit of the run.
+  runtime::Duration time_limit = std::chrono::seconds(600);
+};
+
+// `origin` names the file in errors ("scenarios/reset_during_load.json").
+Result<Scenario> parse_scenario(const Json& j, const std::string& origin);
+std::string fault_kind_name(Fault::Kind kind);
+
+}  // namespace rcxl::scenarios
