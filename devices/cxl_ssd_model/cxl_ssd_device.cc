@@ -1,0 +1,515 @@
+#include "devices/cxl_ssd_model/cxl_ssd_device.h"
+
+#include <algorithm>
+#include <array>
+
+namespace rcxl::device {
+
+namespace {
+constexpr int kPullForwardSpans = 256;
+}  // namespace
+
+CxlSsdDevice::CxlSsdDevice(sim::EventLoop& loop, const CxlSsdParams& params)
+    : loop_(loop),
+      params_(params),
+      capacity_pages_(params.dram_cache_bytes / params.page_bytes),
+      table_(params.capacity_bytes / params.page_bytes),
+      flash_(params),
+      write_slots_(std::max<std::uint32_t>(1, params.write_allocate_depth), Instant{0}),
+      read_slots_(std::max<std::uint32_t>(1, params.read_miss_depth), Instant{0}) {}
+
+CxlSsdDevice::~CxlSsdDevice() {
+  if (pump_event_) loop_.cancel(*pump_event_);
+}
+
+std::string CxlSsdDevice::describe() const {
+  return "sim cxl-ssd " + std::to_string(params_.capacity_bytes) + " bytes, dram cache " +
+         std::to_string(params_.dram_cache_bytes) + " bytes";
+}
+
+Status CxlSsdDevice::check(std::uint64_t offset, std::uint64_t length) const {
+  if (offset > size() || length > size() - offset) {
+    return Error(ErrorCode::kBadRange, "device access past its end");
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------- bytes
+
+Status CxlSsdDevice::read(std::uint64_t offset, std::span<std::byte> out) const {
+  if (auto s = check(offset, out.size()); !s.ok()) return s;
+  if (params_.all_resident) {
+    flash_bytes_.read(offset, out);
+    return {};
+  }
+  std::uint64_t done = 0;
+  while (done < out.size()) {
+    const std::uint64_t at = offset + done;
+    const std::uint64_t n = std::min(page_bytes() - at % page_bytes(), out.size() - done);
+    const auto page = static_cast<Page>(at / page_bytes());
+    const std::uint8_t f = table_.flags(page);
+    const bool in_dram = (f & PageTable::kResident) && (f & PageTable::kDirty);
+    (in_dram ? dram_bytes_ : flash_bytes_).read(at, out.subspan(done, n));
+    done += n;
+  }
+  return {};
+}
+
+Status CxlSsdDevice::write(std::uint64_t offset, std::span<const std::byte> in) {
+  if (auto s = check(offset, in.size()); !s.ok()) return s;
+  if (params_.all_resident) {
+    flash_bytes_.write(offset, in);
+    return {};
+  }
+  std::array<std::byte, 4096> copy{};
+  std::uint64_t done = 0;
+  while (done < in.size()) {
+    const std::uint64_t at = offset + done;
+    const std::uint64_t n = std::min(page_bytes() - at % page_bytes(), in.size() - done);
+    const auto page = static_cast<Page>(at / page_bytes());
+    // The frame may have gone between access_ready and now; bytes still land in DRAM.
+    if (!(table_.flags(page) & PageTable::kResident)) fill_page(page, now());
+    std::uint8_t& f = table_.flags_mut(page);
+    if (!(f & PageTable::kDirty)) {
+      const std::uint64_t base = std::uint64_t{page} * page_bytes();
+      for (std::uint64_t o = 0; o < page_bytes(); o += copy.size()) {
+        const std::uint64_t len = std::min<std::uint64_t>(copy.size(), page_bytes() - o);
+        flash_bytes_.read(base + o, std::span(copy).first(len));
+        dram_bytes_.write(base + o, std::span(copy).first(len));
+      }
+      f |= PageTable::kDirty | PageTable::kHasBytes;
+    } else if (!(f & PageTable::kHasBytes)) {
+      f |= PageTable::kHasBytes;  // dirty from a sampled write: its other bytes read as zeros
+    }
+    dram_bytes_.write(at, in.subspan(done, n));
+    done += n;
+  }
+  return {};
+}
+
+Status CxlSsdDevice::write_flash(std::uint64_t offset, std::span<const std::byte> in) {
+  if (auto s = check(offset, in.size()); !s.ok()) return s;
+  flash_bytes_.write(offset, in);
+  if (params_.all_resident) return {};
+  for (std::uint64_t p = offset / page_bytes(); p * page_bytes() < offset + in.size(); ++p) {
+    std::uint8_t& f = table_.flags_mut(static_cast<Page>(p));
+    f &= static_cast<std::uint8_t>(~PageTable::kTrimmed);
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------- timing
+
+Instant CxlSsdDevice::access_ready(std::uint64_t offset, std::uint64_t length, bool write,
+                                   Instant at) {
+  Instant ready = at + params_.dram_access;
+  if (length == 0 || !check(offset, length).ok()) return ready;
+  const auto first = static_cast<Page>(offset / page_bytes());
+  const auto last = static_cast<Page>((offset + length - 1) / page_bytes());
+  if (params_.all_resident) {
+    counters_.hits += last - first + 1;
+    return ready;
+  }
+  for (Page p = first;; ++p) {
+    std::uint8_t f = table_.flags(p);
+    // Pages of the request being prefetched ride the prefetch stream.
+    if (!write && !(f & PageTable::kResident) && table_.pins(p) > 0 && pull_forward(p)) {
+      f = table_.flags(p);
+    }
+    if (f & PageTable::kResident) {
+      const Instant in(table_.ready_at(p));
+      if (in > at) {
+        ++counters_.merged_misses;  // joins the fill in flight (MSHR)
+      } else {
+        ++counters_.hits;
+      }
+      ready = std::max(ready, in + params_.dram_access);
+      if (f & PageTable::kInLru) table_.lru_touch(p);
+    } else {
+      ++counters_.misses;
+      // A flash read waits for a miss slot: write-allocate (posted writes apply in
+      // order) or the RNIC's read window. Trimmed pages need no flash read.
+      Instant in;
+      if (f & PageTable::kTrimmed) {
+        in = fill_page(p, at);
+      } else if (write) {
+        in = fill_in_slot(write_slots_, p, at);
+        ++counters_.write_allocate_fills;
+      } else {
+        in = fill_in_slot(read_slots_, p, at);
+        ++counters_.demand_read_fills;
+      }
+      ready = std::max(ready, in + params_.dram_access);
+    }
+    if (p == last) break;
+  }
+  return ready;
+}
+
+void CxlSsdDevice::accessed(std::uint64_t offset, std::uint64_t length, bool write, Instant at) {
+  if (!write || length == 0 || params_.all_resident || !check(offset, length).ok()) return;
+  const auto first = static_cast<Page>(offset / page_bytes());
+  const auto last = static_cast<Page>((offset + length - 1) / page_bytes());
+  for (Page p = first;; ++p) {
+    if (!(table_.flags(p) & PageTable::kResident)) fill_page(p, at);
+    table_.flags_mut(p) |= PageTable::kDirty;
+    if (p == last) break;
+  }
+}
+
+Instant CxlSsdDevice::fill_in_slot(std::vector<Instant>& slots, Page page, Instant at) {
+  auto slot = std::min_element(slots.begin(), slots.end());
+  const Instant in = fill_page(page, std::max(at, *slot));
+  *slot = in;
+  return in;
+}
+
+Instant CxlSsdDevice::fill_page(Page page, Instant start) {
+  make_room(start);
+  std::uint8_t& f = table_.flags_mut(page);
+  Instant in = start;
+  if (f & PageTable::kTrimmed) {
+    ++counters_.zero_fills;
+  } else {
+    in = flash_.read_page(page, start);
+    ++counters_.fills;
+  }
+  f |= PageTable::kResident;
+  table_.set_ready_at(page, in.count());
+  ++resident_pages_;
+  if (table_.pins(page) == 0) table_.lru_push_front(page);
+  return in;
+}
+
+void CxlSsdDevice::make_room(Instant at) {
+  while (resident_pages_ >= capacity_pages_) {
+    const Page victim = table_.lru_back();
+    if (victim == PageTable::kNone) {
+      ++counters_.overflows;  // everything resident is pinned
+      return;
+    }
+    evict(victim, at);
+  }
+}
+
+void CxlSsdDevice::evict(Page page, Instant at) {
+  table_.lru_remove(page);
+  std::uint8_t& f = table_.flags_mut(page);
+  if (f & PageTable::kDirty) {
+    const std::uint64_t base = std::uint64_t{page} * page_bytes();
+    if (f & PageTable::kHasBytes) {
+      std::array<std::byte, 4096> copy{};
+      for (std::uint64_t o = 0; o < page_bytes(); o += copy.size()) {
+        const std::uint64_t len = std::min<std::uint64_t>(copy.size(), page_bytes() - o);
+        dram_bytes_.read(base + o, std::span(copy).first(len));
+        flash_bytes_.write(base + o, std::span(copy).first(len));
+      }
+      dram_bytes_.drop(base, page_bytes());
+    } else {
+      flash_bytes_.drop(base, page_bytes());  // never-stored bytes stay zeros on flash
+    }
+    flash_.program_page(page, at);
+    ++counters_.write_backs;
+    f &= static_cast<std::uint8_t>(~PageTable::kTrimmed);  // flash has a copy now
+  }
+  f &=
+      static_cast<std::uint8_t>(~(PageTable::kResident | PageTable::kDirty | PageTable::kHasBytes));
+  --resident_pages_;
+  ++counters_.evictions;
+}
+
+// ---------------------------------------------------------------- preparation
+
+Status CxlSsdDevice::prefetch(Tag tag, std::span<const PoolRange> ranges, bool pin) {
+  for (const auto& r : ranges) {
+    if (auto s = check(r.offset, r.length); !s.ok()) return s;
+  }
+  if (params_.all_resident) return {};
+  for (const auto& r : ranges) {
+    if (r.length == 0) continue;
+    const PageSpan span{static_cast<Page>(r.offset / page_bytes()),
+                        static_cast<Page>((r.offset + r.length - 1) / page_bytes() + 1)};
+    const std::int64_t key = next_back_key_++;
+    if (pin) {
+      waiting_[key] = {tag, span};
+      tags_[tag].waiting.insert(key);
+    } else {
+      enqueue(tag, span, key);
+    }
+  }
+  admit_waiting();
+  pump();
+  return {};
+}
+
+Status CxlSsdDevice::prepare_write(Tag tag, std::span<const PoolRange> ranges) {
+  for (const auto& r : ranges) {
+    if (auto s = check(r.offset, r.length); !s.ok()) return s;
+  }
+  if (params_.all_resident) return {};
+  for (const auto& r : ranges) {
+    if (r.length == 0) continue;
+    const std::uint64_t end = r.offset + r.length;
+    const auto first = static_cast<Page>(r.offset / page_bytes());
+    const auto last_end = static_cast<Page>((end - 1) / page_bytes() + 1);
+    const auto whole_first = static_cast<Page>((r.offset + page_bytes() - 1) / page_bytes());
+    const auto whole_end = static_cast<Page>(end / page_bytes());
+    // Partial head and tail pages keep bytes the write does not cover: fill them.
+    if (first < whole_first) enqueue(tag, {first, whole_first}, next_back_key_++);
+    if (whole_end < last_end && whole_end >= whole_first) {
+      enqueue(tag, {whole_end, last_end}, next_back_key_++);
+    }
+    for (Page p = whole_first; p < whole_end; ++p) {
+      if (table_.flags(p) & PageTable::kResident) continue;
+      // A page wholly overwritten needs no flash read: a frame is enough.
+      make_room(now());
+      std::uint8_t& f = table_.flags_mut(p);
+      f |= PageTable::kResident;
+      table_.set_ready_at(p, now().count());
+      ++resident_pages_;
+      if (table_.pins(p) == 0) table_.lru_push_front(p);
+      counters_.hinted_bytes_prepared += page_bytes();
+    }
+  }
+  pump();
+  return {};
+}
+
+void CxlSsdDevice::enqueue(Tag tag, PageSpan span, std::int64_t key) {
+  queue_[key] = {tag, span};
+  tags_[tag].queued.insert(key);
+  queued_pages_ += span.end - span.first;
+}
+
+void CxlSsdDevice::pin(const PageSpan& span) {
+  for (Page p = span.first; p < span.end; ++p) {
+    std::uint16_t& pins = table_.pins_mut(p);
+    if (pins < UINT16_MAX) ++pins;
+    table_.lru_remove(p);
+  }
+}
+
+void CxlSsdDevice::unpin(const PageSpan& span) {
+  for (Page p = span.first; p < span.end; ++p) {
+    std::uint16_t& pins = table_.pins_mut(p);
+    if (pins > 0 && --pins == 0 && (table_.flags(p) & PageTable::kResident)) {
+      table_.lru_push_front(p);
+    }
+  }
+}
+
+void CxlSsdDevice::admit_waiting() {
+  while (!waiting_.empty()) {
+    auto it = waiting_.begin();
+    const std::uint64_t bytes = span_bytes(it->second.pages);
+    // A span larger than the cap still goes when nothing else is pinned.
+    if (pinned_bytes_ > 0 && pinned_bytes_ + bytes > params_.hinted_bytes_cap) break;
+    const auto [tag, span] = it->second;
+    const std::int64_t key = it->first;
+    waiting_.erase(it);
+    TagState& ts = tags_[tag];
+    ts.waiting.erase(key);
+    pin(span);
+    ts.pinned.push_back(span);
+    ts.pinned_bytes += bytes;
+    pinned_bytes_ += bytes;
+    enqueue(tag, span, key);
+  }
+}
+
+void CxlSsdDevice::promote(Tag tag) {
+  auto it = tags_.find(tag);
+  if (it == tags_.end()) return;
+  TagState& ts = it->second;
+  auto move_front = [this](std::set<std::int64_t>& keys, std::map<std::int64_t, QueuedSpan>& m) {
+    std::set<std::int64_t> moved;
+    std::int64_t key = next_front_key_ - static_cast<std::int64_t>(keys.size());
+    next_front_key_ = key;
+    for (std::int64_t old : keys) {  // ascending: keeps the hint's own order
+      auto node = m.extract(old);
+      node.key() = key;
+      m.insert(std::move(node));
+      moved.insert(key++);
+    }
+    keys = std::move(moved);
+  };
+  move_front(ts.waiting, waiting_);
+  move_front(ts.queued, queue_);
+  admit_waiting();
+  pump();
+}
+
+void CxlSsdDevice::release(Tag tag) {
+  auto it = tags_.find(tag);
+  if (it == tags_.end()) return;
+  TagState& ts = it->second;
+  for (std::int64_t key : ts.queued) {
+    auto q = queue_.find(key);
+    queued_pages_ -= q->second.pages.end - q->second.pages.first;
+    queue_.erase(q);
+  }
+  for (std::int64_t key : ts.waiting) waiting_.erase(key);
+  for (const auto& span : ts.pinned) unpin(span);
+  pinned_bytes_ -= ts.pinned_bytes;
+  tags_.erase(it);
+  admit_waiting();
+  pump();
+}
+
+void CxlSsdDevice::pump() {
+  const Instant limit = now() + params_.prefetch_horizon;
+  while (!queue_.empty() && issue_front(limit)) {
+  }
+  if (!queue_.empty()) schedule_pump();
+}
+
+bool CxlSsdDevice::issue_front(Instant limit) {
+  auto it = queue_.begin();
+  QueuedSpan& q = it->second;
+  if (q.pages.first == q.pages.end) {
+    auto ts = tags_.find(q.tag);
+    ts->second.queued.erase(it->first);
+    const TagState& s = ts->second;
+    if (s.queued.empty() && s.waiting.empty() && s.pinned.empty()) tags_.erase(ts);
+    queue_.erase(it);
+    return true;
+  }
+  const Page p = q.pages.first;
+  const std::uint8_t f = table_.flags(p);
+  if (!(f & PageTable::kResident)) {
+    // Commit fills only a little ahead, so promotes and demand misses still count.
+    if (!(f & PageTable::kTrimmed) &&
+        (flash_.die_free_at(p) > limit || flash_.backend_free_at() > limit)) {
+      return false;
+    }
+    fill_page(p, now());
+    counters_.hinted_bytes_prepared += page_bytes();
+  }
+  ++q.pages.first;
+  --queued_pages_;
+  return true;
+}
+
+bool CxlSsdDevice::pull_forward(Page page) {
+  if (queue_.empty()) return false;
+  const Tag front = queue_.begin()->second.tag;
+  bool queued_here = false;
+  // Only the front request's first spans: a READ follows its hint's order.
+  int spans = 0;
+  for (const auto& [key, q] : queue_) {
+    if (q.tag != front || ++spans > kPullForwardSpans) break;
+    if (page >= q.pages.first && page < q.pages.end) {
+      queued_here = true;
+      break;
+    }
+  }
+  if (!queued_here) return false;
+  while (!(table_.flags(page) & PageTable::kResident) && !queue_.empty()) {
+    (void)issue_front(Instant::max());
+  }
+  if (!queue_.empty()) schedule_pump();
+  return true;
+}
+
+void CxlSsdDevice::schedule_pump() {
+  if (pump_event_) return;
+  pump_event_ = loop_.schedule_after(params_.prefetch_horizon / 2, [this] {
+    pump_event_.reset();
+    pump();
+  });
+}
+
+bool CxlSsdDevice::range_ready(std::uint64_t offset, std::uint64_t length) const {
+  auto at = range_ready_at(offset, length);
+  return at && *at <= now();
+}
+
+std::optional<Instant> CxlSsdDevice::range_ready_at(std::uint64_t offset,
+                                                    std::uint64_t length) const {
+  if (params_.all_resident || length == 0) return now();
+  if (!check(offset, length).ok()) return std::nullopt;
+  Instant latest{0};
+  const auto first = static_cast<Page>(offset / page_bytes());
+  const auto last = static_cast<Page>((offset + length - 1) / page_bytes());
+  for (Page p = first;; ++p) {
+    if (!(table_.flags(p) & PageTable::kResident)) return std::nullopt;
+    latest = std::max(latest, Instant(table_.ready_at(p)));
+    if (p == last) break;
+  }
+  return latest;
+}
+
+Status CxlSsdDevice::trim(std::uint64_t offset, std::uint64_t length) {
+  if (auto s = check(offset, length); !s.ok()) return s;
+  if (params_.all_resident) {
+    flash_bytes_.drop(offset, length);
+    return {};
+  }
+  const std::uint64_t first = (offset + page_bytes() - 1) / page_bytes();
+  const std::uint64_t end = (offset + length) / page_bytes();
+  for (std::uint64_t p = first; p < end; ++p) {
+    const auto page = static_cast<Page>(p);
+    if (table_.flags(page) & PageTable::kResident) {
+      table_.lru_remove(page);
+      --resident_pages_;
+    }
+    std::uint8_t& f = table_.flags_mut(page);
+    f = PageTable::kTrimmed;
+  }
+  if (end > first) {
+    dram_bytes_.drop(first * page_bytes(), (end - first) * page_bytes());
+    flash_bytes_.drop(first * page_bytes(), (end - first) * page_bytes());
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------- generations
+
+void CxlSsdDevice::reset() {
+  table_.drop_all_frames();
+  dram_bytes_ = sim::SparseBytes();
+  resident_pages_ = 0;
+  queue_.clear();
+  waiting_.clear();
+  tags_.clear();
+  queued_pages_ = 0;
+  pinned_bytes_ = 0;
+  if (pump_event_) loop_.cancel(*pump_event_);
+  pump_event_.reset();
+  flash_.abort_all(now());
+  for (auto& slot : write_slots_) slot = std::min(slot, now());
+  for (auto& slot : read_slots_) slot = std::min(slot, now());
+  ++generation_;
+  ++counters_.resets;
+}
+
+void CxlSsdDevice::script_unknown_period(Instant from, Instant to) {
+  unknown_periods_.emplace_back(from, to);
+}
+
+std::optional<std::uint64_t> CxlSsdDevice::observed_generation() const {
+  for (const auto& [from, to] : unknown_periods_) {
+    if (now() >= from && now() < to) return std::nullopt;
+  }
+  return generation_;
+}
+
+std::uint64_t CxlSsdDevice::waiting_bytes() const {
+  std::uint64_t total = 0;
+  for (const auto& [key, q] : waiting_) total += span_bytes(q.pages);
+  return total;
+}
+
+PageState CxlSsdDevice::page_state(std::uint64_t offset) const {
+  const auto p = static_cast<Page>(offset / page_bytes());
+  const std::uint8_t f = table_.flags(p);
+  PageState s;
+  s.resident = params_.all_resident || (f & PageTable::kResident);
+  s.dirty = f & PageTable::kDirty;
+  s.trimmed = f & PageTable::kTrimmed;
+  s.pins = table_.pins(p);
+  s.ready_at = Instant(table_.ready_at(p));
+  return s;
+}
+
+}  // namespace rcxl::device

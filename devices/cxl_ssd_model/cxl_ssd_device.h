@@ -1,0 +1,187 @@
+// A DRAM-fronted CXL-SSD on the simulator: the agent's MemoryPool (real bytes)
+// and the sim RNIC's MemoryTiming (when each range may be accessed). Page-exact
+// cache state, analytic flash timelines, a prefetch queue fed by hints.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/sim/event_loop.h"
+#include "backends/sim/memory_timing.h"
+#include "backends/sim/sim_memory_pool.h"
+#include "core/runtime/memory_pool.h"
+#include "devices/cxl_ssd_model/cxl_ssd_params.h"
+#include "devices/cxl_ssd_model/flash_array.h"
+#include "devices/cxl_ssd_model/page_table.h"
+
+namespace rcxl::device {
+
+using runtime::Instant;
+
+struct CxlSsdCounters {
+  std::uint64_t hits = 0;    // pages found in DRAM and ready
+  std::uint64_t misses = 0;  // pages an access found without a frame
+  std::uint64_t fills = 0;   // flash reads into DRAM (demand, write-allocate, prefetch)
+  std::uint64_t write_allocate_fills = 0;
+  std::uint64_t demand_read_fills = 0;
+  std::uint64_t zero_fills = 0;     // frames given to trimmed pages: no flash read
+  std::uint64_t merged_misses = 0;  // accesses that joined a fill already in flight (MSHR)
+  std::uint64_t evictions = 0;
+  std::uint64_t write_backs = 0;            // dirty pages programmed to flash on eviction
+  std::uint64_t hinted_bytes_prepared = 0;  // bytes brought in or allocated for hints
+  std::uint64_t overflows = 0;              // frames granted past capacity (everything pinned)
+  std::uint64_t resets = 0;
+};
+
+// A range of pool bytes.
+struct PoolRange {
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+};
+
+// Page state for tests and tools.
+struct PageState {
+  bool resident = false;
+  bool dirty = false;
+  bool trimmed = false;
+  std::uint16_t pins = 0;
+  Instant ready_at{0};
+};
+
+class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming {
+ public:
+  using Tag = std::uint64_t;
+
+  // `loop` drives queued prefetches as flash units free up (the only events).
+  CxlSsdDevice(sim::EventLoop& loop, const CxlSsdParams& params);
+  ~CxlSsdDevice() override;
+  CxlSsdDevice(const CxlSsdDevice&) = delete;
+  CxlSsdDevice& operator=(const CxlSsdDevice&) = delete;
+
+  // --- MemoryPool: reads see DRAM where a page is dirty there, else flash.
+  std::uint64_t size() const override { return params_.capacity_bytes; }
+  std::string describe() const override;
+  Status read(std::uint64_t offset, std::span<std::byte> out) const override;
+  // Bytes land in DRAM (a frame is made if the page has none) and are dirty.
+  Status write(std::uint64_t offset, std::span<const std::byte> in) override;
+  // The flash copy itself, bypassing DRAM (scenario set-up: old device contents).
+  Status write_flash(std::uint64_t offset, std::span<const std::byte> in);
+
+  // --- MemoryTiming
+  Instant access_ready(std::uint64_t offset, std::uint64_t length, bool write, Instant at) override;
+  // A WRITE landed: its pages are dirty, also those past a payload-sampled op's
+  // stored bytes (those read as zeros: their bytes were never kept).
+  void accessed(std::uint64_t offset, std::uint64_t length, bool write, Instant at) override;
+
+  // --- preparation (the cxl_ssd extension)
+  // Queues fills of `ranges` behind earlier ones; with `pin` their pages stay in
+  // DRAM until release(tag), admitted under hinted_bytes_cap in order.
+  Status prefetch(Tag tag, std::span<const PoolRange> ranges, bool pin);
+  // Pages wholly inside `ranges` get a frame now without a flash read (they
+  // will be overwritten); partial pages are queued for a fill.
+  Status prepare_write(Tag tag, std::span<const PoolRange> ranges);
+  // The tag's queued and waiting ranges go to the front, in their order.
+  void promote(Tag tag);
+  // Unpins the tag's pages and drops what it still had queued.
+  void release(Tag tag);
+  // True when every page of the range is in DRAM and filled.
+  bool range_ready(std::uint64_t offset, std::uint64_t length) const;
+  // When every page will be in; nullopt while some page has no fill issued.
+  std::optional<Instant> range_ready_at(std::uint64_t offset, std::uint64_t length) const;
+  // Drops whole pages' contents (fresh region): no write-back, no later flash read.
+  Status trim(std::uint64_t offset, std::uint64_t length);
+
+  // --- generations
+  // DRAM loses everything, dirty bytes included; flash bytes stay; generation bumps.
+  void reset();
+  // The device cannot tell its generation in [from, to) (a scripted fault).
+  void script_unknown_period(Instant from, Instant to);
+  std::uint64_t generation() const { return generation_; }
+  // nullopt inside a scripted unknown period.
+  std::optional<std::uint64_t> observed_generation() const;
+
+  // --- introspection
+  const CxlSsdParams& params() const { return params_; }
+  const CxlSsdCounters& counters() const { return counters_; }
+  std::uint64_t fill_queue_pages() const { return queued_pages_; }
+  std::uint64_t waiting_bytes() const;
+  std::uint64_t pinned_bytes() const { return pinned_bytes_; }
+  std::uint64_t resident_pages() const { return resident_pages_; }
+  PageState page_state(std::uint64_t offset) const;
+  // The flash timelines (P4 derivation, tests).
+  const FlashArray& flash() const { return flash_; }
+
+ private:
+  using Page = PageTable::Page;
+  struct PageSpan {
+    Page first = 0;
+    Page end = 0;
+  };
+  struct QueuedSpan {
+    Tag tag = 0;
+    PageSpan pages;
+  };
+  struct TagState {
+    std::set<std::int64_t> queued;   // keys in queue_
+    std::set<std::int64_t> waiting;  // keys in waiting_
+    std::vector<PageSpan> pinned;
+    std::uint64_t pinned_bytes = 0;
+  };
+
+  Status check(std::uint64_t offset, std::uint64_t length) const;
+  std::uint64_t page_bytes() const { return params_.page_bytes; }
+  Instant now() const { return loop_.now(); }
+  // Gives `page` a frame filled from flash starting at `start` (none if trimmed).
+  Instant fill_page(Page page, Instant start);
+  // A miss that waits for one of `slots` (outstanding misses of its kind).
+  Instant fill_in_slot(std::vector<Instant>& slots, Page page, Instant at);
+  void make_room(Instant at);
+  void evict(Page page, Instant at);
+  void pin(const PageSpan& span);
+  void unpin(const PageSpan& span);
+  void enqueue(Tag tag, PageSpan span, std::int64_t key);
+  void admit_waiting();
+  void pump();
+  // Issues the front page of the queue unless its die or the backend is busy
+  // past `limit`; false when it did not.
+  bool issue_front(Instant limit);
+  // A READ missed `page` of the request being prefetched now: the prefetcher
+  // commits its queue through that page at once (same order, same flash).
+  bool pull_forward(Page page);
+  void schedule_pump();
+  std::uint64_t span_bytes(const PageSpan& s) const {
+    return static_cast<std::uint64_t>(s.end - s.first) * page_bytes();
+  }
+
+  sim::EventLoop& loop_;
+  CxlSsdParams params_;
+  std::uint64_t capacity_pages_;
+  PageTable table_;
+  FlashArray flash_;
+  sim::SparseBytes flash_bytes_;
+  sim::SparseBytes dram_bytes_;  // only pages dirty in DRAM
+  std::vector<Instant> write_slots_;
+  std::vector<Instant> read_slots_;
+  std::uint64_t resident_pages_ = 0;
+  std::uint64_t generation_ = 1;
+  std::vector<std::pair<Instant, Instant>> unknown_periods_;
+  CxlSsdCounters counters_;
+
+  // Fill queue, in priority order: promoted keys are negative, others positive.
+  std::map<std::int64_t, QueuedSpan> queue_;
+  std::map<std::int64_t, QueuedSpan> waiting_;  // pinned spans not yet under the cap
+  std::map<Tag, TagState> tags_;
+  std::int64_t next_back_key_ = 1;
+  std::int64_t next_front_key_ = 0;
+  std::uint64_t queued_pages_ = 0;
+  std::uint64_t pinned_bytes_ = 0;
+  std::optional<sim::EventLoop::EventId> pump_event_;
+};
+
+}  // namespace rcxl::device

@@ -1,0 +1,56 @@
+#include "devices/cxl_ssd_model/flash_array.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace rcxl::device {
+
+namespace {
+
+runtime::Duration time_for(std::uint64_t bytes, double bytes_per_second) {
+  return runtime::Duration(static_cast<std::int64_t>(std::ceil(bytes * 1e9 / bytes_per_second)));
+}
+
+}  // namespace
+
+FlashArray::FlashArray(const CxlSsdParams& p)
+    : channels_(p.channels),
+      ways_(p.ways),
+      read_(p.flash_read),
+      transfer_(time_for(p.page_bytes, p.channel_bytes_per_second)),
+      backend_per_page_(time_for(p.page_bytes, p.internal_bytes_per_second)),
+      program_per_page_(p.flash_program * static_cast<std::int64_t>(p.page_bytes) /
+                        static_cast<std::int64_t>(p.program_unit_bytes)),
+      die_(p.channels * p.ways, Instant{0}),
+      channel_(p.channels, Instant{0}) {}
+
+FlashArray::Instant FlashArray::read_page(std::uint64_t page, Instant t) {
+  const std::size_t unit = unit_of(page);
+  Instant& die = die_[unit];
+  Instant& channel = channel_[page % channels_];
+  const Instant sensed = std::max(t, die) + read_;
+  // Data-out needs the channel; the die stays busy until its register is drained.
+  const Instant out_start = std::max(sensed, channel);
+  const Instant out_end = out_start + transfer_;
+  channel = out_end;
+  die = out_end;
+  backend_ = std::max(backend_, out_start) + backend_per_page_;
+  return std::max(out_end, backend_);
+}
+
+FlashArray::Instant FlashArray::program_page(std::uint64_t page, Instant t) {
+  Instant& die = die_[unit_of(page)];
+  Instant& channel = channel_[page % channels_];
+  const Instant in_end = std::max(t, channel) + transfer_;
+  channel = in_end;
+  die = std::max(in_end, die) + program_per_page_;
+  return die;
+}
+
+void FlashArray::abort_all(Instant now) {
+  for (auto& d : die_) d = std::min(d, now);
+  for (auto& c : channel_) c = std::min(c, now);
+  backend_ = std::min(backend_, now);
+}
+
+}  // namespace rcxl::device

@@ -1,0 +1,49 @@
+// The flash behind the DRAM cache, as busy-until timelines: one per die (a
+// parallel unit), one per channel, one for the controller backend. Completion
+// times are computed analytically, so a fill costs no simulator event.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "devices/cxl_ssd_model/cxl_ssd_params.h"
+
+namespace rcxl::device {
+
+class FlashArray {
+ public:
+  using Instant = runtime::Instant;
+  explicit FlashArray(const CxlSsdParams& params);
+
+  // Reads page `page` into DRAM starting no earlier than `t`; returns when it is in.
+  Instant read_page(std::uint64_t page, Instant t);
+  // Writes back one dirty page (its share of a program unit); returns when programmed.
+  Instant program_page(std::uint64_t page, Instant t);
+  // When the die holding `page` takes its next command.
+  Instant die_free_at(std::uint64_t page) const { return die_[unit_of(page)]; }
+  Instant backend_free_at() const { return backend_; }
+  // Per-page costs (for docs, tests and the P4 derivation).
+  runtime::Duration page_transfer() const { return transfer_; }
+  runtime::Duration uncontended_read() const { return read_ + transfer_; }
+  // A reset aborts queued flash commands: every timeline is free from `now`.
+  void abort_all(Instant now);
+
+ private:
+  std::size_t unit_of(std::uint64_t page) const {
+    const std::uint64_t channel = page % channels_;
+    const std::uint64_t way = (page / channels_) % ways_;
+    return static_cast<std::size_t>(way * channels_ + channel);
+  }
+
+  std::uint64_t channels_;
+  std::uint64_t ways_;
+  runtime::Duration read_;
+  runtime::Duration transfer_;
+  runtime::Duration backend_per_page_;
+  runtime::Duration program_per_page_;
+  std::vector<Instant> die_;
+  std::vector<Instant> channel_;
+  Instant backend_{0};
+};
+
+}  // namespace rcxl::device

@@ -1,0 +1,389 @@
+// The CXL-SSD model: page-exact cache state, flash timing, write-allocate,
+// write-back, preparation queue, resets and unknown periods.
+#include "devices/cxl_ssd_model/cxl_ssd_device.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "backends/sim/sim_nic.h"
+#include "backends/sim/sim_world.h"
+
+namespace rcxl::device {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr std::uint64_t kPage = 4096;
+
+CxlSsdParams small_params() {
+  CxlSsdParams p;
+  p.capacity_bytes = 1 << 20;  // 256 pages
+  p.dram_cache_bytes = 4 * kPage;
+  p.dram_access = 0ns;
+  p.flash_read = 3000ns;
+  p.channels = 8;
+  p.ways = 1;
+  p.channel_bytes_per_second = 1.2e9;
+  p.internal_bytes_per_second = 13e9;
+  p.write_allocate_depth = 2;
+  p.hinted_bytes_cap = 64 * kPage;
+  return p;
+}
+
+std::vector<std::byte> bytes_of(std::string_view s) {
+  std::vector<std::byte> out(s.size());
+  std::memcpy(out.data(), s.data(), s.size());
+  return out;
+}
+
+std::string read_string(const CxlSsdDevice& d, std::uint64_t offset, std::size_t n) {
+  std::vector<std::byte> out(n);
+  EXPECT_TRUE(d.read(offset, out).ok());
+  return std::string(reinterpret_cast<const char*>(out.data()), n);
+}
+
+TEST(CxlSsdDevice, MissFillsFromFlashThenHits) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  const Instant fill = 3000ns + d.flash().page_transfer();
+  EXPECT_EQ(d.access_ready(0, 100, false, Instant{0}), fill);
+  EXPECT_EQ(d.counters().misses, 1u);
+  EXPECT_EQ(d.counters().fills, 1u);
+  EXPECT_TRUE(d.page_state(0).resident);
+  EXPECT_EQ(d.access_ready(0, 100, false, Instant{20us}), Instant{20us});
+  EXPECT_EQ(d.counters().hits, 1u);
+  EXPECT_EQ(d.counters().fills, 1u);
+}
+
+TEST(CxlSsdDevice, ConcurrentMissesOnAPageMergeIntoOneFill) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  const Instant first = d.access_ready(kPage, 64, false, Instant{0});
+  const Instant second = d.access_ready(kPage + 128, 64, false, Instant{100ns});
+  EXPECT_EQ(first, second);
+  EXPECT_EQ(d.counters().fills, 1u);
+  EXPECT_EQ(d.counters().merged_misses, 1u);
+}
+
+TEST(CxlSsdDevice, PagesOnOneDieFillInTurnPagesOnOthersInParallel) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  const Instant one = 3000ns + d.flash().page_transfer();
+  // Pages 0 and 1 sit on channels 0 and 1; page 8 shares page 0's die.
+  EXPECT_EQ(d.access_ready(0, 2 * kPage, false, Instant{0}), one);
+  EXPECT_GT(d.access_ready(8 * kPage, kPage, false, Instant{0}), one + 3000ns);
+}
+
+TEST(CxlSsdDevice, EvictsTheLeastRecentlyUsedPage) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());  // 4 frames
+  for (std::uint64_t p = 0; p < 4; ++p) (void)d.access_ready(p * kPage, kPage, false, Instant{0});
+  (void)d.access_ready(0, kPage, false, Instant{100us});  // page 0 is now most recent
+  (void)d.access_ready(4 * kPage, kPage, false, Instant{100us});
+  EXPECT_EQ(d.counters().evictions, 1u);
+  EXPECT_TRUE(d.page_state(0).resident);
+  EXPECT_FALSE(d.page_state(kPage).resident);
+  EXPECT_TRUE(d.page_state(2 * kPage).resident);
+  EXPECT_EQ(d.resident_pages(), 4u);
+}
+
+TEST(CxlSsdDevice, DirtyPagesAreWrittenBackOnEviction) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  ASSERT_TRUE(d.write(0, bytes_of("dirty-bytes")).ok());
+  EXPECT_TRUE(d.page_state(0).dirty);
+  for (std::uint64_t p = 1; p <= 4; ++p) (void)d.access_ready(p * kPage, kPage, false, Instant{0});
+  EXPECT_EQ(d.counters().write_backs, 1u);
+  EXPECT_FALSE(d.page_state(0).resident);
+  // The write-back reached flash: a reset (DRAM lost) still reads them.
+  d.reset();
+  EXPECT_EQ(read_string(d, 0, 11), "dirty-bytes");
+}
+
+TEST(CxlSsdDevice, WriteBackOccupiesTheDie) {
+  sim::EventLoop loop;
+  auto params = small_params();
+  params.dram_cache_bytes = kPage;
+  CxlSsdDevice d(loop, params);
+  ASSERT_TRUE(d.write(0, bytes_of("x")).ok());
+  // Page 8 shares page 0's die: its fill waits for page 0's program.
+  const Instant ready = d.access_ready(8 * kPage, kPage, false, Instant{0});
+  EXPECT_GE(ready, params.flash_program / 4);
+}
+
+TEST(CxlSsdDevice, PinnedPagesAreNeverEvicted) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  const PoolRange r{0, kPage};
+  ASSERT_TRUE(d.prefetch(1, std::span(&r, 1), true).ok());
+  for (std::uint64_t p = 1; p < 12; ++p) (void)d.access_ready(p * kPage, kPage, false, Instant{0});
+  EXPECT_TRUE(d.page_state(0).resident);
+  EXPECT_EQ(d.page_state(0).pins, 1);
+  d.release(1);
+  EXPECT_EQ(d.page_state(0).pins, 0);
+  EXPECT_EQ(d.pinned_bytes(), 0u);
+}
+
+TEST(CxlSsdDevice, R6_ResetLosesDirtyDataAndBumpsTheGeneration) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  ASSERT_TRUE(d.write_flash(0, bytes_of("old")).ok());
+  ASSERT_TRUE(d.write(0, bytes_of("new")).ok());
+  EXPECT_EQ(read_string(d, 0, 3), "new");
+  EXPECT_EQ(d.generation(), 1u);
+  d.reset();
+  EXPECT_EQ(d.generation(), 2u);
+  EXPECT_EQ(d.observed_generation(), std::optional<std::uint64_t>(2));
+  EXPECT_EQ(read_string(d, 0, 3), "old");  // the loss is faithful: older flash bytes
+  EXPECT_FALSE(d.page_state(0).resident);
+  EXPECT_EQ(d.resident_pages(), 0u);
+  EXPECT_EQ(d.counters().resets, 1u);
+}
+
+TEST(CxlSsdDevice, R6_4_ScriptedUnknownPeriodHidesTheGeneration) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  d.script_unknown_period(Instant{1ms}, Instant{2ms});
+  EXPECT_EQ(d.observed_generation(), std::optional<std::uint64_t>(1));
+  loop.run_for(1500us);
+  EXPECT_EQ(d.observed_generation(), std::nullopt);
+  loop.run_for(500us);
+  EXPECT_EQ(d.observed_generation(), std::optional<std::uint64_t>(1));
+}
+
+TEST(CxlSsdDevice, P4_WritesToUnpreparedPagesFillPageByPage) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  const Instant fill = 3000ns + d.flash().page_transfer();
+  // 8 pages on 8 channels: a READ fills them in parallel ...
+  EXPECT_EQ(d.access_ready(0, 8 * kPage, false, Instant{0}), fill);
+  // ... a WRITE to 8 other pages fills two at a time (write_allocate_depth 2).
+  CxlSsdDevice w(loop, small_params());
+  EXPECT_EQ(w.access_ready(0, 8 * kPage, true, Instant{0}), 4 * fill);
+  EXPECT_EQ(w.counters().write_allocate_fills, 8u);
+}
+
+TEST(CxlSsdDevice, DemandReadMissesAreBoundByTheReadWindow) {
+  sim::EventLoop loop;
+  auto params = small_params();
+  params.channels = 16;
+  params.dram_cache_bytes = 64 * kPage;
+  params.read_miss_depth = 4;
+  CxlSsdDevice d(loop, params);
+  const Instant fill = 3000ns + d.flash().page_transfer();
+  // 16 pages on 16 dies, 4 misses in flight: four rounds of fills.
+  EXPECT_EQ(d.access_ready(0, 16 * kPage, false, Instant{0}), 4 * fill);
+  EXPECT_EQ(d.counters().demand_read_fills, 16u);
+  // A prefetch of the next 16 is not bound by the window: one round (plus backend).
+  const PoolRange r{16 * kPage, 16 * kPage};
+  loop.run_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(d.prefetch(1, std::span(&r, 1), false).ok());
+  auto in = d.range_ready_at(16 * kPage, 16 * kPage);
+  ASSERT_TRUE(in.has_value());
+  EXPECT_LT(*in - loop.now(), 2 * fill);
+}
+
+TEST(CxlSsdDevice, R5_2_TrimmedPagesNeedNoFillAndReadZeros) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  ASSERT_TRUE(d.write_flash(0, bytes_of("stale")).ok());
+  ASSERT_TRUE(d.trim(0, 4 * kPage).ok());
+  EXPECT_EQ(read_string(d, 0, 5), std::string(5, '\0'));
+  EXPECT_EQ(d.access_ready(0, 4 * kPage, true, Instant{1us}), Instant{1us});
+  EXPECT_EQ(d.counters().fills, 0u);
+  EXPECT_EQ(d.counters().zero_fills, 4u);
+}
+
+TEST(CxlSsdDevice, R4_1_PreparedWholePagesNeedNoFlashRead) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  const PoolRange r{0, 2 * kPage + 100};  // two whole pages and the head of a third
+  ASSERT_TRUE(d.prepare_write(7, std::span(&r, 1)).ok());
+  EXPECT_TRUE(d.page_state(0).resident);
+  EXPECT_TRUE(d.page_state(kPage).resident);
+  EXPECT_EQ(d.access_ready(0, 2 * kPage, true, Instant{0}), Instant{0});
+  // The partial page keeps bytes the write does not cover: it is filled.
+  EXPECT_EQ(d.counters().fills, 1u);
+  EXPECT_TRUE(d.page_state(2 * kPage).resident);
+  EXPECT_EQ(d.counters().hinted_bytes_prepared, 3 * kPage);
+}
+
+TEST(CxlSsdDevice, R3_PrefetchRunsInHintOrderAndPromoteMovesARequestToTheFront) {
+  sim::EventLoop loop;
+  auto params = small_params();
+  params.channels = 1;  // one die: fills strictly in turn
+  params.dram_cache_bytes = 64 * kPage;
+  params.prefetch_horizon = 100ns;
+  CxlSsdDevice d(loop, params);
+  const PoolRange a{0, 8 * kPage};
+  const PoolRange b{32 * kPage, 4 * kPage};
+  ASSERT_TRUE(d.prefetch(1, std::span(&a, 1), true).ok());
+  ASSERT_TRUE(d.prefetch(2, std::span(&b, 1), true).ok());
+  EXPECT_GT(d.fill_queue_pages(), 0u);
+  d.promote(2);
+  loop.run_until([] { return false; });
+  EXPECT_EQ(d.fill_queue_pages(), 0u);
+  // Page 0 was already issued; b's pages come before a's remaining ones.
+  EXPECT_LT(d.page_state(0).ready_at, d.page_state(32 * kPage).ready_at);
+  EXPECT_LT(d.page_state(35 * kPage).ready_at, d.page_state(2 * kPage).ready_at);
+  EXPECT_EQ(d.counters().hinted_bytes_prepared, 12 * kPage);
+}
+
+// A READ of the request being prefetched rides the prefetch stream; one queued
+// behind other hints waits as demand misses, unless it was promoted (SPEC R4.5).
+TEST(CxlSsdDevice, R4_5_ReadOfAPromotedRequestRidesThePrefetchStream) {
+  auto params = small_params();
+  params.channels = 16;
+  params.dram_cache_bytes = 256 * kPage;
+  params.read_miss_depth = 1;
+  params.hinted_bytes_cap = 256 * kPage;
+  const PoolRange a{0, 64 * kPage};
+  const PoolRange b{128 * kPage, 64 * kPage};
+  auto read_b = [&](bool promote) {
+    sim::EventLoop loop;
+    CxlSsdDevice d(loop, params);
+    EXPECT_TRUE(d.prefetch(1, std::span(&a, 1), true).ok());
+    EXPECT_TRUE(d.prefetch(2, std::span(&b, 1), true).ok());
+    if (promote) d.promote(2);
+    return d.access_ready(b.offset, b.length, false, Instant{0});
+  };
+  const Instant queued_behind = read_b(false);
+  const Instant promoted = read_b(true);
+  const auto fill = 3000ns + std::chrono::nanoseconds(3414);
+  EXPECT_GE(queued_behind, 32 * fill);  // window of one: mostly one page at a time
+  EXPECT_LT(promoted, 8 * fill);        // 16 dies in parallel
+}
+
+TEST(CxlSsdDevice, R3_HintedBytesCapHoldsAndWaitingRangesFollowReleases) {
+  sim::EventLoop loop;
+  auto params = small_params();
+  params.dram_cache_bytes = 64 * kPage;
+  params.hinted_bytes_cap = 2 * kPage;
+  CxlSsdDevice d(loop, params);
+  const PoolRange a{0, 2 * kPage};
+  const PoolRange b{16 * kPage, 2 * kPage};
+  ASSERT_TRUE(d.prefetch(1, std::span(&a, 1), true).ok());
+  ASSERT_TRUE(d.prefetch(2, std::span(&b, 1), true).ok());
+  EXPECT_EQ(d.pinned_bytes(), 2 * kPage);
+  EXPECT_EQ(d.waiting_bytes(), 2 * kPage);
+  EXPECT_EQ(d.page_state(16 * kPage).pins, 0);
+  d.release(1);
+  EXPECT_EQ(d.pinned_bytes(), 2 * kPage);
+  EXPECT_EQ(d.waiting_bytes(), 0u);
+  EXPECT_EQ(d.page_state(16 * kPage).pins, 1);
+}
+
+TEST(CxlSsdDevice, BadRangesAreRefusedWithoutChange) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  const PoolRange bad{d.size() - 10, 20};
+  EXPECT_EQ(d.prefetch(1, std::span(&bad, 1), true).code(), ErrorCode::kBadRange);
+  EXPECT_EQ(d.prepare_write(1, std::span(&bad, 1)).code(), ErrorCode::kBadRange);
+  EXPECT_EQ(d.trim(d.size(), 1).code(), ErrorCode::kBadRange);
+  std::vector<std::byte> buf(20);
+  EXPECT_EQ(d.read(d.size() - 10, buf).code(), ErrorCode::kBadRange);
+  EXPECT_EQ(d.pinned_bytes(), 0u);
+  EXPECT_EQ(d.fill_queue_pages(), 0u);
+}
+
+TEST(CxlSsdDevice, AllResidentDeviceNeverFills) {
+  sim::EventLoop loop;
+  auto params = small_params();
+  params.all_resident = true;
+  params.dram_access = 200ns;
+  CxlSsdDevice d(loop, params);
+  EXPECT_EQ(d.access_ready(0, 64 * kPage, true, Instant{1us}), Instant{1200ns});
+  EXPECT_EQ(d.counters().fills, 0u);
+  EXPECT_EQ(d.counters().hits, 64u);
+}
+
+// A READ that arrives before its range is in is held, not failed (PAPER P6).
+TEST(CxlSsdDevice, P6_EarlyReadThroughTheRnicGetsTheRightBytesAfterTheFill) {
+  sim::SimWorld world(3);
+  sim::SimFabric fabric(world);
+  world.add_node("mem");
+  sim::SimNode& gpu = world.add_node("gpu");
+  sim::SimNic& mem_nic = fabric.add_nic("mem");
+  sim::SimNic& gpu_nic = fabric.add_nic("gpu");
+  auto params = small_params();
+  params.channels = 1;
+  CxlSsdDevice d(world.loop(), params);
+  std::vector<std::byte> flash(8 * kPage);
+  for (std::size_t i = 0; i < flash.size(); ++i) flash[i] = std::byte(i * 7 + 1);
+  ASSERT_TRUE(d.write_flash(0, flash).ok());
+  auto reg = mem_nic.register_memory(d, 0, 8 * kPage, runtime::kAccessRemoteRead);
+  ASSERT_TRUE(reg.ok());
+  auto strand = gpu.make_strand("load");
+  std::shared_ptr<runtime::QueuePair> qp;
+  gpu_nic.connect("mem", *strand, [&](auto r) { qp = r.value(); });
+  ASSERT_TRUE(world.run_until([&] { return qp != nullptr; }).ok());
+  // The hint starts the fills; the READ follows at once, long before they are in.
+  const PoolRange r{0, 8 * kPage};
+  const Instant t0 = world.loop().now();
+  ASSERT_TRUE(d.prefetch(1, std::span(&r, 1), true).ok());
+  std::vector<std::byte> back(8 * kPage);
+  std::optional<std::vector<Status>> done;
+  qp->post({{runtime::RdmaOp::Kind::kRead, back, reg->addr, reg->rkey}},
+           [&](std::vector<Status> s) { done = s; });
+  ASSERT_TRUE(world.run_until([&] { return done.has_value(); }).ok());
+  ASSERT_TRUE((*done)[0].ok());
+  EXPECT_EQ(back, flash);
+  // One die fills the 8 pages in turn: the READ waited for that, not more.
+  const auto fills = 8 * (params.flash_read + d.flash().page_transfer());
+  EXPECT_GE(world.loop().now() - t0, fills);
+  EXPECT_LT(world.loop().now() - t0, fills + 20us);
+  EXPECT_EQ(fabric.remote_access_errors(), 0u);
+}
+
+// Virtual time of a 16 MiB READ through the RNIC, hinted `lead` before it (or not).
+runtime::Duration load_time(const CxlSsdParams& params, std::optional<runtime::Duration> lead) {
+  sim::SimWorld world(4);
+  sim::SimFabric fabric(world);
+  world.add_node("mem");
+  sim::SimNode& gpu = world.add_node("gpu");
+  sim::SimNic& mem_nic = fabric.add_nic("mem");
+  sim::SimNic& gpu_nic = fabric.add_nic("gpu");
+  CxlSsdDevice d(world.loop(), params);
+  const std::uint64_t bytes = 16 << 20;
+  auto reg = mem_nic.register_memory(d, 0, bytes, runtime::kAccessRemoteRead).value();
+  auto strand = gpu.make_strand("load");
+  std::shared_ptr<runtime::QueuePair> qp;
+  gpu_nic.connect("mem", *strand, [&](auto r) { qp = r.value(); });
+  EXPECT_TRUE(world.run_until([&] { return qp != nullptr; }).ok());
+  if (lead) {
+    const PoolRange r{0, bytes};
+    EXPECT_TRUE(d.prefetch(1, std::span(&r, 1), true).ok());
+    world.run_for(*lead);
+  }
+  std::vector<std::byte> sample(kPage);
+  std::vector<runtime::RdmaOp> ops;
+  for (std::uint64_t o = 0; o < bytes; o += 1 << 20) {
+    ops.push_back({runtime::RdmaOp::Kind::kRead, sample, reg.addr + o, reg.rkey, 1 << 20});
+  }
+  const Instant start = world.loop().now();
+  bool done = false;
+  qp->post(ops, [&](std::vector<Status>) { done = true; });
+  EXPECT_TRUE(world.run_until([&] { return done; }).ok());
+  return world.loop().now() - start;
+}
+
+// PAPER "beyond the seed": the gain from hints moves the physically right way.
+TEST(CxlSsdDevice, R3_LongerHintLeadAndFasterFlashShortenTheLoad) {
+  CxlSsdParams params;  // the default profile's device
+  const auto cold = load_time(params, std::nullopt);
+  const auto together = load_time(params, 0us);
+  const auto ahead = load_time(params, 1ms);
+  CxlSsdParams all_dram = params;
+  all_dram.all_resident = true;
+  const auto dram = load_time(all_dram, std::nullopt);
+  EXPECT_GT(cold, together);
+  EXPECT_GE(together, ahead);
+  EXPECT_GE(ahead, dram);
+  CxlSsdParams tlc = params;
+  tlc.flash_read = 50us;  // TLC class
+  EXPECT_GT(load_time(tlc, std::nullopt), cold);
+  EXPECT_GT(load_time(tlc, 0us), together);
+}
+
+}  // namespace
+}  // namespace rcxl::device

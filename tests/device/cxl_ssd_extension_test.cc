@@ -1,0 +1,207 @@
+// The cxl_ssd region extension: hints become device preparation (SPEC R2-R6).
+#include "devices/cxl_ssd_model/cxl_ssd_extension.h"
+
+#include <gtest/gtest.h>
+
+#include "backends/sim/sim_world.h"
+
+namespace rcxl::device {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr std::uint64_t kPage = 4096;
+
+struct Rig {
+  sim::SimWorld world{5};
+  sim::SimNode& mem = world.add_node("mem");
+  CxlSsdDevice device{world.loop(), params()};
+  CxlSsdExtension ext{device, &mem};
+
+  static CxlSsdParams params() {
+    CxlSsdParams p;
+    p.capacity_bytes = 4 << 20;
+    p.dram_cache_bytes = 2 << 20;
+    p.channels = 2;
+    p.ways = 1;
+    p.hinted_bytes_cap = 16 * kPage;
+    return p;
+  }
+  static ext::Hint hint(std::uint64_t conn, std::string action, std::string request,
+                        std::vector<ext::Range> ranges = {}) {
+    return {conn, std::move(action), std::move(request), std::move(ranges)};
+  }
+  // A range of region 1, which sits at pool offset 1 MiB.
+  static ext::Range range(std::uint64_t offset, std::uint64_t length) {
+    return {1, offset, length, (1u << 20) + offset};
+  }
+};
+
+TEST(CxlSsdExtension, R4_2_AdvertisesItsFiveActions) {
+  Rig rig;
+  EXPECT_EQ(rig.ext.hint_actions(),
+            (std::vector<std::string>{"read_hint", "read_hint_end", "write_hint", "read_promote",
+                                      "write_wait"}));
+  EXPECT_TRUE(rig.ext.has_memory_generation());
+  EXPECT_EQ(rig.ext.name(), "cxl_ssd");
+}
+
+TEST(CxlSsdExtension, R3_ReadHintPinsUntilItsEnd) {
+  Rig rig;
+  ASSERT_TRUE(rig.ext.hint(Rig::hint(3, "read_hint", "q1", {Rig::range(0, 4 * kPage)})).ok());
+  EXPECT_EQ(rig.device.pinned_bytes(), 4 * kPage);
+  EXPECT_EQ(rig.ext.open_hints(), 1u);
+  // The same request on another connection is another hint.
+  ASSERT_TRUE(rig.ext.hint(Rig::hint(4, "read_hint_end", "q1")).ok());
+  EXPECT_EQ(rig.device.pinned_bytes(), 4 * kPage);
+  ASSERT_TRUE(rig.ext.hint(Rig::hint(3, "read_hint_end", "q1")).ok());
+  EXPECT_EQ(rig.device.pinned_bytes(), 0u);
+  EXPECT_EQ(rig.ext.open_hints(), 0u);
+}
+
+TEST(CxlSsdExtension, R2_3_HintsAnswerAtOnceAndFillsFollow) {
+  Rig rig;
+  const Instant before = rig.world.loop().now();
+  ASSERT_TRUE(rig.ext.hint(Rig::hint(3, "read_hint", "q1", {Rig::range(0, 64 * kPage)})).ok());
+  EXPECT_EQ(rig.world.loop().now(), before);  // no virtual time passed inside the hook
+  EXPECT_FALSE(rig.device.range_ready(1 << 20, 64 * kPage));
+  rig.world.run_for(5ms);
+  EXPECT_TRUE(rig.device.range_ready(1 << 20, 64 * kPage));
+}
+
+TEST(CxlSsdExtension, R4_5_PromoteMatchesTheRequestIdAlone) {
+  Rig rig;
+  ASSERT_TRUE(rig.ext.hint(Rig::hint(3, "read_hint", "a", {Rig::range(0, 64 * kPage)})).ok());
+  ASSERT_TRUE(
+      rig.ext.hint(Rig::hint(3, "read_hint", "b", {Rig::range(128 * kPage, 8 * kPage)})).ok());
+  // The worker's promote comes on its own connection.
+  ASSERT_TRUE(rig.ext.hint(Rig::hint(9, "read_promote", "b")).ok());
+  rig.world.run_for(5ms);
+  const auto b_last = rig.device.page_state((1 << 20) + 135 * kPage).ready_at;
+  const auto a_last = rig.device.page_state((1 << 20) + 63 * kPage).ready_at;
+  EXPECT_LT(b_last, a_last);
+}
+
+TEST(CxlSsdExtension, R6_6_ConnectionClosedEndsThatConnectionsHints) {
+  Rig rig;
+  ASSERT_TRUE(rig.ext.hint(Rig::hint(3, "read_hint", "a", {Rig::range(0, 2 * kPage)})).ok());
+  ASSERT_TRUE(
+      rig.ext.hint(Rig::hint(3, "read_hint", "b", {Rig::range(8 * kPage, 2 * kPage)})).ok());
+  ASSERT_TRUE(
+      rig.ext.hint(Rig::hint(4, "read_hint", "c", {Rig::range(16 * kPage, 2 * kPage)})).ok());
+  ASSERT_TRUE(rig.ext.connection_closed(3).ok());
+  EXPECT_EQ(rig.ext.open_hints(), 1u);
+  EXPECT_EQ(rig.device.pinned_bytes(), 2 * kPage);
+}
+
+TEST(CxlSsdExtension, R3_HintedBytesOverTheCapWaitForEnds) {
+  Rig rig;  // cap: 16 pages
+  ASSERT_TRUE(rig.ext.hint(Rig::hint(3, "read_hint", "a", {Rig::range(0, 12 * kPage)})).ok());
+  ASSERT_TRUE(
+      rig.ext.hint(Rig::hint(3, "read_hint", "b", {Rig::range(32 * kPage, 12 * kPage)})).ok());
+  EXPECT_EQ(rig.device.pinned_bytes(), 12 * kPage);
+  EXPECT_EQ(rig.device.waiting_bytes(), 12 * kPage);
+  ASSERT_TRUE(rig.ext.hint(Rig::hint(3, "read_hint_end", "a")).ok());
+  EXPECT_EQ(rig.device.pinned_bytes(), 12 * kPage);
+  EXPECT_EQ(rig.device.waiting_bytes(), 0u);
+}
+
+TEST(CxlSsdExtension, R4_1_WriteHintPreparesWholePagesWithoutFlashReads) {
+  Rig rig;
+  ASSERT_TRUE(
+      rig.ext.hint(Rig::hint(3, "write_hint", "store-1", {Rig::range(0, 16 * kPage)})).ok());
+  EXPECT_TRUE(rig.device.range_ready(1 << 20, 16 * kPage));
+  EXPECT_EQ(rig.device.counters().fills, 0u);
+  EXPECT_EQ(rig.ext.open_hints(), 0u);  // fire and forget: nothing kept open
+}
+
+TEST(CxlSsdExtension, R4_3_WriteWaitAnswersWhenItsPagesAreReady) {
+  Rig rig;
+  std::optional<Result<ext::Json>> answer;
+  Instant answered{0};
+  // Partial pages need fills: the wait answers when they are in.
+  ext::WriteWait wait{3, "store-1", {Rig::range(100, 2 * kPage)}, 50};
+  rig.ext.write_wait(wait, [&](Result<ext::Json> a) {
+    answer = std::move(a);
+    answered = rig.world.loop().now();
+  });
+  EXPECT_FALSE(answer.has_value());
+  ASSERT_TRUE(rig.world.run_until([&] { return answer.has_value(); }).ok());
+  ASSERT_TRUE(answer->ok());
+  EXPECT_EQ(answer->value(), (ext::Json{{"ready", 1}, {"total", 1}}));
+  EXPECT_LT(answered, Instant{1ms});
+  EXPECT_GT(answered, Instant{3us});
+}
+
+TEST(CxlSsdExtension, R4_3_WriteWaitAnswersAtItsTimeoutWithWhatIsReady) {
+  Rig rig;
+  // A long read hint ahead occupies the flash; the wait's partial pages queue behind it.
+  ASSERT_TRUE(rig.ext.hint(Rig::hint(3, "read_hint", "a", {Rig::range(0, 500 * kPage)})).ok());
+  std::optional<Result<ext::Json>> answer;
+  ext::WriteWait wait{
+      4, "s", {Rig::range(600 * kPage, 4 * kPage), Rig::range(700 * kPage + 1, 10)}, 1};
+  rig.ext.write_wait(wait, [&](Result<ext::Json> a) { answer = std::move(a); });
+  ASSERT_TRUE(rig.world.run_until([&] { return answer.has_value(); }).ok());
+  EXPECT_EQ(rig.world.loop().now(), Instant{1ms});
+  EXPECT_EQ(answer->value(), (ext::Json{{"ready", 1}, {"total", 2}}));
+}
+
+TEST(CxlSsdExtension, R5_2_FreshMapDropsTheRegionsStaleContents) {
+  Rig rig;
+  const std::vector<std::byte> stale(16, std::byte{0x5a});
+  ASSERT_TRUE(rig.device.write_flash(1 << 20, stale).ok());
+  ASSERT_TRUE(rig.ext.mapped({1, 1 << 20, 64 * kPage}, false).ok());
+  EXPECT_FALSE(rig.device.page_state(1 << 20).trimmed);
+  ASSERT_TRUE(rig.ext.mapped({1, 1 << 20, 64 * kPage}, true).ok());
+  EXPECT_TRUE(rig.device.page_state(1 << 20).trimmed);
+  std::vector<std::byte> back(16);
+  ASSERT_TRUE(rig.device.read(1 << 20, back).ok());
+  EXPECT_EQ(back, std::vector<std::byte>(16));
+  (void)rig.device.access_ready(1 << 20, 64 * kPage, true, rig.world.loop().now());
+  EXPECT_EQ(rig.device.counters().fills, 0u);
+}
+
+TEST(CxlSsdExtension, R6_GenerationFollowsResetsAndUnknownPeriods) {
+  Rig rig;
+  EXPECT_EQ(rig.ext.memory_generation(), std::optional<std::string>("1"));
+  ASSERT_TRUE(rig.ext.hint(Rig::hint(3, "read_hint", "a", {Rig::range(0, 2 * kPage)})).ok());
+  rig.device.reset();
+  EXPECT_EQ(rig.ext.memory_generation(), std::optional<std::string>("2"));
+  // The reset took the pins; the extension forgets its hints on the next call.
+  ASSERT_TRUE(rig.ext.hint(Rig::hint(3, "read_hint_end", "a")).ok());
+  EXPECT_EQ(rig.ext.open_hints(), 0u);
+  rig.device.script_unknown_period(Instant{1ms}, Instant{3ms});
+  rig.world.run_for(2ms);
+  EXPECT_EQ(rig.ext.memory_generation(), std::nullopt);
+  rig.world.run_for(2ms);
+  EXPECT_EQ(rig.ext.memory_generation(), std::optional<std::string>("2"));
+}
+
+TEST(CxlSsdExtension, R1_2_BadInputIsRefusedWithoutChange) {
+  Rig rig;
+  EXPECT_EQ(rig.ext.hint(Rig::hint(3, "read_wait", "a", {Rig::range(0, kPage)})).code(),
+            ErrorCode::kNotAdvertised);
+  ext::Range outside{1, 0, kPage, (4u << 20) - 10};
+  EXPECT_EQ(rig.ext.hint(Rig::hint(3, "read_hint", "a", {outside})).code(), ErrorCode::kBadRange);
+  EXPECT_EQ(rig.ext.open_hints(), 0u);
+  EXPECT_EQ(rig.device.pinned_bytes(), 0u);
+  EXPECT_EQ(rig.ext.validate_access({1, 4u << 20, kPage}).code(), ErrorCode::kRefused);
+  std::optional<Result<ext::Json>> answer;
+  rig.ext.write_wait({3, "s", {outside}, 10}, [&](Result<ext::Json> a) { answer = std::move(a); });
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status().code(), ErrorCode::kBadRange);
+}
+
+TEST(CxlSsdExtension, R2_1_FactoryNeedsTheDeviceAndAValidConfig) {
+  Rig rig;
+  EXPECT_FALSE(make_cxl_ssd_extension({&rig.mem, nullptr}, ext::Json::object()).ok());
+  EXPECT_FALSE(make_cxl_ssd_extension({&rig.mem, &rig.device}, ext::Json{{"bogus", 1}}).ok());
+  EXPECT_FALSE(
+      make_cxl_ssd_extension({&rig.mem, &rig.device}, ext::Json{{"write_wait_poll_us", 0}}).ok());
+  auto made =
+      make_cxl_ssd_extension({&rig.mem, &rig.device}, ext::Json{{"write_wait_poll_us", 50}});
+  ASSERT_TRUE(made.ok());
+  EXPECT_EQ((*made)->name(), "cxl_ssd");
+}
+
+}  // namespace
+}  // namespace rcxl::device

@@ -1,0 +1,70 @@
+// Profiles: the shipped files load, and a bad field is named (SPEC R1.2 style).
+#include "devices/cxl_ssd_model/device_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace rcxl::device {
+namespace {
+
+nlohmann::json load_file(const std::string& name) {
+  std::ifstream in(std::string(RCXL_SOURCE_DIR) + "/scenarios/profiles/" + name);
+  return nlohmann::json::parse(in);
+}
+
+TEST(DeviceProfile, ShippedProfilesLoadWithEveryParameterSourced) {
+  for (const char* name : {"cxl_ssd_default.json", "all_dram.json"}) {
+    const auto j = load_file(name);
+    auto p = load_device_profile(j);
+    ASSERT_TRUE(p.ok()) << name << ": " << p.status().ToString();
+    for (const char* section : {"device", "nic"}) {
+      for (const auto& [key, v] : j[section].items()) {
+        EXPECT_TRUE(v.is_object() && v.contains("source")) << name << " " << key;
+      }
+    }
+  }
+  auto ssd = load_device_profile(load_file("cxl_ssd_default.json"));
+  auto dram = load_device_profile(load_file("all_dram.json"));
+  EXPECT_FALSE(ssd->device.all_resident);
+  EXPECT_TRUE(dram->device.all_resident);
+  // The baseline differs only in where the bytes are: same NIC, same DRAM latency.
+  EXPECT_EQ(ssd->nic.bytes_per_second, dram->nic.bytes_per_second);
+  EXPECT_EQ(ssd->nic.latency, dram->nic.latency);
+  EXPECT_EQ(ssd->device.dram_access, dram->device.dram_access);
+  EXPECT_EQ(ssd->device.flash_read, std::chrono::nanoseconds(3000));
+}
+
+TEST(DeviceProfile, R1_2_BadFieldsAreNamed) {
+  auto base = load_file("cxl_ssd_default.json");
+  struct Case {
+    std::string section, key;
+    nlohmann::json value;
+  };
+  const std::vector<Case> cases = {
+      {"device", "page_bytes", 3000},
+      {"device", "channels", 0},
+      {"device", "ways", 1.5},
+      {"device", "flash_read_ns", "fast"},
+      {"device", "tR", 3},
+      {"device", "capacity_bytes", 4097},
+      {"device", "dram_cache_bytes", {{"source", "no value"}}},
+      {"nic", "bytes_per_second", -1},
+  };
+  for (const auto& c : cases) {
+    auto j = base;
+    j[c.section][c.key] = c.value;
+    auto p = load_device_profile(j);
+    ASSERT_FALSE(p.ok()) << c.key;
+    EXPECT_EQ(p.status().code(), ErrorCode::kBadRequest);
+    EXPECT_NE(p.status().message().find(c.section + "." + c.key), std::string::npos)
+        << p.status().message();
+  }
+  EXPECT_FALSE(load_device_profile(nlohmann::json::array()).ok());
+  auto j = base;
+  j["device"] = 5;
+  EXPECT_FALSE(load_device_profile(j).ok());
+}
+
+}  // namespace
+}  // namespace rcxl::device
