@@ -39,6 +39,7 @@ void SparseBytes::drop(std::uint64_t offset, std::uint64_t length) {
   const std::uint64_t end = (offset + length) / kPage;
   if (end <= first) return;
   if (end - first > pages_.size()) {
+    // layering: order-independent (a pure filter: the pages dropped do not depend on order)
     std::erase_if(pages_, [&](const auto& kv) { return kv.first >= first && kv.first < end; });
   } else {
     for (std::uint64_t p = first; p < end; ++p) pages_.erase(p);

@@ -1,0 +1,66 @@
+#include "backends/verbs/socket_address.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+
+#include <cstring>
+#include <string>
+
+namespace rcxl::verbs {
+
+Result<std::vector<SocketAddress>> resolve(const runtime::Address& address, bool passive) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
+  const std::string port = std::to_string(address.port);
+  const char* host = address.host.empty() ? nullptr : address.host.c_str();
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(host, port.c_str(), &hints, &found);
+  if (rc != 0) {
+    return Error(ErrorCode::kBadRequest,
+                 "cannot resolve '" + address.ToString() + "': " + gai_strerror(rc));
+  }
+  std::vector<SocketAddress> out;
+  for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    SocketAddress entry;
+    std::memcpy(&entry.storage, ai->ai_addr, ai->ai_addrlen);
+    entry.length = ai->ai_addrlen;
+    out.push_back(entry);
+  }
+  freeaddrinfo(found);
+  if (out.empty()) return Error(ErrorCode::kBadRequest, "no address for " + address.ToString());
+  return out;
+}
+
+runtime::Address to_address(const sockaddr* address) {
+  char host[INET6_ADDRSTRLEN] = {};
+  if (address->sa_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(address);
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    return {host, ntohs(in->sin_port)};
+  }
+  if (address->sa_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(address);
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+    return {host, ntohs(in6->sin6_port)};
+  }
+  return {};
+}
+
+runtime::Address local_address(int fd) {
+  sockaddr_storage storage{};
+  socklen_t length = sizeof storage;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) return {};
+  return to_address(reinterpret_cast<const sockaddr*>(&storage));
+}
+
+runtime::Address peer_address(int fd) {
+  sockaddr_storage storage{};
+  socklen_t length = sizeof storage;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) return {};
+  return to_address(reinterpret_cast<const sockaddr*>(&storage));
+}
+
+}  // namespace rcxl::verbs

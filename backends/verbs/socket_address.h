@@ -1,0 +1,29 @@
+// Conversions between runtime::Address and socket addresses.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <vector>
+
+#include "core/runtime/status.h"
+#include "core/runtime/transport.h"
+
+namespace rcxl::verbs {
+
+struct SocketAddress {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  int family() const { return storage.ss_family; }
+  const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
+};
+
+// Every socket address `address` names, in the resolver's order. `passive`: for
+// bind (an empty host is every interface). kBadRequest when it names none.
+Result<std::vector<SocketAddress>> resolve(const runtime::Address& address, bool passive);
+// Numeric host and port of a socket address.
+runtime::Address to_address(const sockaddr* address);
+// The socket's own (local) or peer address; an empty Address on failure.
+runtime::Address local_address(int fd);
+runtime::Address peer_address(int fd);
+
+}  // namespace rcxl::verbs

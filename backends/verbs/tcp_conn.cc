@@ -1,0 +1,253 @@
+#include "backends/verbs/tcp_conn.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "backends/verbs/socket_address.h"
+
+namespace rcxl::verbs {
+namespace {
+
+constexpr std::size_t kReadChunk = 64 * 1024;
+// Reads per readiness event, so one busy peer cannot starve the others.
+constexpr int kReadsPerEvent = 16;
+constexpr std::uint32_t kReadEvents = EPOLLIN | EPOLLRDHUP;
+
+std::atomic<std::uint64_t> next_conn_id{1};
+
+Status status_from_errno(int error) {
+  if (error == ECONNRESET || error == EPIPE) {
+    return Error(ErrorCode::kClosed, "connection reset by peer");
+  }
+  return Error(ErrorCode::kIoError, std::string("socket error: ") + std::strerror(error));
+}
+
+}  // namespace
+
+std::shared_ptr<ConnState> ConnState::Adopt(const std::shared_ptr<Reactor>& reactor, int fd,
+                                            runtime::Duration close_linger) {
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // frames are small requests
+  std::shared_ptr<ConnState> state(new ConnState(reactor, fd, close_linger));
+  state->registration_ = reactor->add(fd, kReadEvents, state);
+  if (state->registration_ == 0) {
+    state->end(Error(ErrorCode::kIoError, "cannot watch socket"));
+    state->close_fd();
+  }
+  return state;
+}
+
+ConnState::ConnState(std::shared_ptr<Reactor> reactor, int fd, runtime::Duration close_linger)
+    : reactor_(reactor),
+      loop_(reactor.get()),
+      id_(next_conn_id++),
+      local_(local_address(fd)),
+      peer_(peer_address(fd)),
+      close_linger_(close_linger),
+      fd_(fd) {}
+
+ConnState::~ConnState() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ConnState::start(runtime::Strand& strand, runtime::Conn::DataHandler on_data,
+                      runtime::Conn::CloseHandler on_close) {
+  if (start_called_.exchange(true)) return;
+  post_ = make_strand_poster(strand);
+  on_data_ = std::move(on_data);
+  on_close_ = std::move(on_close);
+  auto reactor = reactor_.lock();
+  if (reactor && reactor->run([self = shared_from_this()] { self->begin_delivery(); })) return;
+  // The transport is gone: nothing will ever arrive.
+  post_([self = shared_from_this()] {
+    auto handler = std::move(self->on_close_);
+    self->on_close_ = nullptr;
+    self->on_data_ = nullptr;
+    if (handler && !self->released_) handler(Error(ErrorCode::kClosed, "transport stopped"));
+  });
+}
+
+void ConnState::send(std::string bytes) {
+  if (user_ended_ || bytes.empty()) return;
+  if (auto reactor = reactor_.lock()) {
+    reactor->run([self = shared_from_this(), bytes = std::move(bytes)]() mutable {
+      self->queue_bytes(std::move(bytes));
+    });
+  }
+}
+
+void ConnState::close() {
+  if (user_ended_.exchange(true)) return;
+  if (auto reactor = reactor_.lock()) {
+    reactor->run([self = shared_from_this()] { self->begin_close(); });
+  }
+}
+
+void ConnState::abort() {
+  aborted_ = true;
+  user_ended_ = true;
+  if (auto reactor = reactor_.lock()) {
+    reactor->run([self = shared_from_this()] { self->reset("aborted"); });
+  }
+}
+
+void ConnState::release() {
+  released_ = true;
+  // A close() already asked for keeps flushing; otherwise nobody can end it.
+  if (user_ended_.exchange(true)) return;
+  aborted_ = true;
+  if (auto reactor = reactor_.lock()) {
+    reactor->run([self = shared_from_this()] { self->reset("connection released"); });
+  }
+}
+
+void ConnState::on_events(std::uint32_t events) {
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) read_some();
+  if (fd_ >= 0 && (events & EPOLLOUT)) flush();
+}
+
+void ConnState::on_stop() {
+  registration_ = 0;  // the reactor has already forgotten us
+  linger_timer_.reset();
+  end(Error(ErrorCode::kClosed, "transport stopped"));
+  close_fd();
+}
+
+void ConnState::begin_delivery() {
+  started_ = true;
+  if (!early_.empty()) deliver(std::exchange(early_, {}));
+  if (early_end_) post_close(*std::exchange(early_end_, std::nullopt));
+}
+
+void ConnState::read_some() {
+  char buffer[kReadChunk];
+  for (int i = 0; i < kReadsPerEvent && fd_ >= 0; ++i) {
+    const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+    if (n > 0) {
+      // After our FIN the peer's bytes have nowhere to go.
+      if (phase_ != Phase::kLingering) deliver(std::string(buffer, static_cast<std::size_t>(n)));
+      if (static_cast<std::size_t>(n) < sizeof buffer) return;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    end(n == 0 ? Error(ErrorCode::kClosed, "peer closed") : status_from_errno(errno));
+    close_fd();
+    return;
+  }
+}
+
+void ConnState::deliver(std::string bytes) {
+  if (!started_) {
+    early_.append(bytes);
+    return;
+  }
+  post_([self = shared_from_this(), bytes = std::move(bytes)] {
+    if (!self->aborted_ && !self->released_ && self->on_data_) self->on_data_(bytes);
+  });
+}
+
+void ConnState::queue_bytes(std::string bytes) {
+  if (phase_ != Phase::kOpen || fd_ < 0) return;
+  out_.append(bytes);
+  if (!watching_writable_) flush();
+}
+
+void ConnState::flush() {
+  while (out_sent_ < out_.size()) {
+    const ssize_t n = ::send(fd_, out_.data() + out_sent_, out_.size() - out_sent_, MSG_NOSIGNAL);
+    if (n > 0) {
+      out_sent_ += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (out_sent_ * 2 > out_.size()) out_.erase(0, std::exchange(out_sent_, 0));
+      watch_writable(true);
+      return;
+    }
+    end(status_from_errno(errno));
+    close_fd();
+    return;
+  }
+  out_.clear();
+  out_sent_ = 0;
+  watch_writable(false);
+  if (phase_ == Phase::kFlushing) finish_close();
+}
+
+void ConnState::begin_close() {
+  if (phase_ != Phase::kOpen || fd_ < 0) return;
+  phase_ = Phase::kFlushing;
+  std::weak_ptr<ConnState> weak = shared_from_this();
+  linger_timer_ = loop_->call_after(close_linger_, [weak] {
+    auto self = weak.lock();
+    if (!self) return;
+    self->linger_timer_.reset();
+    if (self->phase_ == Phase::kFlushing) return self->reset("close timed out");
+    self->close_fd();
+  });
+  flush();
+}
+
+void ConnState::finish_close() {
+  // FIN after the last byte; keep reading until the peer's FIN so that our
+  // close never turns into a reset that could destroy bytes the peer has not read.
+  ::shutdown(fd_, SHUT_WR);
+  phase_ = Phase::kLingering;
+  end(Error(ErrorCode::kClosed, "closed"));
+}
+
+void ConnState::reset(const char* why) {
+  if (fd_ >= 0) {
+    const linger hard{1, 0};  // RST: unsent bytes are dropped
+    setsockopt(fd_, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+    close_fd();
+  }
+  end(Error(ErrorCode::kClosed, why));
+}
+
+void ConnState::end(const Status& why) {
+  if (ended_) return;
+  ended_ = true;
+  if (!started_) {
+    early_end_ = why;
+    return;
+  }
+  post_close(why);
+}
+
+void ConnState::post_close(const Status& why) {
+  // Posted, never inline: the close handler must not run inside close()/abort().
+  post_([self = shared_from_this(), why] {
+    auto handler = std::move(self->on_close_);
+    self->on_close_ = nullptr;
+    self->on_data_ = nullptr;  // also breaks cycles through captured handles
+    if (handler && !self->released_) handler(why);
+  });
+}
+
+void ConnState::close_fd() {
+  if (fd_ < 0) return;
+  if (linger_timer_) loop_->cancel_timer(*std::exchange(linger_timer_, std::nullopt));
+  if (registration_ != 0) loop_->remove(std::exchange(registration_, 0), fd_);
+  ::close(fd_);
+  fd_ = -1;
+  phase_ = Phase::kDone;
+  out_.clear();
+  out_sent_ = 0;
+}
+
+void ConnState::watch_writable(bool on) {
+  if (on == watching_writable_ || registration_ == 0) return;
+  watching_writable_ = on;
+  loop_->modify(registration_, fd_, kReadEvents | (on ? EPOLLOUT : 0u));
+}
+
+}  // namespace rcxl::verbs

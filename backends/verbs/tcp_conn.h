@@ -1,0 +1,111 @@
+// One TCP connection of TcpTransport (internal). ConnState owns the socket and
+// lives on the reactor thread; TcpConn is the handle core holds. Strand tasks and
+// reactor commands hold the state by shared_ptr, so a handle may die at any time.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "backends/verbs/reactor.h"
+#include "backends/verbs/thread_strand.h"
+#include "core/runtime/transport.h"
+
+namespace rcxl::verbs {
+
+class ConnState final : public Reactor::Handler, public std::enable_shared_from_this<ConnState> {
+ public:
+  // Reactor thread: takes a connected non-blocking socket and starts reading it.
+  static std::shared_ptr<ConnState> Adopt(const std::shared_ptr<Reactor>& reactor, int fd,
+                                          runtime::Duration close_linger);
+  ~ConnState() override;
+
+  std::uint64_t id() const { return id_; }
+  const runtime::Address& local() const { return local_; }
+  const runtime::Address& peer() const { return peer_; }
+
+  // --- any thread (the Conn interface)
+  void start(runtime::Strand& strand, runtime::Conn::DataHandler on_data,
+             runtime::Conn::CloseHandler on_close);
+  void send(std::string bytes);
+  void close();
+  void abort();
+  // The last handle is gone: abort, and never call the handlers.
+  void release();
+
+  // --- reactor thread
+  void on_events(std::uint32_t events) override;
+  void on_stop() override;
+
+ private:
+  enum class Phase { kOpen, kFlushing, kLingering, kDone };
+
+  ConnState(std::shared_ptr<Reactor> reactor, int fd, runtime::Duration close_linger);
+  void begin_delivery();
+  void read_some();
+  void deliver(std::string bytes);
+  void queue_bytes(std::string bytes);
+  void flush();
+  void begin_close();
+  void finish_close();
+  void reset(const char* why);
+  void end(const Status& why);
+  void post_close(const Status& why);
+  void close_fd();
+  void watch_writable(bool on);
+
+  // Immutable after construction.
+  std::weak_ptr<Reactor> reactor_;
+  Reactor* loop_;  // reactor-thread calls only, while the reactor runs
+  const std::uint64_t id_;
+  const runtime::Address local_;
+  const runtime::Address peer_;
+  const runtime::Duration close_linger_;
+
+  // Any thread.
+  std::atomic<bool> user_ended_{false};  // close/abort/release called: sends are ignored
+  std::atomic<bool> aborted_{false};     // deliver no more data
+  std::atomic<bool> released_{false};    // call no handler
+  std::atomic<bool> start_called_{false};
+
+  // Set by start() before the reactor learns of it; then strand-only.
+  StrandPoster post_;
+  runtime::Conn::DataHandler on_data_;
+  runtime::Conn::CloseHandler on_close_;
+
+  // Reactor thread only.
+  int fd_;
+  std::uint64_t registration_ = 0;
+  Phase phase_ = Phase::kOpen;
+  bool started_ = false;
+  bool ended_ = false;
+  bool watching_writable_ = false;
+  std::string early_;                // bytes read before start
+  std::optional<Status> early_end_;  // end seen before start
+  std::string out_;                  // bytes queued for the socket
+  std::size_t out_sent_ = 0;
+  std::optional<Reactor::TimerKey> linger_timer_;
+};
+
+class TcpConn final : public runtime::Conn {
+ public:
+  explicit TcpConn(std::shared_ptr<ConnState> state) : state_(std::move(state)) {}
+  ~TcpConn() override { state_->release(); }
+
+  std::uint64_t id() const override { return state_->id(); }
+  runtime::Address peer() const override { return state_->peer(); }
+  runtime::Address local() const override { return state_->local(); }
+  void start(runtime::Strand& strand, DataHandler on_data, CloseHandler on_close) override {
+    state_->start(strand, std::move(on_data), std::move(on_close));
+  }
+  void send(std::string bytes) override { state_->send(std::move(bytes)); }
+  void close() override { state_->close(); }
+  void abort() override { state_->abort(); }
+
+ private:
+  std::shared_ptr<ConnState> state_;
+};
+
+}  // namespace rcxl::verbs

@@ -1,0 +1,396 @@
+// TcpTransport: the Conn semantics of core/runtime/transport.h over real TCP on
+// loopback (ordered delivery on the start strand, close flushes, abort drops,
+// one close handler call, never inline), and clean shutdown.
+#include "backends/verbs/tcp_transport.h"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/verbs/thread_strand.h"
+#include "tests/runtime/blocking_wait.h"
+
+namespace rcxl::verbs {
+namespace {
+
+using runtime::Address;
+using runtime::Conn;
+using testing::eventually;
+using testing::get_or_abort;
+using testing::run_on;
+
+std::size_t count_entries(const char* dir) {
+  std::size_t n = 0;
+  if (DIR* d = opendir(dir)) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n;
+}
+std::size_t open_fds() {
+  return count_entries("/proc/self/fd");
+}
+std::size_t live_threads() {
+  return count_entries("/proc/self/task");
+}
+
+// One end of a connection as a test sees it; touched only on its strand.
+struct End {
+  std::shared_ptr<Conn> conn;
+  std::string received;
+  int close_calls = 0;
+  std::optional<Status> closed;
+  bool delivered_off_strand = false;
+};
+
+// A listener, a client and the accepted server end, each end on its own strand.
+class Pair {
+ public:
+  explicit Pair(TcpTransport& transport, const std::string& host = "127.0.0.1") {
+    auto listener = transport.listen({host, 0}, server_strand, [this](std::shared_ptr<Conn> c) {
+      server.conn = c;
+      start(server, server_strand);
+      accepted_.set_value();
+    });
+    ok_ = listener.ok();
+    if (!ok_) return;
+    listener_ = std::move(listener).value();
+    std::promise<Result<std::shared_ptr<Conn>>> connected;
+    auto result = connected.get_future();
+    transport.connect(listener_->address(), client_strand,
+                      [&connected](Result<std::shared_ptr<Conn>> c) { connected.set_value(c); });
+    auto conn = get_or_abort(result, "connect");
+    EXPECT_TRUE(conn.ok()) << conn.status().ToString();
+    if (!conn.ok()) return;
+    run_on(client_strand, [&] {
+      client.conn = conn.value();
+      start(client, client_strand);
+    });
+    auto accepted = accepted_.get_future();
+    get_or_abort(accepted, "accept");
+  }
+  ~Pair() {
+    // Handlers refer to this object: stop them on their own strands first.
+    run_on(client_strand, [&] { client.conn.reset(); });
+    run_on(server_strand, [&] { server.conn.reset(); });
+  }
+  bool ok() const { return ok_; }
+  runtime::Listener& listener() { return *listener_; }
+
+  ThreadStrand server_strand{"server"};
+  ThreadStrand client_strand{"client"};
+  End server;
+  End client;
+
+ private:
+  static void start(End& end, ThreadStrand& strand) {
+    end.conn->start(
+        strand,
+        [&end, &strand](std::string_view bytes) {
+          if (!strand.running_here()) end.delivered_off_strand = true;
+          end.received.append(bytes);
+        },
+        [&end](const Status& why) {
+          ++end.close_calls;
+          end.closed = why;
+        });
+  }
+
+  std::unique_ptr<runtime::Listener> listener_;
+  std::promise<void> accepted_;
+  bool ok_ = false;
+};
+
+std::string numbered_chunks(int count) {
+  std::string all;
+  for (int i = 0; i < count; ++i) all += "<" + std::to_string(i) + ">";
+  return all;
+}
+
+TEST(TcpTransport, ListenOnPortZeroReportsTheRealPort) {
+  TcpTransport transport;
+  Pair pair(transport);
+  ASSERT_TRUE(pair.ok());
+  EXPECT_NE(pair.listener().address().port, 0);
+  EXPECT_EQ(pair.listener().address().host, "127.0.0.1");
+  Address client_peer;
+  run_on(pair.client_strand, [&] { client_peer = pair.client.conn->peer(); });
+  EXPECT_EQ(client_peer, pair.listener().address());
+}
+
+TEST(TcpTransport, BytesArriveInOrderOnTheStartStrand) {
+  TcpTransport transport;
+  Pair pair(transport);
+  ASSERT_TRUE(pair.ok());
+  const std::string expected = numbered_chunks(5000);
+  run_on(pair.client_strand, [&] {
+    for (int i = 0; i < 5000; ++i) pair.client.conn->send("<" + std::to_string(i) + ">");
+  });
+  EXPECT_TRUE(eventually(pair.server_strand,
+                         [&] { return pair.server.received.size() >= expected.size(); }));
+  run_on(pair.server_strand, [&] {
+    EXPECT_EQ(pair.server.received, expected);
+    EXPECT_FALSE(pair.server.delivered_off_strand);
+  });
+}
+
+TEST(TcpTransport, SendIsThreadSafe) {
+  TcpTransport transport;
+  Pair pair(transport);
+  ASSERT_TRUE(pair.ok());
+  std::shared_ptr<Conn> conn;
+  run_on(pair.client_strand, [&] { conn = pair.client.conn; });
+  std::vector<std::thread> senders;
+  for (char tag : {'a', 'b', 'c', 'd'}) {
+    senders.emplace_back([conn, tag] {
+      for (int i = 0; i < 1000; ++i) conn->send(std::string(10, tag));
+    });
+  }
+  for (auto& sender : senders) sender.join();
+  EXPECT_TRUE(
+      eventually(pair.server_strand, [&] { return pair.server.received.size() >= 40000u; }));
+  run_on(pair.server_strand, [&] {
+    EXPECT_EQ(pair.server.received.size(), 40000u);
+    // Each send is contiguous: runs of one tag are multiples of 10 bytes.
+    std::size_t run = 1;
+    for (std::size_t i = 1; i <= pair.server.received.size(); ++i) {
+      if (i < pair.server.received.size() &&
+          pair.server.received[i] == pair.server.received[i - 1]) {
+        ++run;
+        continue;
+      }
+      EXPECT_EQ(run % 10, 0u);
+      run = 1;
+    }
+  });
+}
+
+TEST(TcpTransport, CloseFlushesQueuedBytesThenEndsBothEnds) {
+  TcpTransport transport;
+  Pair pair(transport);
+  ASSERT_TRUE(pair.ok());
+  const std::string big(8 << 20, 'x');  // more than the socket buffers hold
+  bool inside_close = false;
+  bool handler_ran_inline = false;
+  run_on(pair.client_strand, [&] {
+    pair.client.conn->send(big);
+    inside_close = true;
+    pair.client.conn->close();
+    handler_ran_inline = pair.client.close_calls != 0;
+    inside_close = false;
+    pair.client.conn->send("ignored after close");
+  });
+  EXPECT_TRUE(eventually(pair.server_strand, [&] { return pair.server.closed.has_value(); }));
+  EXPECT_TRUE(eventually(pair.client_strand, [&] { return pair.client.closed.has_value(); }));
+  EXPECT_FALSE(handler_ran_inline);
+  run_on(pair.server_strand, [&] {
+    EXPECT_EQ(pair.server.received.size(), big.size());
+    EXPECT_EQ(pair.server.received, big);
+    EXPECT_EQ(pair.server.closed->code(), ErrorCode::kClosed);
+  });
+  run_on(pair.client_strand, [&] { EXPECT_EQ(pair.client.closed->code(), ErrorCode::kClosed); });
+}
+
+TEST(TcpTransport, AbortDropsQueuedBytesAndEndsBothEnds) {
+  TcpTransport transport;
+  Pair pair(transport);
+  ASSERT_TRUE(pair.ok());
+  const std::string huge(64 << 20, 'y');  // far more than loopback buffers
+  run_on(pair.client_strand, [&] {
+    pair.client.conn->send(huge);
+    pair.client.conn->abort();
+    EXPECT_EQ(pair.client.close_calls, 0);  // posted, not inline
+  });
+  EXPECT_TRUE(eventually(pair.server_strand, [&] { return pair.server.closed.has_value(); }));
+  EXPECT_TRUE(eventually(pair.client_strand, [&] { return pair.client.closed.has_value(); }));
+  run_on(pair.server_strand, [&] { EXPECT_LT(pair.server.received.size(), huge.size()); });
+  run_on(pair.client_strand, [&] { EXPECT_EQ(pair.client.received, ""); });
+}
+
+TEST(TcpTransport, CloseHandlerRunsExactlyOnce) {
+  TcpTransport transport;
+  Pair pair(transport);
+  ASSERT_TRUE(pair.ok());
+  run_on(pair.client_strand, [&] {
+    pair.client.conn->close();
+    pair.client.conn->abort();
+    pair.client.conn->close();
+  });
+  EXPECT_TRUE(eventually(pair.server_strand, [&] { return pair.server.closed.has_value(); }));
+  EXPECT_TRUE(eventually(pair.client_strand, [&] { return pair.client.closed.has_value(); }));
+  // Anything still queued for either strand has run by now.
+  run_on(pair.client_strand, [] {});
+  run_on(pair.server_strand, [] {});
+  run_on(pair.client_strand, [&] { EXPECT_EQ(pair.client.close_calls, 1); });
+  run_on(pair.server_strand, [&] { EXPECT_EQ(pair.server.close_calls, 1); });
+}
+
+TEST(TcpTransport, PeerCloseIsSeenAsClosed) {
+  TcpTransport transport;
+  Pair pair(transport);
+  ASSERT_TRUE(pair.ok());
+  run_on(pair.server_strand, [&] {
+    pair.server.conn->send("bye");
+    pair.server.conn->close();
+  });
+  EXPECT_TRUE(eventually(pair.client_strand, [&] { return pair.client.closed.has_value(); }));
+  run_on(pair.client_strand, [&] {
+    EXPECT_EQ(pair.client.received, "bye");
+    EXPECT_EQ(pair.client.closed->code(), ErrorCode::kClosed);
+  });
+}
+
+TEST(TcpTransport, ConnectToAClosedPortFailsWithAStatus) {
+  TcpTransport transport;
+  ThreadStrand strand("connect");
+  Address free_port;
+  {
+    auto listener = transport.listen({"127.0.0.1", 0}, strand, [](std::shared_ptr<Conn>) {});
+    ASSERT_TRUE(listener.ok());
+    free_port = (*listener)->address();
+  }  // closed: nobody listens there now
+  std::promise<Status> result;
+  auto status = result.get_future();
+  transport.connect(free_port, strand,
+                    [&](Result<std::shared_ptr<Conn>> c) { result.set_value(c.status()); });
+  const Status s = get_or_abort(status, "connect");
+  EXPECT_EQ(s.code(), ErrorCode::kUnavailable) << s.ToString();
+}
+
+TEST(TcpTransport, UnresolvableHostFailsWithAStatus) {
+  TcpTransport transport;
+  ThreadStrand strand("connect");
+  std::promise<Status> result;
+  auto status = result.get_future();
+  transport.connect({"not a host name", 1}, strand,
+                    [&](Result<std::shared_ptr<Conn>> c) { result.set_value(c.status()); });
+  EXPECT_FALSE(get_or_abort(status, "connect").ok());
+}
+
+TEST(TcpTransport, ListenOnATakenPortFails) {
+  TcpTransport transport;
+  ThreadStrand strand("listen");
+  auto first = transport.listen({"127.0.0.1", 0}, strand, [](std::shared_ptr<Conn>) {});
+  ASSERT_TRUE(first.ok());
+  auto second = transport.listen((*first)->address(), strand, [](std::shared_ptr<Conn>) {});
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), ErrorCode::kUnavailable);
+}
+
+TEST(TcpTransport, Ipv6Loopback) {
+  TcpTransport transport;
+  Pair pair(transport, "::1");
+  if (!pair.ok()) GTEST_SKIP() << "no IPv6 loopback here";
+  EXPECT_EQ(pair.listener().address().host, "::1");
+  run_on(pair.client_strand, [&] { pair.client.conn->send("over v6"); });
+  EXPECT_TRUE(eventually(pair.server_strand, [&] { return pair.server.received == "over v6"; }));
+}
+
+TEST(TcpTransport, ManyConnectionsOpenAndCloseWithoutLeaks) {
+  const std::size_t fds_before = open_fds();
+  const std::size_t threads_before = live_threads();
+  {
+    TcpTransport transport;
+    for (int round = 0; round < 100; ++round) {
+      Pair pair(transport);
+      ASSERT_TRUE(pair.ok());
+      run_on(pair.client_strand, [&] {
+        pair.client.conn->send("hi");
+        pair.client.conn->close();
+      });
+      ASSERT_TRUE(eventually(pair.server_strand, [&] { return pair.server.closed.has_value(); }));
+      run_on(pair.server_strand, [&] { EXPECT_EQ(pair.server.received, "hi"); });
+    }
+  }
+  EXPECT_EQ(open_fds(), fds_before);
+  EXPECT_EQ(live_threads(), threads_before);
+}
+
+TEST(TcpTransport, DroppingAConnWhileBytesArriveAbortsIt) {
+  TcpTransport transport;
+  Pair pair(transport);
+  ASSERT_TRUE(pair.ok());
+  std::atomic<bool> stop{false};
+  std::shared_ptr<Conn> server_conn;
+  run_on(pair.server_strand, [&] { server_conn = pair.server.conn; });
+  std::thread flood([&] {
+    while (!stop) server_conn->send(std::string(4096, 'z'));
+  });
+  run_on(pair.client_strand, [&] { pair.client.conn.reset(); });  // the last handle
+  EXPECT_TRUE(eventually(pair.server_strand, [&] { return pair.server.closed.has_value(); }));
+  stop = true;
+  flood.join();
+}
+
+TEST(TcpTransport, DestroyingTheTransportEndsItsConnections) {
+  std::optional<Pair> pair;
+  auto transport = std::make_unique<TcpTransport>();
+  pair.emplace(*transport);
+  ASSERT_TRUE(pair->ok());
+  transport.reset();
+  EXPECT_TRUE(eventually(pair->client_strand, [&] { return pair->client.closed.has_value(); }));
+  EXPECT_TRUE(eventually(pair->server_strand, [&] { return pair->server.closed.has_value(); }));
+  run_on(pair->client_strand, [&] {
+    pair->client.conn->send("after the end");  // ignored, no crash
+    EXPECT_EQ(pair->client.close_calls, 1);
+  });
+}
+
+TEST(TcpTransport, ConnectRacingTransportShutdownStillAnswers) {
+  TcpTransport server_transport;
+  ThreadStrand strand("racer");
+  auto listener = server_transport.listen({"127.0.0.1", 0}, strand,
+                                          [](std::shared_ptr<Conn> c) { c->abort(); });
+  ASSERT_TRUE(listener.ok());
+  for (int i = 0; i < 20; ++i) {
+    auto transport = std::make_unique<TcpTransport>();
+    std::promise<Result<std::shared_ptr<Conn>>> answered;
+    auto answer = answered.get_future();
+    transport->connect((*listener)->address(), strand,
+                       [&](Result<std::shared_ptr<Conn>> c) { answered.set_value(c); });
+    transport.reset();
+    auto result = get_or_abort(answer, "connect during shutdown");
+    if (result.ok()) run_on(strand, [&] { result = Status(ErrorCode::kClosed, "dropped"); });
+  }
+}
+
+TEST(TcpTransport, BytesBeforeStartAreDeliveredAtStart) {
+  TcpTransport transport;
+  ThreadStrand server_strand("server");
+  ThreadStrand client_strand("client");
+  std::promise<std::shared_ptr<Conn>> accepted;
+  auto accepted_conn = accepted.get_future();
+  auto listener = transport.listen({"127.0.0.1", 0}, server_strand,
+                                   [&](std::shared_ptr<Conn> c) { accepted.set_value(c); });
+  ASSERT_TRUE(listener.ok());
+  std::promise<Result<std::shared_ptr<Conn>>> connected;
+  auto client_conn = connected.get_future();
+  transport.connect((*listener)->address(), client_strand,
+                    [&](Result<std::shared_ptr<Conn>> c) { connected.set_value(c); });
+  auto connect_result = get_or_abort(client_conn, "connect");
+  ASSERT_TRUE(connect_result.ok());
+  std::shared_ptr<Conn> client = std::move(connect_result).value();
+  client->send("early");
+  client->close();
+  auto server = get_or_abort(accepted_conn, "accept");
+  std::promise<std::string> got;
+  auto received = got.get_future();
+  std::string buffer;
+  run_on(server_strand, [&] {
+    server->start(
+        server_strand, [&](std::string_view b) { buffer.append(b); },
+        [&](const Status&) { got.set_value(buffer); });
+  });
+  EXPECT_EQ(get_or_abort(received, "early bytes"), "early");
+  run_on(server_strand, [&] { server.reset(); });
+  run_on(client_strand, [&] { client.reset(); });
+}
+
+}  // namespace
+}  // namespace rcxl::verbs

@@ -1,0 +1,126 @@
+// ThreadRuntime's smaller ports: clock, OS randomness, spdlog sink, real files.
+#include "backends/verbs/thread_runtime.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "tests/runtime/blocking_wait.h"
+
+namespace rcxl::verbs {
+namespace {
+
+using runtime::LogLevel;
+
+// A fresh directory under the system temp dir, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "rcxl-rt-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+TEST(ThreadRuntime, ClockStartsNearZeroAndNeverGoesBack) {
+  ThreadRuntime rt;
+  const auto first = rt.clock().now();
+  EXPECT_GE(first.count(), 0);
+  EXPECT_LT(first, std::chrono::minutes(1));  // relative to the runtime, not the epoch
+  auto previous = first;
+  for (int i = 0; i < 1000; ++i) {
+    const auto now = rt.clock().now();
+    EXPECT_GE(now, previous);
+    previous = now;
+  }
+}
+
+TEST(ThreadRuntime, StrandsAreOsThreads) {
+  ThreadRuntime rt;
+  auto strand = rt.make_strand("worker");
+  EXPECT_EQ(strand->name(), "worker");
+  bool here = false;
+  testing::run_on(*strand, [&] { here = strand->running_here(); });
+  EXPECT_TRUE(here);
+  EXPECT_FALSE(strand->running_here());
+}
+
+TEST(ThreadRuntime, RandomHandlesDoNotRepeatAcrossStreams) {
+  ThreadRuntime rt;
+  auto a = rt.random("handles");
+  auto b = rt.random("handles");  // same name, still independent draws
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_TRUE(seen.insert(a->next_hex(128)).second);
+    EXPECT_TRUE(seen.insert(b->next_hex(128)).second);
+  }
+  EXPECT_EQ(a->next_hex(256).size(), 64u);
+}
+
+TEST(ThreadRuntime, LogLevelFiltersLines) {
+  ThreadRuntime rt(ThreadRuntime::Options{LogLevel::kWarn});
+  EXPECT_FALSE(rt.log_sink().enabled(LogLevel::kInfo));
+  EXPECT_TRUE(rt.log_sink().enabled(LogLevel::kError));
+  rt.set_log_level(LogLevel::kDebug);
+  EXPECT_TRUE(rt.log_sink().enabled(LogLevel::kDebug));
+  EXPECT_FALSE(rt.log_sink().enabled(LogLevel::kTrace));
+  rt.log_sink().log(LogLevel::kDebug, "test", "a line on stderr");
+}
+
+TEST(ThreadRuntime, MissingFileIsNotFound) {
+  ThreadRuntime rt;
+  TempDir dir;
+  auto r = rt.file_system().read_file(dir.file("absent"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kNotFound);
+}
+
+TEST(ThreadRuntime, UnreadableFileIsAnIoError) {
+  ThreadRuntime rt;
+  TempDir dir;
+  const std::string directory = dir.file("a-directory");
+  ASSERT_EQ(mkdir(directory.c_str(), 0700), 0);
+  auto r = rt.file_system().read_file(directory);  // EISDIR: exists, cannot be read
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kIoError);
+}
+
+TEST(ThreadRuntime, WriteReplacesAndAppendAdds) {
+  ThreadRuntime rt;
+  TempDir dir;
+  const std::string path = dir.file("generation");
+  ASSERT_TRUE(rt.file_system().write_file(path, "first contents").ok());
+  ASSERT_TRUE(rt.file_system().write_file(path, "second").ok());
+  EXPECT_EQ(rt.file_system().read_file(path).value(), "second");
+  ASSERT_TRUE(rt.file_system().append_file(path, "\nline 1").ok());
+  ASSERT_TRUE(rt.file_system().append_file(path, "\nline 2").ok());
+  EXPECT_EQ(rt.file_system().read_file(path).value(), "second\nline 1\nline 2");
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
+TEST(ThreadRuntime, AppendCreatesTheFile) {
+  ThreadRuntime rt;
+  TempDir dir;
+  const std::string path = dir.file("log");
+  ASSERT_TRUE(rt.file_system().append_file(path, "x").ok());
+  EXPECT_EQ(rt.file_system().read_file(path).value(), "x");
+}
+
+TEST(ThreadRuntime, WritesIntoAMissingDirectoryAreIoErrors) {
+  ThreadRuntime rt;
+  TempDir dir;
+  const std::string path = dir.file("no-such-dir/file");
+  EXPECT_EQ(rt.file_system().write_file(path, "x").code(), ErrorCode::kIoError);
+  EXPECT_EQ(rt.file_system().append_file(path, "x").code(), ErrorCode::kIoError);
+}
+
+}  // namespace
+}  // namespace rcxl::verbs
