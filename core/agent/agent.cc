@@ -1,0 +1,827 @@
+#include "core/agent/agent.h"
+
+#include <deque>
+#include <exception>
+#include <limits>
+#include <utility>
+
+#include "core/protocol/auth.h"
+
+namespace rcxl::agent {
+
+using protocol::Action;
+using protocol::Json;
+
+struct Agent::Region {
+  ext::RegionInfo info;
+  std::string owner_handle;
+  std::string read_handle;
+  std::optional<runtime::Registration> reg;
+  std::set<std::uint64_t> holders;
+  // A map reply went out since start: later maps are never fresh (SPEC R5.2).
+  bool ever_mapped = false;
+  bool map_in_flight = false;
+  // Maps of this region that arrived while another was registering it.
+  std::vector<std::function<void()>> map_waiters;
+
+  bool handle_matches(const std::string& handle) const {
+    return protocol::constant_time_equal(handle, owner_handle) ||
+           protocol::constant_time_equal(handle, read_handle);
+  }
+};
+
+struct Agent::ConnRecord {
+  std::set<std::uint64_t> holds;
+  std::set<std::string> open_requests;  // read_hint names (per connection)
+};
+
+// One control connection; touched only on its own strand.
+class Agent::Session {
+ public:
+  Session(std::uint64_t id, std::unique_ptr<runtime::Strand> strand,
+          std::shared_ptr<protocol::FramedConn> conn, std::string challenge)
+      : id(id), strand(std::move(strand)), conn(std::move(conn)), challenge(std::move(challenge)) {}
+
+  const std::uint64_t id;
+  std::unique_ptr<runtime::Strand> strand;
+  std::shared_ptr<protocol::FramedConn> conn;
+  const std::string challenge;
+  std::deque<Json> queue;  // requests behind the one being served
+  bool busy = false;
+  bool pumping = false;
+  bool closing = false;
+  bool authenticated = false;
+};
+
+namespace {
+
+Json error_reply(const Json& id, const Status& status) {
+  return protocol::error_reply(id, status);
+}
+
+Status bad_range(std::string message) {
+  return Error(ErrorCode::kBadRange, std::move(message));
+}
+
+}  // namespace
+
+Agent::Agent(runtime::Runtime& runtime, runtime::MemoryPool& pool, runtime::Nic& nic,
+             std::unique_ptr<ext::RegionExtension> extension, AgentConfig config)
+    : rt_(runtime),
+      pool_(pool),
+      nic_(nic),
+      ext_(std::move(extension)),
+      config_(std::move(config)),
+      log_(runtime.log_sink(), "agent"),
+      accept_strand_(runtime.make_strand("agent-accept")),
+      poll_strand_(runtime.make_strand("agent-generation")),
+      sweep_strand_(runtime.make_strand("agent-sweep")),
+      boot_(config_.boot_id, ext_ && ext_->has_memory_generation(), config_.generation_grace),
+      allocator_(pool.size()),
+      handle_random_(runtime.random("agent/handles")),
+      challenge_random_(runtime.random("agent/challenges")) {}
+
+Agent::~Agent() {
+  stop();
+  std::map<std::uint64_t, SessionPtr> sessions;
+  std::vector<SessionPtr> closed;
+  {
+    std::lock_guard lock(mu_);
+    sessions.swap(sessions_);
+    closed.swap(closed_sessions_);
+  }
+  for (auto& [id, s] : sessions) s->conn->abort();
+  sessions.clear();
+  closed.clear();
+  // End the agent's own strands (threads) before the state their tasks touch goes.
+  sweep_strand_.reset();
+  poll_strand_.reset();
+  accept_strand_.reset();
+}
+
+Status Agent::start() {
+  if (started_.exchange(true)) return Error(ErrorCode::kInternal, "agent already started");
+  if (config_.listen.empty()) return Error(ErrorCode::kBadRequest, "no listen address");
+  if (!config_.auth_secret) {
+    for (const auto& address : config_.listen) {
+      if (!address.is_loopback()) {
+        return Error(ErrorCode::kBadRequest,
+                     "--auth none needs loopback listeners only, not " + address.ToString());
+      }
+    }
+  }
+  if (ext_) {
+    for (const auto& action : ext_->hint_actions()) {
+      if (!protocol::action_from_name(action)) {
+        log_.warn("extension lists unknown action '", action, "'; not advertised");
+        continue;
+      }
+      if (advertised_.insert(action).second) advertised_list_.push_back(action);
+    }
+  }
+  if (ext_ && ext_->has_memory_generation()) {
+    std::optional<std::string> generation;
+    Status st = call_extension("memory_generation", [&] {
+      generation = ext_->memory_generation();
+      return Status();
+    });
+    if (!st.ok() || !generation || generation->empty()) {
+      return Error(ErrorCode::kUnavailable,
+                   "the region extension cannot tell the memory generation at start" +
+                       (st.ok() ? std::string() : ": " + st.message()));
+    }
+    std::lock_guard lock(mu_);
+    boot_.start(*generation);
+  }
+  for (const auto& address : config_.listen) {
+    auto listener = rt_.transport().listen(
+        address, *accept_strand_, [this](std::shared_ptr<runtime::Conn> raw) { accept(raw); });
+    if (!listener.ok()) {
+      for (auto& l : listeners_) l->close();
+      listeners_.clear();
+      return Error(listener.status().code(),
+                   "cannot listen on " + address.ToString() + ": " + listener.status().message());
+    }
+    listeners_.push_back(std::move(listener).value());
+  }
+  log_.info("agent up: boot ", boot(), ", pool ", pool_.describe(), ", extension ",
+            ext_ ? ext_->name() : std::string("none"));
+  if (ext_ && ext_->has_memory_generation()) schedule_poll();
+  schedule_sweep();
+  return {};
+}
+
+void Agent::stop() {
+  if (!started_ || stopped_.exchange(true)) return;
+  for (auto& listener : listeners_) listener->close();
+  std::vector<SessionPtr> sessions;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, region] : regions_) {
+      deregister_locked(*region);
+      region->holders.clear();
+    }
+    for (auto& [id, record] : conns_) {
+      record.holds.clear();
+      record.open_requests.clear();
+    }
+    for (auto& [id, s] : sessions_) sessions.push_back(s);
+  }
+  for (auto& s : sessions) {
+    std::weak_ptr<Session> weak = s;
+    s->strand->post([weak] {
+      if (auto live = weak.lock()) {
+        live->closing = true;
+        live->conn->close();
+      }
+    });
+  }
+  if (ext_)
+    (void)call_extension("close", [&] {
+      ext_->close();
+      return Status();
+    });
+  log_.info("agent stopped");
+}
+
+std::vector<runtime::Address> Agent::listen_addresses() const {
+  std::vector<runtime::Address> out;
+  for (const auto& l : listeners_) out.push_back(l->address());
+  return out;
+}
+
+std::string Agent::boot() const {
+  std::lock_guard lock(mu_);
+  return boot_.boot();
+}
+
+std::vector<std::string> Agent::advertised_actions() const {
+  return advertised_list_;
+}
+
+AgentMetrics Agent::metrics() const {
+  std::lock_guard lock(mu_);
+  AgentMetrics m = metrics_;
+  m.open_hint_requests = 0;
+  for (const auto& [id, record] : conns_) m.open_hint_requests += record.open_requests.size();
+  m.registrations = 0;
+  for (const auto& [id, region] : regions_) m.registrations += region->reg ? 1 : 0;
+  m.connections = conns_.size();
+  m.regions = regions_.size();
+  m.retiring_regions = retiring_.size();
+  m.unknown_periods = boot_.unknown_periods();
+  return m;
+}
+
+std::string Agent::metrics_text() const {
+  return agent::metrics_text(metrics());
+}
+
+std::size_t Agent::open_hint_requests(std::uint64_t conn) const {
+  std::lock_guard lock(mu_);
+  auto it = conns_.find(conn);
+  return it == conns_.end() ? 0 : it->second.open_requests.size();
+}
+
+bool Agent::holds(std::uint64_t conn, std::uint64_t region) const {
+  std::lock_guard lock(mu_);
+  auto it = conns_.find(conn);
+  return it != conns_.end() && it->second.holds.count(region) > 0;
+}
+
+std::optional<runtime::Registration> Agent::registration(std::uint64_t region) const {
+  std::lock_guard lock(mu_);
+  auto it = regions_.find(region);
+  if (it == regions_.end()) return std::nullopt;
+  return it->second->reg;
+}
+
+std::uint64_t Agent::free_bytes() const {
+  std::lock_guard lock(mu_);
+  return allocator_.free_bytes();
+}
+
+std::size_t Agent::retiring_regions() const {
+  std::lock_guard lock(mu_);
+  return retiring_.size();
+}
+
+// ---------------------------------------------------------------- connections
+
+void Agent::accept(std::shared_ptr<runtime::Conn> raw) {
+  if (stopped_) return raw->abort();
+  std::uint64_t id = 0;
+  std::string challenge;
+  {
+    std::lock_guard lock(mu_);
+    if (config_.max_connections > 0 && conns_.size() >= config_.max_connections) {
+      log_.warn("refusing a connection from ", raw->peer().ToString(), ": --max-connections ",
+                config_.max_connections, " reached");
+      raw->close();
+      return;
+    }
+    id = next_conn_++;
+    challenge = challenge_random_->next_hex(256);
+    conns_[id];
+  }
+  auto framed = protocol::FramedConn::Make(std::move(raw), config_.max_frame_bytes);
+  auto session = std::make_shared<Session>(id, rt_.make_strand("agent-conn-" + std::to_string(id)),
+                                           framed, challenge);
+  {
+    std::lock_guard lock(mu_);
+    sessions_[id] = session;
+  }
+  std::weak_ptr<Session> weak = session;
+  framed->start(
+      *session->strand,
+      [this, weak](Json message) {
+        if (auto s = weak.lock()) on_message(s, std::move(message));
+      },
+      [this, weak](const Status&) {
+        if (auto s = weak.lock()) on_closed(s);
+      });
+  framed->send(
+      {{"op", "greeting"}, {"version", protocol::kProtocolVersion}, {"challenge", challenge}});
+}
+
+void Agent::on_message(const SessionPtr& s, Json message) {
+  if (s->closing) return;
+  s->queue.push_back(std::move(message));
+  pump(s);
+}
+
+void Agent::pump(const SessionPtr& s) {
+  if (s->pumping) return;
+  s->pumping = true;
+  while (!s->busy && !s->closing && !s->queue.empty()) {
+    Json message = std::move(s->queue.front());
+    s->queue.pop_front();
+    s->busy = true;
+    handle(s, message);
+  }
+  s->pumping = false;
+}
+
+void Agent::complete(const SessionPtr& s, Json reply, bool close_after) {
+  if (!s->closing) s->conn->send(reply);
+  s->busy = false;
+  if (close_after && !s->closing) {
+    s->closing = true;
+    s->conn->close();
+  }
+  pump(s);
+}
+
+void Agent::complete_later(const SessionPtr& s, Json reply) {
+  std::weak_ptr<Session> weak = s;
+  s->strand->post([this, weak, reply = std::move(reply)]() mutable {
+    if (auto live = weak.lock()) complete(live, std::move(reply));
+  });
+}
+
+void Agent::on_closed(const SessionPtr& s) {
+  s->closing = true;
+  s->queue.clear();
+  {
+    std::lock_guard lock(mu_);
+    auto it = conns_.find(s->id);
+    if (it != conns_.end()) {
+      for (std::uint64_t region : std::set<std::uint64_t>(it->second.holds)) {
+        auto r = regions_.find(region);
+        if (r != regions_.end()) drop_hold_locked(*r->second, s->id);
+      }
+      conns_.erase(it);
+    }
+    auto session = sessions_.find(s->id);
+    if (session != sessions_.end()) {
+      closed_sessions_.push_back(std::move(session->second));
+      sessions_.erase(session);
+    }
+  }
+  // SPEC R6.6 / R2.4: after the holds went, outside the lock; a failure is only logged.
+  if (ext_ && !stopped_) {
+    (void)call_extension("connection_closed", [&] { return ext_->connection_closed(s->id); });
+  }
+}
+
+Status Agent::call_extension(const char* hook, const std::function<Status()>& call) {
+  Status st;
+  try {
+    st = call();
+  } catch (const std::exception& e) {
+    st = Error(ErrorCode::kExtensionFailed, std::string(hook) + " raised: " + e.what());
+  } catch (...) {
+    st = Error(ErrorCode::kExtensionFailed, std::string(hook) + " raised");
+  }
+  if (!st.ok()) {
+    log_.warn("region extension ", hook, " failed: ", st.message());
+    std::lock_guard lock(mu_);
+    ++metrics_.extension_errors;
+  }
+  return st;
+}
+
+// ---------------------------------------------------------------- requests
+
+void Agent::handle(const SessionPtr& s, const Json& message) {
+  auto id = protocol::parse_request_id(message);
+  if (!id.ok()) return complete(s, error_reply(Json(), id.status()));
+  auto request = protocol::parse_request(message);
+  if (!request.ok()) return complete(s, error_reply(*id, request.status()));
+  const bool is_hello = std::holds_alternative<protocol::HelloRequest>(*request);
+  if (!is_hello && !s->authenticated) {
+    return complete(s, error_reply(*id, Error(ErrorCode::kUnauthenticated, "say hello first")),
+                    /*close_after=*/true);
+  }
+  std::visit(
+      [&](const auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, protocol::HelloRequest>) handle_hello(s, *id, r);
+        if constexpr (std::is_same_v<T, protocol::AllocRequest>) handle_alloc(s, *id, r);
+        if constexpr (std::is_same_v<T, protocol::MapRequest>) handle_map(s, *id, r);
+        if constexpr (std::is_same_v<T, protocol::ReleaseRequest>) handle_release(s, *id, r);
+        if constexpr (std::is_same_v<T, protocol::FreeRequest>) handle_free(s, *id, r);
+        if constexpr (std::is_same_v<T, protocol::ExtensionRequest>) handle_extension(s, *id, r);
+      },
+      *request);
+}
+
+void Agent::handle_hello(const SessionPtr& s, const Json& id, const protocol::HelloRequest& r) {
+  if (config_.auth_secret &&
+      (!r.auth || !protocol::verify_auth(*config_.auth_secret, s->challenge, *r.auth))) {
+    log_.warn("connection ", s->id, " from ", s->conn->peer().ToString(), ": auth failed");
+    return complete(s, error_reply(id, Error(ErrorCode::kAuthFailed, "wrong auth")), true);
+  }
+  s->authenticated = true;
+  read_generation();
+  Json fields = {{"boot", boot()}, {"conn", s->id}};
+  if (ext_) {
+    fields["region_extension"] = {{"version", 1}, {"actions", advertised_list_}};
+  }
+  complete(s, protocol::ok_reply(id, std::move(fields)));
+}
+
+void Agent::handle_alloc(const SessionPtr& s, const Json& id, const protocol::AllocRequest& r) {
+  Json reply;
+  {
+    std::lock_guard lock(mu_);
+    auto offset = allocator_.allocate(r.size);
+    if (!offset) {
+      reply = error_reply(id, Error(ErrorCode::kNoSpace, "the pool has no free extent of " +
+                                                             std::to_string(r.size) + " bytes"));
+    } else {
+      auto region = std::make_unique<Region>();
+      region->info = {next_region_++, *offset, r.size};
+      region->owner_handle = handle_random_->next_hex(128);
+      region->read_handle = handle_random_->next_hex(128);
+      reply = protocol::ok_reply(id, {{"region", region->info.region},
+                                      {"size", r.size},
+                                      {"handle", region->owner_handle},
+                                      {"read_handle", region->read_handle}});
+      regions_[region->info.region] = std::move(region);
+    }
+  }
+  complete(s, std::move(reply));
+}
+
+Result<runtime::Registration> Agent::register_and_announce(const ext::RegionInfo& info,
+                                                           bool fresh) {
+  if (ext_) {
+    Status st = call_extension("validate_access", [&] { return ext_->validate_access(info); });
+    if (!st.ok()) return Error(ErrorCode::kRefused, st.message());
+  }
+  auto reg = nic_.register_memory(pool_, info.pool_offset, info.size,
+                                  runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite);
+  if (!reg.ok()) {
+    return Error(ErrorCode::kInternal, "NIC registration failed: " + reg.status().message());
+  }
+  {
+    std::lock_guard lock(mu_);
+    ++metrics_.registrations_total;
+  }
+  if (ext_) {
+    // SPEC R5.2: before the reply leaves, so a device can drop stale contents.
+    Status st = call_extension("mapped", [&] { return ext_->mapped(info, fresh); });
+    if (!st.ok()) {
+      (void)nic_.deregister(*reg);
+      return Error(ErrorCode::kExtensionFailed, st.message());
+    }
+  }
+  return reg;
+}
+
+void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapRequest& r) {
+  read_generation();
+  ext::RegionInfo info;
+  bool fresh = false;
+  std::uint64_t sequence = 0;
+  // Decided under the lock; the reply leaves after it is released.
+  std::optional<Json> early = [&]() -> std::optional<Json> {
+    std::lock_guard lock(mu_);
+    auto refuse = [&](const Status& st) {
+      ++metrics_.maps_refused;
+      Json reply = error_reply(id, st);
+      if (st.code() == ErrorCode::kStaleEpoch) reply["boot"] = boot_.boot();
+      return reply;
+    };
+    if (r.epoch != boot_.boot()) {
+      return refuse(Error(ErrorCode::kStaleEpoch, "epoch '" + r.epoch + "' is not the boot"));
+    }
+    if (boot_.unknown()) {
+      return refuse(Error(ErrorCode::kGenerationUnknown, "the memory generation is unknown"));
+    }
+    auto it = regions_.find(r.region);
+    if (it == regions_.end()) {
+      return refuse(Error(ErrorCode::kNotFound, "no region " + std::to_string(r.region)));
+    }
+    Region& region = *it->second;
+    if (!region.handle_matches(r.handle)) {
+      return refuse(bad_range("the handle is not region " + std::to_string(r.region) + "'s"));
+    }
+    if (region.map_in_flight) {
+      // Another connection is registering it: retry once that map is done.
+      std::weak_ptr<Session> weak = s;
+      region.map_waiters.push_back([this, weak, id, r] {
+        auto live = weak.lock();
+        if (!live) return;
+        live->strand->post([this, weak, id, r] {
+          if (auto again = weak.lock()) handle_map(again, id, r);
+        });
+      });
+      return Json();  // no reply yet
+    }
+    if (region.reg) {
+      region.holders.insert(s->id);
+      conns_[s->id].holds.insert(r.region);
+      ++metrics_.maps;
+      return protocol::ok_reply(id, {{"boot", boot_.boot()},
+                                     {"addr", region.reg->addr},
+                                     {"rkey", region.reg->rkey},
+                                     {"size", region.info.size}});
+    }
+    region.map_in_flight = true;
+    info = region.info;
+    fresh = r.fresh && protocol::constant_time_equal(r.handle, region.owner_handle) &&
+            !region.ever_mapped;
+    sequence = boot_.sequence();
+    return std::nullopt;
+  }();
+  if (early) {
+    if (!early->is_null()) complete(s, std::move(*early));
+    return;
+  }
+  auto reg = register_and_announce(info, fresh);
+  // SPEC R6.5: a boot change while the map ran (mapped() included) fails it.
+  read_generation();
+  std::vector<std::function<void()>> waiters;
+  Json reply;
+  {
+    std::lock_guard lock(mu_);
+    auto it = regions_.find(r.region);
+    Region* region = it == regions_.end() ? nullptr : it->second.get();
+    if (region) {
+      region->map_in_flight = false;
+      waiters.swap(region->map_waiters);
+    }
+    Status failure;
+    if (!reg.ok()) {
+      failure = reg.status();
+    } else if (!region) {
+      failure = Error(ErrorCode::kNotFound, "region " + std::to_string(r.region) +
+                                                " was freed while it was being mapped");
+    } else if (boot_.sequence() != sequence) {
+      failure = Error(ErrorCode::kBootChanged,
+                      "the boot changed to '" + boot_.boot() + "' while the map ran");
+    } else if (!conns_.count(s->id)) {
+      failure = Error(ErrorCode::kClosed, "connection closed");
+    }
+    if (!failure.ok()) {
+      if (reg.ok()) (void)nic_.deregister(*reg);
+      ++metrics_.maps_refused;
+      reply = error_reply(id, failure);
+    } else {
+      region->reg = *reg;
+      region->ever_mapped = true;
+      region->holders.insert(s->id);
+      conns_[s->id].holds.insert(r.region);
+      ++metrics_.maps;
+      reply = protocol::ok_reply(id, {{"boot", boot_.boot()},
+                                      {"addr", reg->addr},
+                                      {"rkey", reg->rkey},
+                                      {"size", region->info.size}});
+    }
+  }
+  for (auto& waiter : waiters) waiter();
+  complete(s, std::move(reply));
+}
+
+void Agent::handle_release(const SessionPtr& s, const Json& id, const protocol::ReleaseRequest& r) {
+  Json reply = [&] {
+    std::lock_guard lock(mu_);
+    auto it = regions_.find(r.region);
+    if (it == regions_.end()) {
+      return error_reply(id, Error(ErrorCode::kNotFound, "no region " + std::to_string(r.region)));
+    }
+    if (!it->second->handle_matches(r.handle)) {
+      return error_reply(id,
+                         bad_range("the handle is not region " + std::to_string(r.region) + "'s"));
+    }
+    drop_hold_locked(*it->second, s->id);
+    return protocol::ok_reply(id);
+  }();
+  complete(s, std::move(reply));
+}
+
+void Agent::handle_free(const SessionPtr& s, const Json& id, const protocol::FreeRequest& r) {
+  ext::RegionInfo info;
+  std::optional<Json> refusal = [&]() -> std::optional<Json> {
+    std::lock_guard lock(mu_);
+    auto it = regions_.find(r.region);
+    if (it == regions_.end()) {
+      return error_reply(id, Error(ErrorCode::kNotFound, "no region " + std::to_string(r.region)));
+    }
+    Region& region = *it->second;
+    if (!protocol::constant_time_equal(r.handle, region.owner_handle)) {
+      return error_reply(
+          id, bad_range("free needs region " + std::to_string(r.region) + "'s owner handle"));
+    }
+    for (std::uint64_t holder : region.holders) {
+      auto c = conns_.find(holder);
+      if (c != conns_.end()) c->second.holds.erase(r.region);
+    }
+    region.holders.clear();
+    deregister_locked(region);
+    info = region.info;
+    // An in-flight map finds the region gone and drops its own registration.
+    for (auto& waiter : region.map_waiters) sweep_strand_->post(waiter);
+    retiring_[info.region] = info;
+    regions_.erase(it);
+    return std::nullopt;
+  }();
+  if (refusal) return complete(s, std::move(*refusal));
+  retire_outside_lock({info});
+  complete(s, protocol::ok_reply(id));
+}
+
+void Agent::retire_outside_lock(std::vector<ext::RegionInfo> candidates) {
+  for (const auto& info : candidates) {
+    bool agreed = true;
+    if (ext_) {
+      Status st = call_extension("retire", [&] {
+        agreed = ext_->retire(info);
+        return Status();
+      });
+      if (!st.ok()) agreed = false;
+    }
+    if (!agreed) continue;
+    std::lock_guard lock(mu_);
+    // Only the caller that takes it off the list returns it (free and sweep may race).
+    if (retiring_.erase(info.region)) allocator_.release(info.pool_offset, info.size);
+  }
+}
+
+Status Agent::check_ranges_locked(const protocol::ExtensionRequest& r,
+                                  std::vector<ext::Range>& out) const {
+  out.reserve(r.ranges.size());
+  for (const auto& range : r.ranges) {
+    auto it = regions_.find(range.region);
+    if (it == regions_.end() || !it->second->reg || it->second->holders.empty()) {
+      return bad_range("region " + std::to_string(range.region) + " is not mapped and held here");
+    }
+    const Region& region = *it->second;
+    if (!region.handle_matches(r.handles.at(range.region))) {
+      return bad_range("the handle is not region " + std::to_string(range.region) + "'s");
+    }
+    if (range.offset > region.info.size || range.length > region.info.size - range.offset) {
+      return bad_range("range [" + std::to_string(range.region) + ", " +
+                       std::to_string(range.offset) + ", " + std::to_string(range.length) +
+                       "] runs past the region's " + std::to_string(region.info.size) + " bytes");
+    }
+    out.push_back(
+        {range.region, range.offset, range.length, region.info.pool_offset + range.offset});
+  }
+  return {};
+}
+
+Json Agent::refuse_hint_locked(const Json& id, const Status& status, bool with_boot) {
+  ++metrics_.hints_refused[std::string(error_code_name(status.code()))];
+  Json reply = error_reply(id, status);
+  if (with_boot) reply["boot"] = boot_.boot();
+  return reply;
+}
+
+void Agent::handle_extension(const SessionPtr& s, const Json& id,
+                             const protocol::ExtensionRequest& r) {
+  const std::string action(protocol::action_name(r.action));
+  std::vector<ext::Range> ranges;
+  std::optional<Json> early = [&]() -> std::optional<Json> {
+    std::lock_guard lock(mu_);
+    // SPEC R3.1 / PROTOCOL.md check order: epoch, action, ranges, limit.
+    if (protocol::action_has_ranges(r.action) && *r.epoch != boot_.boot()) {
+      return refuse_hint_locked(
+          id, Error(ErrorCode::kStaleEpoch, "epoch '" + *r.epoch + "' is not the boot"), true);
+    }
+    if (!advertised_.count(action)) {
+      return refuse_hint_locked(
+          id, Error(ErrorCode::kNotAdvertised, "action '" + action + "' not advertised"), false);
+    }
+    if (Status st = check_ranges_locked(r, ranges); !st.ok()) {
+      return refuse_hint_locked(id, st, false);
+    }
+    ConnRecord& record = conns_[s->id];
+    if (r.action == Action::kReadHint && !record.open_requests.count(r.name)) {
+      if (record.open_requests.size() >= config_.max_hint_requests) {
+        return refuse_hint_locked(
+            id,
+            Error(ErrorCode::kTooManyHintRequests, "this connection already has " +
+                                                       std::to_string(config_.max_hint_requests) +
+                                                       " hint requests open (--max-hint-requests)"),
+            false);
+      }
+      record.open_requests.insert(r.name);
+    }
+    if (r.action == Action::kReadHintEnd && record.open_requests.erase(r.name) == 0) {
+      // Not open: answers {} and changes nothing (PROTOCOL.md).
+      return protocol::ok_reply(id);
+    }
+    if (r.action == Action::kWriteWait) ++metrics_.write_waits;
+    return std::nullopt;
+  }();
+  if (early) return complete(s, std::move(*early));
+  if (r.action == Action::kWriteWait) {
+    ext::WriteWait wait{s->id, r.name, std::move(ranges), r.timeout_ms};
+    std::weak_ptr<Session> weak = s;
+    auto done = [this, weak, id, action](Result<ext::Json> answer) {
+      auto live = weak.lock();
+      if (!live) return;
+      Json reply;
+      {
+        std::lock_guard lock(mu_);
+        if (answer.ok() && (answer->is_object() || answer->is_null())) {
+          ++metrics_.hints_accepted[action];
+          reply = protocol::ok_reply(id, {{"result", *answer}});
+        } else {
+          reply = refuse_hint_locked(
+              id,
+              answer.ok() ? Error(ErrorCode::kExtensionFailed, "write_wait answer is not an object")
+                          : Error(ErrorCode::kExtensionFailed, answer.status().message()),
+              false);
+        }
+      }
+      complete_later(live, std::move(reply));
+    };
+    Status st = call_extension("write_wait", [&] {
+      ext_->write_wait(wait, done);
+      return Status();
+    });
+    if (!st.ok()) {
+      Json reply;
+      {
+        std::lock_guard lock(mu_);
+        reply = refuse_hint_locked(id, Error(ErrorCode::kExtensionFailed, st.message()), false);
+      }
+      complete(s, std::move(reply));
+    }
+    return;
+  }
+  ext::Hint hint{s->id, action, r.name, std::move(ranges)};
+  Status st = call_extension("hint", [&] { return ext_->hint(hint); });
+  Json reply;
+  {
+    std::lock_guard lock(mu_);
+    if (st.ok()) {
+      ++metrics_.hints_accepted[action];
+      reply = protocol::ok_reply(id);
+    } else {
+      // A failed hint leaves nothing open (SPEC R3.3).
+      if (r.action == Action::kReadHint) {
+        auto it = conns_.find(s->id);
+        if (it != conns_.end()) it->second.open_requests.erase(r.name);
+      }
+      reply = refuse_hint_locked(id, Error(ErrorCode::kExtensionFailed, st.message()), false);
+    }
+  }
+  complete(s, std::move(reply));
+}
+
+// ---------------------------------------------------------------- state
+
+void Agent::deregister_locked(Region& region) {
+  if (!region.reg) return;
+  if (Status st = nic_.deregister(*region.reg); !st.ok()) {
+    log_.warn("deregistering region ", region.info.region, " failed: ", st.message());
+  }
+  region.reg.reset();
+}
+
+void Agent::drop_hold_locked(Region& region, std::uint64_t conn) {
+  region.holders.erase(conn);
+  auto c = conns_.find(conn);
+  if (c != conns_.end()) c->second.holds.erase(region.info.region);
+  // Unheld memory is not exposed: the next map registers it again.
+  if (region.holders.empty()) deregister_locked(region);
+}
+
+void Agent::drop_everything_locked() {
+  for (auto& [id, region] : regions_) {
+    deregister_locked(*region);
+    region->holders.clear();
+  }
+  for (auto& [id, record] : conns_) {
+    record.holds.clear();
+    record.open_requests.clear();
+  }
+}
+
+void Agent::read_generation() {
+  if (!ext_ || !ext_->has_memory_generation()) return;
+  // One reader at a time: a caller that read earlier never sets an older value.
+  std::lock_guard reading(generation_mu_);
+  std::optional<std::string> generation;
+  Status st = call_extension("memory_generation", [&] {
+    generation = ext_->memory_generation();
+    return Status();
+  });
+  if (!st.ok() || (generation && generation->empty())) generation.reset();
+  std::lock_guard lock(mu_);
+  const std::string before = boot_.boot();
+  const auto change = boot_.observe(generation, rt_.clock().now());
+  if (change == BootTracker::Change::kNone) return;
+  ++metrics_.boot_changes;
+  drop_everything_locked();
+  log_.warn("boot changed from '", before, "' to '", boot_.boot(),
+            "': every mapping, hold and open hint request dropped");
+}
+
+void Agent::schedule_poll() {
+  if (stopped_) return;
+  poll_strand_->post_after(config_.generation_poll, [this] {
+    if (stopped_) return;
+    read_generation();
+    schedule_poll();
+  });
+}
+
+void Agent::schedule_sweep() {
+  if (stopped_) return;
+  sweep_strand_->post_after(config_.sweep_interval, [this] {
+    if (stopped_) return;
+    sweep();
+    schedule_sweep();
+  });
+}
+
+void Agent::sweep() {
+  read_generation();
+  std::vector<ext::RegionInfo> candidates;
+  std::vector<SessionPtr> closed;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, info] : retiring_) candidates.push_back(info);
+    closed.swap(closed_sessions_);
+  }
+  retire_outside_lock(std::move(candidates));
+  closed.clear();  // their strands end here, never on themselves
+}
+
+}  // namespace rcxl::agent

@@ -1,0 +1,155 @@
+// The memory-node agent (SPEC R1–R6, PROTOCOL.md): owns the node's pool, hands
+// out regions, registers them with the NIC on map, checks hints and waits and
+// passes them to the region extension, and tracks the boot (generation).
+//
+// Threads: every connection is served on its own strand (a thread in the thread
+// runtime), requests of one connection in order; the generation poll and the
+// sweep have strands of their own. Shared state sits under one std::mutex; the
+// extension is always called after it is released (SPEC R3.2).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/agent/agent_metrics.h"
+#include "core/agent/boot_tracker.h"
+#include "core/agent/region_allocator.h"
+#include "core/extension/region_extension.h"
+#include "core/protocol/frame_codec.h"
+#include "core/protocol/framed_conn.h"
+#include "core/protocol/messages.h"
+#include "core/runtime/logger.h"
+#include "core/runtime/memory_pool.h"
+#include "core/runtime/nic.h"
+#include "core/runtime/runtime.h"
+
+namespace rcxl::agent {
+
+using namespace std::chrono_literals;
+
+// SPEC R7 (the binary fills it from flags).
+struct AgentConfig {
+  std::vector<runtime::Address> listen;
+  // The shared secret (file contents, trailing whitespace removed); nullopt is
+  // `--auth none`, allowed only when every listener is loopback.
+  std::optional<std::string> auth_secret;
+  std::string boot_id;
+  std::uint32_t max_hint_requests = 4096;
+  runtime::Duration generation_poll = 100ms;
+  runtime::Duration generation_grace = 2s;
+  runtime::Duration sweep_interval = 1s;
+  std::uint32_t max_frame_bytes = protocol::kDefaultMaxFrameBytes;
+  std::uint32_t max_connections = 0;  // 0 = no limit
+};
+
+class Agent {
+ public:
+  Agent(runtime::Runtime& runtime, runtime::MemoryPool& pool, runtime::Nic& nic,
+        std::unique_ptr<ext::RegionExtension> extension, AgentConfig config);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Reads the generation (a failure is the error: the binary exits non-zero),
+  // listens, starts the poll and the sweep.
+  Status start();
+  // Stops listening, closes connections, deregisters every mapping, closes the
+  // extension. Idempotent.
+  void stop();
+
+  // Where it listens (port 0 resolved).
+  std::vector<runtime::Address> listen_addresses() const;
+  std::string boot() const;
+  // The actions hello advertises (empty without an extension).
+  std::vector<std::string> advertised_actions() const;
+  AgentMetrics metrics() const;
+  std::string metrics_text() const;
+  // One generation read now (as hello, map and the sweep do).
+  void read_generation();
+
+  // --- introspection (tests, tools)
+  std::size_t open_hint_requests(std::uint64_t conn) const;
+  bool holds(std::uint64_t conn, std::uint64_t region) const;
+  std::optional<runtime::Registration> registration(std::uint64_t region) const;
+  std::uint64_t free_bytes() const;
+  std::size_t retiring_regions() const;
+
+ private:
+  struct Region;
+  struct ConnRecord;
+  class Session;
+  using SessionPtr = std::shared_ptr<Session>;
+
+  void accept(std::shared_ptr<runtime::Conn> raw);
+  void on_message(const SessionPtr& s, protocol::Json message);
+  void on_closed(const SessionPtr& s);
+  void pump(const SessionPtr& s);
+  void complete(const SessionPtr& s, protocol::Json reply, bool close_after = false);
+  void complete_later(const SessionPtr& s, protocol::Json reply);
+  void handle(const SessionPtr& s, const protocol::Json& message);
+
+  void handle_hello(const SessionPtr& s, const protocol::Json& id, const protocol::HelloRequest& r);
+  void handle_alloc(const SessionPtr& s, const protocol::Json& id, const protocol::AllocRequest& r);
+  void handle_map(const SessionPtr& s, const protocol::Json& id, const protocol::MapRequest& r);
+  void handle_release(const SessionPtr& s, const protocol::Json& id,
+                      const protocol::ReleaseRequest& r);
+  void handle_free(const SessionPtr& s, const protocol::Json& id, const protocol::FreeRequest& r);
+  void handle_extension(const SessionPtr& s, const protocol::Json& id,
+                        const protocol::ExtensionRequest& r);
+
+  // validate_access -> register -> mapped, outside the lock.
+  Result<runtime::Registration> register_and_announce(const ext::RegionInfo& info, bool fresh);
+  // Under mu_: checks one message's ranges and handles, filling pool offsets.
+  Status check_ranges_locked(const protocol::ExtensionRequest& r,
+                             std::vector<ext::Range>& out) const;
+  void drop_hold_locked(Region& region, std::uint64_t conn);
+  void deregister_locked(Region& region);
+  // A boot change: every mapping, hold and open hint request goes (SPEC R6.3).
+  void drop_everything_locked();
+  void retire_outside_lock(std::vector<ext::RegionInfo> candidates);
+  void schedule_poll();
+  void schedule_sweep();
+  void sweep();
+  protocol::Json refuse_hint_locked(const protocol::Json& id, const Status& status, bool with_boot);
+  Status call_extension(const char* hook, const std::function<Status()>& call);
+
+  runtime::Runtime& rt_;
+  runtime::MemoryPool& pool_;
+  runtime::Nic& nic_;
+  std::unique_ptr<ext::RegionExtension> ext_;
+  const AgentConfig config_;
+  runtime::Logger log_;
+  std::unique_ptr<runtime::Strand> accept_strand_;
+  std::unique_ptr<runtime::Strand> poll_strand_;
+  std::unique_ptr<runtime::Strand> sweep_strand_;
+  std::vector<std::unique_ptr<runtime::Listener>> listeners_;
+  std::atomic<bool> started_{false};
+  std::atomic<bool> stopped_{false};
+
+  // One generation reader at a time (SPEC R6.2); taken before mu_, never after.
+  std::mutex generation_mu_;
+  mutable std::mutex mu_;
+  BootTracker boot_;
+  RegionAllocator allocator_;
+  std::unique_ptr<runtime::RandomSource> handle_random_;
+  std::unique_ptr<runtime::RandomSource> challenge_random_;
+  std::set<std::string> advertised_;
+  std::vector<std::string> advertised_list_;
+  std::map<std::uint64_t, std::unique_ptr<Region>> regions_;
+  std::map<std::uint64_t, ext::RegionInfo> retiring_;
+  std::map<std::uint64_t, ConnRecord> conns_;
+  std::map<std::uint64_t, SessionPtr> sessions_;
+  std::vector<SessionPtr> closed_sessions_;  // destroyed by the sweep, off their own strand
+  std::uint64_t next_region_ = 1;
+  std::uint64_t next_conn_ = 1;
+  AgentMetrics metrics_;
+};
+
+}  // namespace rcxl::agent

@@ -1,0 +1,50 @@
+#include "core/agent/agent_metrics.h"
+
+#include <sstream>
+
+namespace rcxl::agent {
+namespace {
+
+void scalar(std::ostringstream& out, const char* name, const char* type, const char* help,
+            std::uint64_t value) {
+  out << "# HELP rcxl_agent_" << name << ' ' << help << '\n'
+      << "# TYPE rcxl_agent_" << name << ' ' << type << '\n'
+      << "rcxl_agent_" << name << ' ' << value << '\n';
+}
+
+void labelled(std::ostringstream& out, const char* name, const char* label, const char* help,
+              const std::map<std::string, std::uint64_t>& values) {
+  out << "# HELP rcxl_agent_" << name << ' ' << help << '\n'
+      << "# TYPE rcxl_agent_" << name << " counter\n";
+  for (const auto& [key, value] : values) {
+    out << "rcxl_agent_" << name << '{' << label << "=\"" << key << "\"} " << value << '\n';
+  }
+}
+
+}  // namespace
+
+std::string metrics_text(const AgentMetrics& m) {
+  std::ostringstream out;
+  labelled(out, "hints_accepted_total", "action", "Extension messages accepted.", m.hints_accepted);
+  labelled(out, "hints_refused_total", "code", "Extension messages refused.", m.hints_refused);
+  scalar(out, "open_hint_requests", "gauge", "Open read_hint requests, all connections.",
+         m.open_hint_requests);
+  scalar(out, "write_waits_total", "counter", "write_wait calls handed to the extension.",
+         m.write_waits);
+  scalar(out, "maps_total", "counter", "Successful map replies.", m.maps);
+  scalar(out, "maps_refused_total", "counter", "Refused maps.", m.maps_refused);
+  scalar(out, "registrations", "gauge", "Regions registered with the NIC.", m.registrations);
+  scalar(out, "registrations_total", "counter", "NIC registrations made.", m.registrations_total);
+  scalar(out, "boot_changes_total", "counter", "Boot changes (generation or unknown).",
+         m.boot_changes);
+  scalar(out, "unknown_periods_total", "counter", "Periods the generation was unknown.",
+         m.unknown_periods);
+  scalar(out, "connections", "gauge", "Open control connections.", m.connections);
+  scalar(out, "regions", "gauge", "Allocated regions.", m.regions);
+  scalar(out, "retiring_regions", "gauge", "Freed regions retire() kept.", m.retiring_regions);
+  scalar(out, "extension_errors_total", "counter", "Extension hooks that failed.",
+         m.extension_errors);
+  return out.str();
+}
+
+}  // namespace rcxl::agent

@@ -1,0 +1,30 @@
+// The agent's counters, as a struct and as Prometheus text.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace rcxl::agent {
+
+struct AgentMetrics {
+  std::map<std::string, std::uint64_t> hints_accepted;  // by action
+  std::map<std::string, std::uint64_t> hints_refused;   // by error code
+  std::uint64_t open_hint_requests = 0;                 // gauge, all connections
+  std::uint64_t write_waits = 0;
+  std::uint64_t maps = 0;  // successful map replies
+  std::uint64_t maps_refused = 0;
+  std::uint64_t registrations = 0;        // gauge: regions registered with the NIC now
+  std::uint64_t registrations_total = 0;  // register_memory calls that succeeded
+  std::uint64_t boot_changes = 0;
+  std::uint64_t unknown_periods = 0;
+  std::uint64_t connections = 0;       // gauge
+  std::uint64_t regions = 0;           // gauge: allocated, not freed
+  std::uint64_t retiring_regions = 0;  // gauge: freed, retire() said no so far
+  std::uint64_t extension_errors = 0;  // failed hooks incl. ignored connection_closed
+};
+
+// Prometheus exposition format, metric names prefixed `rcxl_agent_`.
+std::string metrics_text(const AgentMetrics& metrics);
+
+}  // namespace rcxl::agent

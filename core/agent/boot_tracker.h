@@ -1,0 +1,46 @@
+// The agent's boot (SPEC R6, PROTOCOL.md "Boot"): `<boot_id>`, `<boot_id>:<gen>`,
+// `<boot_id>:unknown`, `<boot_id>:<gen>~<n>`. Pure state: the agent feeds it each
+// generation read and acts when it says the boot changed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/runtime/clock.h"
+
+namespace rcxl::agent {
+
+class BootTracker {
+ public:
+  enum class Change { kNone, kGeneration, kUnknown, kKnownAgain };
+
+  // `has_generation` false: the boot is the boot id forever (no hook).
+  BootTracker(std::string boot_id, bool has_generation, runtime::Duration grace);
+
+  // The first read, at start; must tell a generation.
+  void start(std::string generation);
+  // One read's result (nullopt = the extension cannot tell) at `now`.
+  Change observe(const std::optional<std::string>& generation, runtime::Instant now);
+
+  const std::string& boot() const { return boot_; }
+  bool unknown() const { return unknown_; }
+  // Bumped on every boot change: a map compares it before and after.
+  std::uint64_t sequence() const { return sequence_; }
+  std::uint64_t unknown_periods() const { return unknown_periods_; }
+
+ private:
+  void update_boot();
+
+  std::string boot_id_;
+  bool has_generation_;
+  runtime::Duration grace_;
+  std::string generation_;
+  bool unknown_ = false;
+  std::optional<runtime::Instant> failing_since_;
+  std::uint64_t unknown_periods_ = 0;
+  std::uint64_t sequence_ = 0;
+  std::string boot_;
+};
+
+}  // namespace rcxl::agent

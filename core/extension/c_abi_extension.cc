@@ -1,0 +1,150 @@
+#include "core/extension/c_abi_extension.h"
+
+#include <array>
+
+namespace rcxl::ext {
+namespace {
+
+constexpr std::size_t kErrorSize = 512;
+constexpr std::size_t kGenerationSize = 256;
+
+using ErrorBuffer = std::array<char, kErrorSize>;
+
+Status failed(const std::string& hook, const ErrorBuffer& error,
+              ErrorCode code = ErrorCode::kExtensionFailed) {
+  std::string text(error.data());
+  return Error(code, hook + " failed" + (text.empty() ? "" : ": " + text));
+}
+
+rcxl_region_info to_c(const RegionInfo& r) {
+  return {r.region, r.pool_offset, r.size};
+}
+
+std::vector<rcxl_range> to_c(const std::vector<Range>& ranges) {
+  std::vector<rcxl_range> out;
+  out.reserve(ranges.size());
+  for (const auto& r : ranges) out.push_back({r.region, r.offset, r.length, r.pool_offset});
+  return out;
+}
+
+class CAbiExtension final : public RegionExtension {
+ public:
+  CAbiExtension(const rcxl_region_extension_api_v1* api, void* self) : api_(api), self_(self) {
+    actions_ = default_hint_actions();
+    if (api_->hint_actions) {
+      const char* text = api_->hint_actions(self_);
+      Json parsed = Json::parse(text ? text : "", nullptr, false);
+      if (parsed.is_array()) {
+        actions_.clear();
+        for (const Json& a : parsed) {
+          if (a.is_string()) actions_.push_back(a.get<std::string>());
+        }
+      }
+    }
+  }
+  ~CAbiExtension() override { api_->destroy(self_); }
+
+  std::string name() const override { return api_->name ? api_->name : "c-abi"; }
+
+  Status validate_access(const RegionInfo& region) override {
+    ErrorBuffer error{};
+    const auto info = to_c(region);
+    if (api_->validate_access(self_, &info, error.data(), error.size()) != 0) {
+      return failed("validate_access", error, ErrorCode::kRefused);
+    }
+    return {};
+  }
+  Status mapped(const RegionInfo& region, bool fresh) override {
+    ErrorBuffer error{};
+    const auto info = to_c(region);
+    if (api_->mapped(self_, &info, fresh ? 1 : 0, error.data(), error.size()) != 0) {
+      return failed("mapped", error);
+    }
+    return {};
+  }
+  bool retire(const RegionInfo& region) override {
+    const auto info = to_c(region);
+    return api_->retire(self_, &info) != 0;
+  }
+  Status hint(const Hint& hint) override {
+    ErrorBuffer error{};
+    const auto ranges = to_c(hint.ranges);
+    const rcxl_hint c{hint.conn, hint.action.c_str(), hint.request.c_str(), ranges.data(),
+                      ranges.size()};
+    if (api_->hint(self_, &c, error.data(), error.size()) != 0) return failed("hint", error);
+    return {};
+  }
+  void close() override { api_->close(self_); }
+  bool has_memory_generation() const override { return api_->memory_generation != nullptr; }
+  std::optional<std::string> memory_generation() override {
+    if (!api_->memory_generation) return std::nullopt;
+    std::array<char, kGenerationSize> out{};
+    if (api_->memory_generation(self_, out.data(), out.size()) != 1) return std::nullopt;
+    out.back() = '\0';
+    return std::string(out.data());
+  }
+  Status connection_closed(std::uint64_t conn) override {
+    if (!api_->connection_closed) return {};
+    ErrorBuffer error{};
+    if (api_->connection_closed(self_, conn, error.data(), error.size()) != 0) {
+      return failed("connection_closed", error);
+    }
+    return {};
+  }
+  std::vector<std::string> hint_actions() const override { return actions_; }
+  void write_wait(const WriteWait& wait, WriteWaitDone done) override {
+    if (!api_->write_wait) return done(Json(nullptr));
+    const auto ranges = to_c(wait.ranges);
+    const rcxl_write_wait c{wait.conn, wait.token.c_str(), ranges.data(), ranges.size(),
+                            wait.timeout_ms};
+    // Owned by the plugin until it calls back, exactly once.
+    auto* context = new WriteWaitDone(std::move(done));
+    api_->write_wait(self_, &c, &CAbiExtension::write_wait_done, context);
+  }
+
+ private:
+  static void write_wait_done(void* context, int status, const char* answer_json) {
+    std::unique_ptr<WriteWaitDone> done(static_cast<WriteWaitDone*>(context));
+    if (status != 0) {
+      (*done)(Error(ErrorCode::kExtensionFailed,
+                    std::string("write_wait failed: ") + (answer_json ? answer_json : "")));
+      return;
+    }
+    if (!answer_json) return (*done)(Json(nullptr));
+    Json answer = Json::parse(answer_json, nullptr, false);
+    if (answer.is_discarded() || !(answer.is_object() || answer.is_null())) {
+      return (*done)(Error(ErrorCode::kExtensionFailed, "write_wait answer is not a JSON object"));
+    }
+    (*done)(std::move(answer));
+  }
+
+  const rcxl_region_extension_api_v1* api_;
+  void* self_;
+  std::vector<std::string> actions_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RegionExtension>> wrap_c_extension(const rcxl_region_extension_api_v1* api,
+                                                          const Json& config) {
+  if (!api) return Error(ErrorCode::kExtensionFailed, "plugin returned no extension table");
+  if (api->abi_version != RCXL_REGION_EXTENSION_ABI_VERSION) {
+    return Error(ErrorCode::kExtensionFailed,
+                 "plugin ABI version " + std::to_string(api->abi_version) + ", agent speaks " +
+                     std::to_string(RCXL_REGION_EXTENSION_ABI_VERSION));
+  }
+  if (api->struct_size < sizeof(rcxl_region_extension_api_v1)) {
+    return Error(ErrorCode::kExtensionFailed, "plugin extension table is too small");
+  }
+  if (!api->create || !api->destroy || !api->validate_access || !api->mapped || !api->retire ||
+      !api->hint || !api->close) {
+    return Error(ErrorCode::kExtensionFailed, "plugin lacks a required hook");
+  }
+  ErrorBuffer error{};
+  const std::string config_text = config.dump();
+  void* self = api->create(config_text.c_str(), error.data(), error.size());
+  if (!self) return failed("plugin create", error);
+  return std::unique_ptr<RegionExtension>(std::make_unique<CAbiExtension>(api, self));
+}
+
+}  // namespace rcxl::ext

@@ -1,0 +1,43 @@
+#include "core/protocol/auth.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <cctype>
+
+namespace rcxl::protocol {
+
+std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest, &length);
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * length);
+  for (unsigned int i = 0; i < length; ++i) {
+    hex.push_back(kDigits[digest[i] >> 4]);
+    hex.push_back(kDigits[digest[i] & 0xf]);
+  }
+  return hex;
+}
+
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::string secret_from_file_contents(std::string_view contents) {
+  std::size_t end = contents.size();
+  while (end > 0 && std::isspace(static_cast<unsigned char>(contents[end - 1]))) --end;
+  return std::string(contents.substr(0, end));
+}
+
+bool verify_auth(std::string_view secret, std::string_view challenge, std::string_view auth) {
+  std::string lowered(auth);
+  for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return constant_time_equal(hmac_sha256_hex(secret, challenge), lowered);
+}
+
+}  // namespace rcxl::protocol

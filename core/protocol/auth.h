@@ -1,0 +1,22 @@
+// The hello's challenge-response (PROTOCOL.md "Handshake"): HMAC-SHA256 over
+// the 64 hex characters of the challenge, keyed by the shared secret.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace rcxl::protocol {
+
+// Lowercase hex of HMAC-SHA256(key, message).
+std::string hmac_sha256_hex(std::string_view key, std::string_view message);
+
+// Equality that takes the same time wherever the first difference is.
+bool constant_time_equal(std::string_view a, std::string_view b);
+
+// A secret file's contents with trailing whitespace removed.
+std::string secret_from_file_contents(std::string_view contents);
+
+// True when `auth` answers `challenge` under `secret` (hex compared case-insensitively).
+bool verify_auth(std::string_view secret, std::string_view challenge, std::string_view auth);
+
+}  // namespace rcxl::protocol

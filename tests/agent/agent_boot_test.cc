@@ -1,0 +1,183 @@
+// SPEC R6: boots and memory generations, and R6.5's map that races a reset.
+#include "tests/agent/agent_rig.h"
+
+namespace rcxl::agent::testing {
+namespace {
+
+using ::testing::_;
+using ::testing::NiceMock;
+using ::testing::Return;
+
+const std::string kGenBoot = std::string(kBootId);
+
+TEST(AgentBoot, R6_1_WithoutAGenerationHookTheBootIsTheBootId) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording()).ok());
+  EXPECT_EQ(rig.hello_client()->boot, kGenBoot);
+}
+
+TEST(AgentBoot, R6_2_AGenerationThatCannotBeReadAtStartStopsTheAgent) {
+  AgentRig rig;
+  Status st = rig.start(rig.recording({{"generation_file", "/gen"}}));
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("generation"), std::string::npos) << st.ToString();
+  AgentRig empty;
+  empty.set_generation("  \n");
+  EXPECT_FALSE(empty.start(empty.recording({{"generation_file", "/gen"}})).ok());
+}
+
+TEST(AgentBoot, R6_3_AGenerationChangeDropsEveryMappingHoldAndHint) {
+  AgentRig rig;
+  rig.set_generation("7\n");
+  ASSERT_TRUE(rig.start(rig.recording({{"generation_file", "/gen"}})).ok());
+  auto c = rig.hello_client();
+  EXPECT_EQ(c->boot, kGenBoot + ":7");
+  auto a = c->alloc();
+  Json map = c->map(a.region, a.handle);
+  ASSERT_EQ(code_of(map), "ok");
+  EXPECT_EQ(map["boot"], kGenBoot + ":7");
+  ASSERT_EQ(code_of(c->read_hint("q", a)), "ok");
+  const auto old_boot = c->boot;
+
+  rig.set_generation("8");
+  rig.run_for(150ms);  // the poll reads it within one interval
+  EXPECT_EQ(rig.agent->boot(), kGenBoot + ":8");
+  EXPECT_EQ(rig.mem_nic.registrations(), 0u);
+  EXPECT_FALSE(rig.agent->holds(c->conn, a.region));
+  EXPECT_EQ(rig.agent->open_hint_requests(c->conn), 0u);
+  EXPECT_EQ(rig.agent->metrics().boot_changes, 1u);
+
+  Json stale = c->map(a.region, a.handle);
+  EXPECT_EQ(code_of(stale), "stale_epoch");
+  EXPECT_EQ(stale["boot"], kGenBoot + ":8");
+  EXPECT_EQ(rig.mem_nic.registrations(), 0u);
+  c->boot = stale["boot"];
+  Json again = c->map(a.region, a.handle);
+  EXPECT_EQ(code_of(again), "ok");
+  EXPECT_EQ(again["boot"], kGenBoot + ":8");
+  EXPECT_NE(again["rkey"], map["rkey"]);
+  EXPECT_EQ(rig.hello_client()->boot, kGenBoot + ":8");
+  EXPECT_NE(old_boot, c->boot);
+}
+
+TEST(AgentBoot, R6_4_UnknownPeriodsGiveNewBootsEvenWithTheSameGeneration) {
+  AgentRig rig;
+  rig.set_generation("5");
+  ASSERT_TRUE(rig.start(rig.recording({{"generation_file", "/gen"}})).ok());
+  auto c = rig.hello_client();
+  auto a = c->alloc();
+  ASSERT_EQ(code_of(c->map(a.region, a.handle)), "ok");
+  std::vector<std::string> boots = {rig.agent->boot()};
+
+  rig.mem.files().remove("/gen");
+  rig.run_for(1500ms);  // within the grace: the old generation stands
+  EXPECT_EQ(rig.agent->boot(), kGenBoot + ":5");
+  EXPECT_EQ(rig.mem_nic.registrations(), 1u);
+  rig.run_for(700ms);
+  boots.push_back(rig.agent->boot());
+  EXPECT_EQ(rig.mem_nic.registrations(), 0u);
+  c->boot = boots.back();
+  EXPECT_EQ(code_of(c->map(a.region, a.handle)), "generation_unknown");
+  EXPECT_EQ(rig.mem_nic.registrations(), 0u);
+
+  rig.set_generation("5");
+  rig.run_for(150ms);
+  boots.push_back(rig.agent->boot());
+
+  rig.mem.files().set_unreadable("/gen", true);
+  rig.run_for(2200ms);
+  boots.push_back(rig.agent->boot());
+  rig.mem.files().set_unreadable("/gen", false);
+  rig.run_for(150ms);
+  boots.push_back(rig.agent->boot());
+
+  EXPECT_EQ(boots,
+            (std::vector<std::string>{kGenBoot + ":5", kGenBoot + ":unknown", kGenBoot + ":5~1",
+                                      kGenBoot + ":unknown", kGenBoot + ":5~2"}));
+  EXPECT_EQ(rig.agent->metrics().unknown_periods, 2u);
+  EXPECT_EQ(rig.agent->metrics().boot_changes, 4u);
+  c->boot = boots.back();
+  EXPECT_EQ(code_of(c->map(a.region, a.handle)), "ok");
+  EXPECT_EQ(rig.hello_client()->boot, kGenBoot + ":5~2");
+}
+
+TEST(AgentBoot, R6_2_HelloReadsTheGenerationAtOnce) {
+  AgentRig rig;
+  rig.set_generation("1");
+  AgentConfig config = rig.config();
+  config.generation_poll = 1000s;  // only hello can notice
+  config.sweep_interval = 1000s;
+  ASSERT_TRUE(rig.start(rig.recording({{"generation_file", "/gen"}}), config).ok());
+  rig.set_generation("2");
+  EXPECT_EQ(rig.hello_client()->boot, kGenBoot + ":2");
+}
+
+// An extension whose mapped() resets the device (the generation moves on).
+class ResettingExtension : public NiceMock<MockExtension> {
+ public:
+  explicit ResettingExtension(sim::SimFileSystem& files) : files_(files) {
+    ON_CALL(*this, has_memory_generation()).WillByDefault(Return(true));
+    ON_CALL(*this, memory_generation()).WillByDefault([this]() -> std::optional<std::string> {
+      auto text = files_.read_file("/gen");
+      if (!text.ok()) return std::nullopt;
+      return *text;
+    });
+  }
+  sim::SimFileSystem& files_;
+};
+
+TEST(AgentBoot, R6_5_AMapWhoseBootChangedWhileItRanFailsAndDropsItsRegistration) {
+  AgentRig rig;
+  rig.set_generation("1");
+  auto mock = std::make_unique<ResettingExtension>(rig.mem.files());
+  auto* ext = mock.get();
+  AgentConfig config = rig.config();
+  config.generation_poll = 1000s;
+  config.sweep_interval = 1000s;
+  ASSERT_TRUE(rig.start(std::move(mock), config).ok());
+  auto c = rig.hello_client();
+  auto a = c->alloc();
+  EXPECT_CALL(*ext, mapped(_, _))
+      .WillOnce([&](const ext::RegionInfo&, bool) {
+        EXPECT_TRUE(rig.mem.files().write_file("/gen", "2").ok());
+        return Status();
+      })
+      .WillOnce(Return(Status()));
+  Json reply = c->map(a.region, a.handle, /*fresh=*/true);
+  EXPECT_EQ(code_of(reply), "boot_changed") << reply.dump();
+  EXPECT_EQ(rig.mem_nic.registrations(), 0u);
+  EXPECT_FALSE(rig.agent->holds(c->conn, a.region));
+  EXPECT_EQ(rig.agent->boot(), kGenBoot + ":2");
+  c->boot = rig.agent->boot();
+  EXPECT_EQ(code_of(c->map(a.region, a.handle)), "ok");
+  EXPECT_EQ(rig.mem_nic.registrations(), 1u);
+}
+
+TEST(AgentBoot, R6_3_RdmaThroughARegistrationFromBeforeTheResetFails) {
+  AgentRig rig;
+  rig.set_generation("1");
+  ASSERT_TRUE(rig.start(rig.recording({{"generation_file", "/gen"}})).ok());
+  auto c = rig.hello_client();
+  auto a = c->alloc();
+  Json map = c->map(a.region, a.handle);
+  ASSERT_EQ(code_of(map), "ok");
+  std::shared_ptr<runtime::QueuePair> qp;
+  auto strand = rig.gpu.make_strand("rdma");
+  rig.gpu_nic.connect("mem", *strand,
+                      [&](Result<std::shared_ptr<runtime::QueuePair>> r) { qp = r.value(); });
+  rig.run_for(1ms);
+  ASSERT_TRUE(qp);
+  rig.set_generation("2");
+  rig.run_for(150ms);
+  std::vector<std::byte> buf(16);
+  std::optional<std::vector<Status>> out;
+  qp->post({{runtime::RdmaOp::Kind::kRead, buf, map["addr"].get<std::uint64_t>(),
+             map["rkey"].get<std::uint32_t>()}},
+           [&](std::vector<Status> s) { out = std::move(s); });
+  rig.run_for(1ms);
+  ASSERT_TRUE(out);
+  EXPECT_EQ((*out)[0].code(), ErrorCode::kRemoteAccess);
+}
+
+}  // namespace
+}  // namespace rcxl::agent::testing

@@ -1,0 +1,312 @@
+// SPEC R3 (read hints), R4 (write hints, waits, promotes), R6.6 (connection close).
+#include "tests/agent/agent_rig.h"
+
+namespace rcxl::agent::testing {
+namespace {
+
+using ::testing::_;
+using ::testing::NiceMock;
+using ::testing::Return;
+
+const Json kAllActions = {"read_hint", "read_hint_end", "write_hint", "read_promote", "write_wait"};
+
+struct Mapped {
+  std::unique_ptr<TestClient> client;
+  TestClient::Alloc region;
+};
+
+Mapped mapped_client(AgentRig& rig, std::uint64_t size = 1 << 20) {
+  Mapped m{rig.hello_client(), {}};
+  m.region = m.client->alloc(size);
+  EXPECT_EQ(code_of(m.client->map(m.region.region, m.region.handle)), "ok");
+  return m;
+}
+
+TEST(AgentHints, R3_1_ReadHintReachesTheExtensionWithPoolOffsets) {
+  AgentRig rig;
+  auto mock = std::make_unique<NiceMock<MockExtension>>();
+  auto* ext = mock.get();
+  ASSERT_TRUE(rig.start(std::move(mock)).ok());
+  auto m = mapped_client(rig);
+  auto other = m.client->alloc(1 << 20);  // a second region, higher in the pool
+  ASSERT_EQ(code_of(m.client->map(other.region, other.read_handle)), "ok");
+  ext::Hint seen;
+  EXPECT_CALL(*ext, hint(_)).WillOnce([&](const ext::Hint& h) {
+    seen = h;
+    return Status();
+  });
+  Json reply = m.client->hint("read_hint", "q1",
+                              Json::array({{other.region, 8192, 4096}, {m.region.region, 0, 100}}),
+                              {{std::to_string(other.region), other.read_handle},
+                               {std::to_string(m.region.region), m.region.handle}});
+  EXPECT_EQ(code_of(reply), "ok") << reply.dump();
+  EXPECT_EQ(seen.conn, m.client->conn);
+  EXPECT_EQ(seen.action, "read_hint");
+  EXPECT_EQ(seen.request, "q1");
+  ASSERT_EQ(seen.ranges.size(), 2u);
+  EXPECT_EQ(seen.ranges[0], (ext::Range{other.region, 8192, 4096, (1 << 20) + 8192}));
+  EXPECT_EQ(seen.ranges[1], (ext::Range{m.region.region, 0, 100, 0}));
+  EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 1u);
+}
+
+TEST(AgentHints, R3_1_RefusedHintsFollowTheCheckOrderAndChangeNothing) {
+  AgentRig rig;
+  auto mock = std::make_unique<NiceMock<MockExtension>>();
+  auto* ext = mock.get();
+  ON_CALL(*ext, hint_actions()).WillByDefault(Return(std::vector<std::string>{"read_hint"}));
+  ASSERT_TRUE(rig.start(std::move(mock)).ok());
+  EXPECT_CALL(*ext, hint(_)).Times(1);  // only the last, accepted one
+  auto m = mapped_client(rig, 8192);
+  auto unmapped = m.client->alloc(8192);
+  const std::string r = std::to_string(m.region.region);
+  const Json handles = {{r, m.region.handle}};
+  auto send = [&](Json fields) {
+    Json msg = {{"op", "extension"},       {"id", 4},
+                {"action", "read_hint"},   {"request", "q"},
+                {"epoch", m.client->boot}, {"ranges", Json::array({{m.region.region, 0, 4096}})},
+                {"handles", handles}};
+    for (auto& [k, v] : fields.items()) msg[k] = v;
+    return m.client->call(msg);
+  };
+  // epoch before action before ranges
+  Json stale = send({{"epoch", "old-boot"}, {"action", "write_hint"}, {"token", "t"}});
+  EXPECT_EQ(code_of(stale), "stale_epoch");
+  EXPECT_EQ(stale["boot"], m.client->boot);
+  EXPECT_EQ(code_of(send({{"action", "write_hint"},
+                          {"token", "t"},
+                          {"ranges", Json::array({{999, 0, 1}})},
+                          {"handles", {{"999", "x"}}}})),
+            "not_advertised");
+  EXPECT_EQ(code_of(send({{"ranges", Json::array({{999, 0, 1}})}, {"handles", {{"999", "x"}}}})),
+            "bad_range");  // no such region
+  EXPECT_EQ(code_of(send({{"ranges", Json::array({{unmapped.region, 0, 1}})},
+                          {"handles", {{std::to_string(unmapped.region), unmapped.handle}}}})),
+            "bad_range");  // allocated, not mapped
+  EXPECT_EQ(code_of(send({{"handles", {{r, "feedfacefeedfacefeedfacefeedface"}}}})),
+            "bad_range");  // wrong handle
+  EXPECT_EQ(code_of(send({{"ranges", Json::array({{m.region.region, 4096, 4097}})}})),
+            "bad_range");  // past the end
+  EXPECT_EQ(code_of(send({{"ranges", Json::array({{m.region.region, 1, UINT64_MAX}})}})),
+            "bad_range");  // offset + length overflows
+  EXPECT_EQ(code_of(send({{"ranges", Json::array({{m.region.region, 8192, 1}})}})), "bad_range");
+  EXPECT_EQ(code_of(send({{"ranges", Json::array({{m.region.region, 4096, 4096}})}})), "ok");
+  EXPECT_EQ(rig.agent->metrics().hints_refused["bad_range"], 6u);
+  EXPECT_EQ(rig.agent->metrics().hints_refused["stale_epoch"], 1u);
+  EXPECT_EQ(rig.agent->metrics().hints_refused["not_advertised"], 1u);
+}
+
+TEST(AgentHints, R4_2_NoExtensionAdvertisesNothingAndRefusesEveryAction) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(nullptr).ok());
+  auto m = mapped_client(rig);
+  EXPECT_EQ(code_of(m.client->read_hint("q", m.region)), "not_advertised");
+  EXPECT_EQ(code_of(m.client->read_hint_end("q")), "not_advertised");
+}
+
+TEST(AgentHints, R3_3_PerConnectionHintLimit) {
+  AgentRig rig;
+  AgentConfig config = rig.config();
+  config.max_hint_requests = 3;
+  ASSERT_TRUE(rig.start(rig.recording(), config).ok());
+  auto m = mapped_client(rig);
+  for (const char* name : {"a", "b", "c"}) {
+    EXPECT_EQ(code_of(m.client->read_hint(name, m.region)), "ok");
+  }
+  // A request already open takes more ranges without opening another.
+  EXPECT_EQ(code_of(m.client->read_hint("b", m.region, 4096)), "ok");
+  const auto hints_before = rig.log_lines("hint").size();
+  Json refused = m.client->read_hint("d", m.region);
+  EXPECT_EQ(code_of(refused), "too_many_hint_requests");
+  EXPECT_NE(refused["error"]["message"].get<std::string>().find("max-hint-requests"),
+            std::string::npos);
+  EXPECT_EQ(rig.log_lines("hint").size(), hints_before);
+  EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 3u);
+  // Another connection has a limit of its own.
+  auto other = rig.hello_client();
+  ASSERT_EQ(code_of(other->map(m.region.region, m.region.read_handle)), "ok");
+  EXPECT_EQ(code_of(other->read_hint("d", {m.region.region, m.region.read_handle, ""})), "ok");
+  // Ending one frees a slot.
+  EXPECT_EQ(code_of(m.client->read_hint_end("a")), "ok");
+  EXPECT_EQ(code_of(m.client->read_hint("d", m.region)), "ok");
+  EXPECT_EQ(rig.agent->metrics().open_hint_requests, 4u);
+}
+
+TEST(AgentHints, R3_3_AHintTheExtensionFailsLeavesNoneOpen) {
+  AgentRig rig;
+  auto mock = std::make_unique<NiceMock<MockExtension>>();
+  auto* ext = mock.get();
+  ASSERT_TRUE(rig.start(std::move(mock)).ok());
+  auto m = mapped_client(rig);
+  EXPECT_CALL(*ext, hint(_))
+      .WillOnce(Return(Error(ErrorCode::kInternal, "device busy")))
+      .WillOnce([](const ext::Hint&) -> Status { throw std::runtime_error("boom"); })
+      .WillRepeatedly(Return(Status()));
+  EXPECT_EQ(code_of(m.client->read_hint("q", m.region)), "extension_failed");
+  EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 0u);
+  EXPECT_EQ(code_of(m.client->read_hint("q", m.region)), "extension_failed");
+  EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 0u);
+  EXPECT_EQ(code_of(m.client->read_hint("q", m.region)), "ok");
+  EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 1u);
+}
+
+TEST(AgentHints, R3_3_ReadHintEndOfARequestNotOpenAnswersEmptyAndChangesNothing) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording()).ok());
+  auto m = mapped_client(rig);
+  ASSERT_EQ(code_of(m.client->read_hint("q", m.region)), "ok");
+  Json reply = m.client->read_hint_end("never-opened");
+  EXPECT_EQ(reply, (Json{{"id", 4}, {"ok", true}}));
+  EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 1u);
+  EXPECT_EQ(rig.log_lines("hint").size(), 1u);  // the extension heard only the hint
+  EXPECT_EQ(code_of(m.client->read_hint_end("q")), "ok");
+  EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 0u);
+  auto lines = rig.log_lines("hint");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1], (Json{{"hook", "hint"},
+                            {"conn", m.client->conn},
+                            {"action", "read_hint_end"},
+                            {"request", "q"},
+                            {"ranges", Json::array()}}));
+}
+
+TEST(AgentHints, R3_3_RequestNamesArePerConnection) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording()).ok());
+  auto a = mapped_client(rig);
+  auto b = rig.hello_client();
+  ASSERT_EQ(code_of(b->map(a.region.region, a.region.read_handle)), "ok");
+  ASSERT_EQ(code_of(a.client->read_hint("q", a.region)), "ok");
+  // b's end of "q" is not a's request.
+  EXPECT_EQ(code_of(b->read_hint_end("q")), "ok");
+  EXPECT_EQ(rig.agent->open_hint_requests(a.client->conn), 1u);
+  EXPECT_EQ(rig.log_lines("hint").size(), 1u);
+}
+
+TEST(AgentHints, R4_5_ReadPromoteAndReadHintEndAreNeverRefusedForAStaleEpoch) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording({{"actions", kAllActions}})).ok());
+  auto m = mapped_client(rig);
+  ASSERT_EQ(code_of(m.client->read_hint("q", m.region)), "ok");
+  m.client->boot = "a-boot-long-gone";
+  EXPECT_EQ(code_of(m.client->hint("read_promote", "q", {}, {})), "ok");
+  EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 1u);  // opens and closes nothing
+  EXPECT_EQ(code_of(m.client->read_hint_end("q")), "ok");
+  EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 0u);
+  EXPECT_EQ(code_of(m.client->read_hint("r", m.region)), "stale_epoch");
+  auto promotes = rig.log_lines("hint");
+  ASSERT_EQ(promotes.size(), 3u);
+  EXPECT_EQ(promotes[1]["action"], "read_promote");
+}
+
+TEST(AgentHints, R4_1_WriteHintOpensNoRequest) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording({{"actions", kAllActions}})).ok());
+  auto m = mapped_client(rig);
+  Json reply = m.client->hint("write_hint", "store-1", Json::array({{m.region.region, 4096, 8192}}),
+                              {{std::to_string(m.region.region), m.region.handle}});
+  EXPECT_EQ(code_of(reply), "ok");
+  EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 0u);
+  auto lines = rig.log_lines("hint");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["token"], "store-1");
+  EXPECT_EQ(lines[0]["ranges"], Json::array({{m.region.region, 4096, 8192}}));
+}
+
+TEST(AgentHints, R4_4_WriteWaitBlocksOnlyItsConnection) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording({{"actions", kAllActions},
+                                       {"write_wait_result", Json::object({{"ready", true}})},
+                                       {"write_wait_delay_ms", 500}}))
+                  .ok());
+  auto a = mapped_client(rig);
+  auto b = rig.hello_client();
+  const auto start = rig.world.loop().now();
+  Json wait = {{"op", "extension"},
+               {"id", 40},
+               {"action", "write_wait"},
+               {"token", "s1"},
+               {"epoch", a.client->boot},
+               {"ranges", Json::array({{a.region.region, 0, 4096}})},
+               {"handles", {{std::to_string(a.region.region), a.region.handle}}},
+               {"timeout_ms", 1000}};
+  a.client->send(wait);
+  a.client->send({{"op", "alloc"}, {"id", 41}, {"size", 4096}});  // queues behind the wait
+  // b proceeds meanwhile.
+  EXPECT_EQ(code_of(b->call({{"op", "alloc"}, {"id", 50}, {"size", 4096}})), "ok");
+  EXPECT_FALSE(a.client->has_reply());
+  EXPECT_LT(rig.world.loop().now() - start, 100ms);
+  Json answer = a.client->next();
+  EXPECT_EQ(answer["id"], 40);
+  EXPECT_EQ(answer["result"], (Json{{"ready", true}}));
+  EXPECT_GE(rig.world.loop().now() - start, 500ms);
+  EXPECT_EQ(a.client->next()["id"], 41);
+  EXPECT_EQ(rig.agent->open_hint_requests(a.client->conn), 0u);
+  auto lines = rig.log_lines("write_wait");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["timeout_ms"], 1000);
+}
+
+TEST(AgentHints, R4_4_WriteWaitWithoutAResultAnswersNull) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording({{"actions", kAllActions}})).ok());
+  auto m = mapped_client(rig);
+  Json reply = m.client->hint("write_wait", "s", Json::array({{m.region.region, 0, 1}}),
+                              {{std::to_string(m.region.region), m.region.handle}});
+  // hint() sends no timeout_ms: that is bad_request; then a proper one.
+  EXPECT_EQ(code_of(reply), "bad_request");
+  Json wait = {{"op", "extension"},
+               {"id", 7},
+               {"action", "write_wait"},
+               {"token", "s"},
+               {"epoch", m.client->boot},
+               {"ranges", Json::array({{m.region.region, 0, 1}})},
+               {"handles", {{std::to_string(m.region.region), m.region.handle}}},
+               {"timeout_ms", 10000}};
+  reply = m.client->call(wait);
+  EXPECT_EQ(reply, (Json{{"id", 7}, {"ok", true}, {"result", nullptr}}));
+}
+
+TEST(AgentHints, R6_6_ConnectionCloseDropsHoldsAndHintsThenTellsTheExtension) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording()).ok());
+  auto m = mapped_client(rig);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(code_of(m.client->read_hint("q" + std::to_string(i), m.region)), "ok");
+  }
+  const std::uint64_t conn = m.client->conn;
+  EXPECT_EQ(rig.agent->metrics().open_hint_requests, 5u);
+  m.client->close();
+  ASSERT_TRUE(rig.world
+                  .run_until([&] { return !rig.log_lines("connection_closed").empty(); },
+                             rig.world.loop().now() + 1s)
+                  .ok());
+  EXPECT_EQ(rig.log_lines("connection_closed")[0],
+            (Json{{"hook", "connection_closed"}, {"conn", conn}}));
+  EXPECT_EQ(rig.agent->metrics().open_hint_requests, 0u);
+  EXPECT_FALSE(rig.agent->holds(conn, m.region.region));
+  EXPECT_EQ(rig.mem_nic.registrations(), 0u);
+  EXPECT_EQ(rig.agent->metrics().connections, 0u);
+}
+
+TEST(AgentHints, R2_4_AConnectionClosedFailureIsLoggedAndIgnored) {
+  AgentRig rig;
+  auto mock = std::make_unique<NiceMock<MockExtension>>();
+  auto* ext = mock.get();
+  ASSERT_TRUE(rig.start(std::move(mock)).ok());
+  bool called = false;
+  EXPECT_CALL(*ext, connection_closed(_)).WillOnce([&](std::uint64_t) -> Status {
+    called = true;
+    throw std::runtime_error("extension bug");
+  });
+  {
+    auto m = mapped_client(rig);
+    m.client->close();
+    ASSERT_TRUE(rig.world.run_until([&] { return called; }, rig.world.loop().now() + 1s).ok());
+  }
+  EXPECT_EQ(rig.agent->metrics().extension_errors, 1u);
+  auto next = mapped_client(rig);  // the agent goes on
+  EXPECT_EQ(code_of(next.client->read_hint("q", next.region)), "ok");
+}
+
+}  // namespace
+}  // namespace rcxl::agent::testing

@@ -1,0 +1,172 @@
+// SPEC R2.2 (validate_access, mapped, retire and the sweep) and R5.2 (fresh).
+#include "tests/agent/agent_rig.h"
+
+namespace rcxl::agent::testing {
+namespace {
+
+using ::testing::_;
+using ::testing::NiceMock;
+using ::testing::Return;
+
+TEST(AgentRegions, R2_2_ValidateAccessRefusalIsRefusedAndMapsNothing) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording({{"refuse_regions", {1}}})).ok());
+  auto c = rig.hello_client();
+  auto a = c->alloc();
+  EXPECT_EQ(code_of(c->map(a.region, a.handle)), "refused");
+  EXPECT_EQ(rig.mem_nic.registrations(), 0u);
+  EXPECT_FALSE(rig.agent->holds(c->conn, a.region));
+  EXPECT_TRUE(rig.log_lines("mapped").empty());
+  auto b = c->alloc();
+  EXPECT_EQ(code_of(c->map(b.region, b.handle)), "ok");
+}
+
+TEST(AgentRegions, R2_2_AFailedMappedKeepsTheRegionOutOfUseUntilALaterMapSucceeds) {
+  AgentRig rig;
+  auto mock = std::make_unique<NiceMock<MockExtension>>();
+  auto* ext = mock.get();
+  ASSERT_TRUE(rig.start(std::move(mock)).ok());
+  auto c = rig.hello_client();
+  auto a = c->alloc();
+  EXPECT_CALL(*ext, mapped(_, true))
+      .WillOnce(Return(Error(ErrorCode::kInternal, "cannot drop stale pages")))
+      .WillOnce(Return(Status()));
+  EXPECT_EQ(code_of(c->map(a.region, a.handle, true)), "extension_failed");
+  EXPECT_EQ(rig.mem_nic.registrations(), 0u);
+  EXPECT_EQ(code_of(c->read_hint("q", a)), "bad_range");  // out of use
+  // The retry is still fresh: no map reply has gone out (SPEC R5.1 "retries included").
+  EXPECT_EQ(code_of(c->map(a.region, a.handle, true)), "ok");
+  EXPECT_EQ(rig.mem_nic.registrations(), 1u);
+}
+
+TEST(AgentRegions, R2_2_RetireRefusalsKeepTheRegionUntilTheSweepGetsAYes) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording({{"retire_refusals", 2}})).ok());
+  auto c = rig.hello_client();
+  const auto total = rig.agent->free_bytes();
+  auto a = c->alloc(1 << 20);
+  ASSERT_EQ(code_of(c->map(a.region, a.handle)), "ok");
+  ASSERT_EQ(
+      code_of(c->call({{"op", "free"}, {"id", 9}, {"region", a.region}, {"handle", a.handle}})),
+      "ok");
+  EXPECT_EQ(rig.mem_nic.registrations(), 0u);  // deregistered at once
+  EXPECT_EQ(rig.agent->retiring_regions(), 1u);
+  EXPECT_EQ(rig.agent->free_bytes(), total - (1 << 20));
+  EXPECT_EQ(code_of(c->map(a.region, a.handle)), "not_found");
+  rig.run_for(1100ms);  // sweep 1: second no
+  EXPECT_EQ(rig.agent->retiring_regions(), 1u);
+  rig.run_for(1000ms);  // sweep 2: yes
+  EXPECT_EQ(rig.agent->retiring_regions(), 0u);
+  EXPECT_EQ(rig.agent->free_bytes(), total);
+  EXPECT_EQ(rig.log_lines("retire").size(), 3u);
+  rig.run_for(2000ms);
+  EXPECT_EQ(rig.log_lines("retire").size(), 3u);  // never asked again
+}
+
+struct FreshCase {
+  std::unique_ptr<TestClient> owner;
+  TestClient::Alloc region;
+};
+
+TEST(AgentRegions, R5_2_FreshOnlyWithTheOwnerHandleOnTheFirstMap) {
+  AgentRig rig;
+  rig.set_generation("1");
+  ASSERT_TRUE(rig.start(rig.recording({{"generation_file", "/gen"}})).ok());
+  auto owner = rig.hello_client();
+  auto reader = rig.hello_client();
+  auto mapped_fresh = [&]() {
+    auto lines = rig.log_lines("mapped");
+    return lines.empty() ? Json() : lines.back()["fresh"];
+  };
+  auto release = [&](TestClient& c, const TestClient::Alloc& a) {
+    ASSERT_EQ(
+        code_of(c.call({{"op", "release"}, {"id", 9}, {"region", a.region}, {"handle", a.handle}})),
+        "ok");
+  };
+  // Read handle + fresh: not fresh.
+  auto r1 = owner->alloc();
+  ASSERT_EQ(code_of(reader->map(r1.region, r1.read_handle, true)), "ok");
+  EXPECT_EQ(mapped_fresh(), false);
+  // Owner handle without fresh: not fresh.
+  auto r2 = owner->alloc();
+  ASSERT_EQ(code_of(owner->map(r2.region, r2.handle, false)), "ok");
+  EXPECT_EQ(mapped_fresh(), false);
+  // Owner + fresh on the first map: fresh.
+  auto r3 = owner->alloc();
+  ASSERT_EQ(code_of(owner->map(r3.region, r3.handle, true)), "ok");
+  EXPECT_EQ(mapped_fresh(), true);
+  const auto mapped_lines = rig.log_lines("mapped").size();
+  // A later map of a registered region only adds a hold: mapped is not called.
+  ASSERT_EQ(code_of(reader->map(r3.region, r3.read_handle, true)), "ok");
+  EXPECT_EQ(rig.log_lines("mapped").size(), mapped_lines);
+  // After a dereg (all holds released) and a remap: not fresh, even with the owner's word.
+  release(*owner, r3);
+  TestClient::Alloc r3_read{r3.region, r3.read_handle, ""};
+  release(*reader, r3_read);
+  EXPECT_EQ(rig.mem_nic.registrations(), 2u);  // r1, r2 only
+  ASSERT_EQ(code_of(owner->map(r3.region, r3.handle, true)), "ok");
+  EXPECT_EQ(mapped_fresh(), false);
+  // After a boot change dropped everything: still not fresh.
+  rig.set_generation("2");
+  rig.run_for(150ms);
+  owner->boot = rig.agent->boot();
+  ASSERT_EQ(code_of(owner->map(r3.region, r3.handle, true)), "ok");
+  EXPECT_EQ(mapped_fresh(), false);
+  auto last = rig.log_lines("mapped").back();
+  EXPECT_EQ(last, (Json{{"hook", "mapped"}, {"region", r3.region}, {"fresh", false}}));
+}
+
+TEST(AgentRegions, R2_5_RecordingLogsEveryHookCall) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording()).ok());
+  auto c = rig.hello_client();
+  auto a = c->alloc(8192);
+  ASSERT_EQ(code_of(c->map(a.region, a.handle, true)), "ok");
+  ASSERT_EQ(code_of(c->read_hint("q1", a, 0, 4096)), "ok");
+  ASSERT_EQ(
+      code_of(c->call({{"op", "free"}, {"id", 9}, {"region", a.region}, {"handle", a.handle}})),
+      "ok");
+  c->close();
+  rig.run_for(10ms);
+  rig.agent->stop();
+  const std::uint64_t r = a.region;
+  EXPECT_EQ(rig.log_lines(), (std::vector<Json>{
+                                 {{"hook", "validate_access"}, {"region", r}},
+                                 {{"hook", "mapped"}, {"region", r}, {"fresh", true}},
+                                 {{"hook", "hint"},
+                                  {"conn", c->conn},
+                                  {"action", "read_hint"},
+                                  {"request", "q1"},
+                                  {"ranges", Json::array({{r, 0, 4096}})}},
+                                 {{"hook", "retire"}, {"region", r}},
+                                 {{"hook", "connection_closed"}, {"conn", c->conn}},
+                                 {{"hook", "close"}},
+                             }));
+}
+
+}  // namespace
+}  // namespace rcxl::agent::testing
+
+namespace rcxl::agent::testing {
+namespace {
+
+TEST(AgentRegions, R7_StopDeregistersEveryMappingClosesConnectionsAndClosesTheExtension) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording()).ok());
+  auto c = rig.hello_client();
+  auto a = c->alloc();
+  ASSERT_EQ(code_of(c->map(a.region, a.handle)), "ok");
+  ASSERT_EQ(code_of(c->read_hint("q", a)), "ok");
+  EXPECT_EQ(rig.mem_nic.registrations(), 1u);
+  rig.agent->stop();
+  EXPECT_EQ(rig.mem_nic.registrations(), 0u);
+  EXPECT_EQ(rig.agent->metrics().open_hint_requests, 0u);
+  EXPECT_TRUE(c->wait_closed());
+  EXPECT_EQ(rig.log_lines("close").size(), 1u);
+  EXPECT_TRUE(rig.log_lines("connection_closed").empty());  // the extension is closed already
+  rig.agent->stop();                                         // idempotent
+  EXPECT_EQ(rig.log_lines("close").size(), 1u);
+}
+
+}  // namespace
+}  // namespace rcxl::agent::testing

@@ -1,0 +1,127 @@
+// The agent's pure parts: request decoding (R1.2), auth (R1.3), the allocator
+// (R1.5) and the boot tracker (R6.1, R6.4).
+#include <gtest/gtest.h>
+
+#include "core/agent/agent_metrics.h"
+#include "core/agent/boot_tracker.h"
+#include "core/agent/region_allocator.h"
+#include "core/protocol/auth.h"
+#include "core/protocol/messages.h"
+
+namespace rcxl::agent {
+namespace {
+
+using namespace std::chrono_literals;
+using protocol::Json;
+
+TEST(Messages, R1_2_ReadHintDecodesRangesAndHandles) {
+  Json m = Json::parse(R"({"op":"extension","id":3,"action":"read_hint","epoch":"b:1",
+      "request":"q","ranges":[[7,0,4096],[8,4096,1]],"handles":{"7":"h7","8":"h8","9":"h9"}})");
+  auto r = protocol::parse_request(m);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto& e = std::get<protocol::ExtensionRequest>(*r);
+  EXPECT_EQ(e.action, protocol::Action::kReadHint);
+  EXPECT_EQ(e.epoch, "b:1");
+  EXPECT_EQ(e.name, "q");
+  EXPECT_EQ(e.ranges, (std::vector<protocol::WireRange>{{7, 0, 4096}, {8, 4096, 1}}));
+  EXPECT_EQ(e.handles.at(8), "h8");
+  EXPECT_EQ(*protocol::parse_request_id(m), 3);
+}
+
+TEST(Messages, R1_2_FieldErrorsAreBadRequest) {
+  for (
+      const char* text : {
+          R"({"op":"map","region":1,"handle":"h"})",
+          R"({"op":"map","region":1.0,"handle":"h","epoch":"e"})",
+          R"({"op":"hello","version":2})",
+          R"({"op":"hello","auth":5})",
+          R"({"op":"extension","action":"read_hint_end"})",
+          R"({"op":"extension","action":"read_hint_end","request":"q","epoch":5})",
+          R"({"op":"extension","action":"read_hint","request":"q","epoch":"e","ranges":[[1,0,1]],"handles":{"01":"h"}})",
+          R"({"op":"extension","action":"write_wait","token":"t","epoch":"e","ranges":[],"handles":{},"timeout_ms":10001})",
+      }) {
+    auto r = protocol::parse_request(Json::parse(text));
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().code(), ErrorCode::kBadRequest) << text;
+  }
+  EXPECT_EQ(protocol::parse_request_id(Json::parse(R"({"id":-1})")).status().code(),
+            ErrorCode::kBadRequest);
+  EXPECT_TRUE(protocol::parse_request_id(Json::parse(R"({})"))->is_null());
+}
+
+TEST(Messages, R3_1_ReadHintEndAndPromoteNeedNoEpochOrRanges) {
+  for (const char* text : {R"({"op":"extension","action":"read_hint_end","request":"q"})",
+                           R"({"op":"extension","action":"read_promote","request":"q"})"}) {
+    auto r = protocol::parse_request(Json::parse(text));
+    ASSERT_TRUE(r.ok()) << text;
+    EXPECT_FALSE(std::get<protocol::ExtensionRequest>(*r).epoch.has_value());
+  }
+}
+
+TEST(Auth, R1_3_HmacSha256MatchesRfc4231) {
+  // RFC 4231 test case 2.
+  EXPECT_EQ(protocol::hmac_sha256_hex("Jefe", "what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  EXPECT_TRUE(
+      protocol::verify_auth("Jefe", "what do ya want for nothing?",
+                            "5BDCC146BF60754E6A042426089575C75A003F089D2739839DEC58B964EC3843"));
+  EXPECT_FALSE(protocol::verify_auth("Jefe", "what do ya want for nothing?", "5bdc"));
+  EXPECT_EQ(protocol::secret_from_file_contents("s3cret \n\t"), "s3cret");
+  EXPECT_FALSE(protocol::constant_time_equal("abc", "abd"));
+}
+
+TEST(RegionAllocator, R1_5_FirstFitAlignedAndMerging) {
+  RegionAllocator a(10 * 4096 + 100);
+  EXPECT_EQ(a.free_bytes(), 10u * 4096);
+  EXPECT_EQ(a.allocate(4096), 0u);
+  EXPECT_EQ(a.allocate(2 * 4096), 4096u);
+  EXPECT_EQ(a.allocate(4096), 3u * 4096);
+  EXPECT_FALSE(a.allocate(100).has_value());
+  a.release(4096, 2 * 4096);
+  EXPECT_EQ(a.allocate(4096), 4096u);  // first fit: the hole
+  EXPECT_FALSE(a.allocate(7 * 4096).has_value());
+  a.release(4096, 4096);
+  a.release(0, 4096);
+  a.release(3 * 4096, 4096);
+  EXPECT_EQ(a.allocate(10 * 4096), 0u);  // merged back into one extent
+}
+
+TEST(BootTracker, R6_4_GraceUnknownAndCountedPeriods) {
+  BootTracker t("id", true, 2s);
+  t.start("g");
+  EXPECT_EQ(t.boot(), "id:g");
+  using C = BootTracker::Change;
+  EXPECT_EQ(t.observe(std::nullopt, 10s), C::kNone);
+  EXPECT_EQ(t.observe(std::nullopt, 11s), C::kNone);
+  EXPECT_EQ(t.observe(std::string("g"), 11500ms), C::kNone);  // grace resets
+  EXPECT_EQ(t.observe(std::nullopt, 12s), C::kNone);
+  EXPECT_EQ(t.observe(std::nullopt, 14s), C::kUnknown);
+  EXPECT_EQ(t.boot(), "id:unknown");
+  EXPECT_EQ(t.observe(std::nullopt, 20s), C::kNone);
+  EXPECT_EQ(t.observe(std::string("g"), 21s), C::kKnownAgain);
+  EXPECT_EQ(t.boot(), "id:g~1");
+  EXPECT_EQ(t.observe(std::string("h"), 22s), C::kGeneration);
+  EXPECT_EQ(t.boot(), "id:h~1");  // the suffix stays
+  EXPECT_EQ(t.sequence(), 3u);
+  BootTracker plain("id", false, 2s);
+  EXPECT_EQ(plain.observe(std::nullopt, 100s), C::kNone);
+  EXPECT_EQ(plain.boot(), "id");
+}
+
+TEST(AgentMetrics, R3_3_PrometheusTextHasLabelsAndValues) {
+  AgentMetrics m;
+  m.hints_accepted["read_hint"] = 4;
+  m.hints_refused["too_many_hint_requests"] = 2;
+  m.open_hint_requests = 3;
+  const std::string text = metrics_text(m);
+  EXPECT_NE(text.find("rcxl_agent_hints_accepted_total{action=\"read_hint\"} 4"),
+            std::string::npos);
+  EXPECT_NE(text.find("rcxl_agent_hints_refused_total{code=\"too_many_hint_requests\"} 2"),
+            std::string::npos);
+  EXPECT_NE(
+      text.find("# TYPE rcxl_agent_open_hint_requests gauge\nrcxl_agent_open_hint_requests 3"),
+      std::string::npos);
+}
+
+}  // namespace
+}  // namespace rcxl::agent

@@ -1,0 +1,170 @@
+// SPEC R2.1 (finding an extension by name: built-ins, add(), C-ABI plugins) and
+// R2.5 (the recording extension's config and log).
+#include <gtest/gtest.h>
+
+#include "backends/sim/sim_world.h"
+#include "backends/verbs/plugin_loader.h"
+#include "core/extension/c_abi_extension.h"
+#include "core/extension/extension_registry.h"
+#include "core/extension/recording_extension.h"
+
+namespace rcxl::ext {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Sim {
+  sim::SimWorld world{3};
+  sim::SimNode& node = world.add_node("mem");
+  ExtensionContext context{&node, nullptr};
+};
+
+TEST(ExtensionRegistry, R2_1_BuiltinsNoneAndRecording) {
+  Sim sim;
+  auto registry = ExtensionRegistry::WithBuiltins();
+  EXPECT_EQ(registry.names(), (std::vector<std::string>{"none", "recording"}));
+  auto none = registry.create("none", sim.context, Json::object());
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->get(), nullptr);
+  auto recording = registry.create("recording", sim.context, Json::object());
+  ASSERT_TRUE(recording.ok());
+  EXPECT_EQ((*recording)->name(), "recording");
+  EXPECT_EQ((*recording)->hint_actions(), default_hint_actions());
+  auto unknown = registry.create("cxl_ssd", sim.context, Json::object());
+  EXPECT_EQ(unknown.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(unknown.status().message().find("cxl_ssd"), std::string::npos);
+  auto bad_config = registry.create("recording", sim.context, {{"actoins", Json::array()}});
+  EXPECT_EQ(bad_config.status().code(), ErrorCode::kBadRequest);
+}
+
+TEST(ExtensionRegistry, R2_1_AddedFactoriesAndTheFallback) {
+  Sim sim;
+  auto registry = ExtensionRegistry::WithBuiltins();
+  registry.add("cxl_ssd", [](const ExtensionContext& c, const Json& config) {
+    return RecordingExtension::Factory()(c, config);
+  });
+  EXPECT_TRUE(registry.contains("cxl_ssd"));
+  EXPECT_TRUE(registry.create("cxl_ssd", sim.context, Json::object()).ok());
+  std::string asked;
+  registry.set_fallback([&](const std::string& name, const ExtensionContext&,
+                            const Json&) -> Result<std::unique_ptr<RegionExtension>> {
+    asked = name;
+    return Error(ErrorCode::kNotFound, "not here either");
+  });
+  EXPECT_EQ(registry.create("elsewhere", sim.context, Json::object()).status().code(),
+            ErrorCode::kNotFound);
+  EXPECT_EQ(asked, "elsewhere");
+  EXPECT_TRUE(parse_extension_config("")->is_object());
+  EXPECT_FALSE(parse_extension_config("{oops").ok());
+}
+
+TEST(RecordingExtension, R2_5_GenerationFileIsTrimmedAndMissingMeansCannotTell) {
+  Sim sim;
+  auto r = RecordingConfig::FromJson({{"generation_file", "/gen"}});
+  ASSERT_TRUE(r.ok());
+  RecordingExtension ext(sim.node, *r);
+  EXPECT_TRUE(ext.has_memory_generation());
+  EXPECT_EQ(ext.memory_generation(), std::nullopt);
+  ASSERT_TRUE(sim.node.files().write_file("/gen", "  42 \n").ok());
+  EXPECT_EQ(ext.memory_generation(), "42");
+  ASSERT_TRUE(sim.node.files().write_file("/gen", " \n").ok());
+  EXPECT_EQ(ext.memory_generation(), std::nullopt);
+  ASSERT_TRUE(sim.node.files().write_file("/gen", "43").ok());
+  sim.node.files().set_unreadable("/gen", true);
+  EXPECT_EQ(ext.memory_generation(), std::nullopt);
+  RecordingExtension plain(sim.node, RecordingConfig{});
+  EXPECT_FALSE(plain.has_memory_generation());
+}
+
+TEST(RecordingExtension, R2_5_ConfigKeysDriveTheAnswers) {
+  Sim sim;
+  auto r = RecordingConfig::FromJson({{"log", "/log"},
+                                      {"actions", {"read_hint", "write_wait"}},
+                                      {"refuse_regions", {3}},
+                                      {"fail_mapped_regions", {4}},
+                                      {"retire_refusals", 1},
+                                      {"write_wait_result", Json::object({{"ok", 1}})},
+                                      {"write_wait_delay_ms", 20}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  RecordingExtension ext(sim.node, *r);
+  EXPECT_EQ(ext.hint_actions(), (std::vector<std::string>{"read_hint", "write_wait"}));
+  EXPECT_EQ(ext.validate_access({3, 0, 4096}).code(), ErrorCode::kRefused);
+  EXPECT_TRUE(ext.validate_access({5, 0, 4096}).ok());
+  EXPECT_FALSE(ext.mapped({4, 0, 4096}, true).ok());
+  EXPECT_TRUE(ext.mapped({5, 0, 4096}, false).ok());
+  EXPECT_FALSE(ext.retire({5, 0, 4096}));  // one refusal per region
+  EXPECT_FALSE(ext.retire({6, 0, 4096}));
+  EXPECT_TRUE(ext.retire({5, 0, 4096}));
+  std::optional<Result<Json>> answer;
+  ext.write_wait({9, "t", {{5, 0, 4096, 0}}, 1000}, [&](Result<Json> a) { answer = a; });
+  EXPECT_FALSE(answer.has_value());  // delayed on a timer, never blocking
+  sim.world.run_for(25ms);
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->value(), (Json{{"ok", 1}}));
+  auto log = sim.node.files().read_file("/log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_NE(
+      log->find(
+          R"({"hook":"write_wait","conn":9,"token":"t","ranges":[[5,0,4096]],"timeout_ms":1000})"),
+      std::string::npos)
+      << *log;
+  EXPECT_NE(log->find(R"({"hook":"mapped","region":4,"fresh":true})"), std::string::npos);
+  for (const char* bad :
+       {R"({"log":3})", R"({"retire_refusals":-1})", R"({"refuse_regions":[1.5]})",
+        R"({"write_wait_result":[1]})", R"([1])"}) {
+    EXPECT_EQ(RecordingConfig::FromJson(Json::parse(bad)).status().code(), ErrorCode::kBadRequest)
+        << bad;
+  }
+}
+
+TEST(CAbiExtension, R2_1_TablesWithAWrongVersionOrMissingHooksAreRefused) {
+  rcxl_region_extension_api_v1 table{};
+  table.abi_version = 2;
+  table.struct_size = sizeof table;
+  EXPECT_EQ(wrap_c_extension(&table, Json::object()).status().code(), ErrorCode::kExtensionFailed);
+  table.abi_version = RCXL_REGION_EXTENSION_ABI_VERSION;
+  auto missing = wrap_c_extension(&table, Json::object());
+  EXPECT_NE(missing.status().message().find("required hook"), std::string::npos);
+  EXPECT_FALSE(wrap_c_extension(nullptr, Json::object()).ok());
+}
+
+TEST(PluginLoader, R2_1_LoadsASharedObjectPluginThroughTheCAbi) {
+  Sim sim;
+  auto registry = ExtensionRegistry::WithBuiltins();
+  registry.set_fallback(verbs::plugin_fallback({RCXL_TEST_PLUGIN_DIR}));
+  auto loaded = registry.create("testplug", sim.context, {{"refuse", {7}}, {"generation", "g1"}});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  RegionExtension& ext = **loaded;
+  EXPECT_EQ(ext.name(), "testplug");
+  EXPECT_EQ(ext.hint_actions(),
+            (std::vector<std::string>{"read_hint", "read_hint_end", "write_wait"}));
+  EXPECT_EQ(ext.validate_access({7, 0, 4096}).code(), ErrorCode::kRefused);
+  EXPECT_NE(ext.validate_access({7, 0, 4096}).message().find("refused by test plugin"),
+            std::string::npos);
+  EXPECT_TRUE(ext.validate_access({8, 0, 4096}).ok());
+  EXPECT_TRUE(ext.has_memory_generation());
+  EXPECT_EQ(ext.memory_generation(), "g1");
+  EXPECT_TRUE(ext.hint({1, "read_hint", "ok", {{8, 0, 1, 0}}}).ok());
+  EXPECT_EQ(ext.hint({1, "read_hint", "fail", {}}).code(), ErrorCode::kExtensionFailed);
+  EXPECT_TRUE(ext.connection_closed(1).ok());  // optional hook absent
+  std::optional<Result<Json>> answer;
+  ext.write_wait({1, "t", {{8, 0, 1, 0}, {8, 1, 1, 1}}, 10},
+                 [&](Result<Json> a) { answer = std::move(a); });
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->value(), (Json{{"ranges", 2}}));
+  ext.close();
+
+  auto exploded = registry.create("testplug", sim.context, {{"explode", true}});
+  EXPECT_NE(exploded.status().message().find("told to explode"), std::string::npos);
+  auto bad_abi = registry.create("testplug_badabi", sim.context, Json::object());
+  EXPECT_EQ(bad_abi.status().code(), ErrorCode::kExtensionFailed);
+  EXPECT_NE(bad_abi.status().message().find("ABI version"), std::string::npos);
+  auto missing = registry.create("nosuch", sim.context, Json::object());
+  EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("librcxl_ext_nosuch.so"), std::string::npos);
+  EXPECT_EQ(registry.create("../evil", sim.context, Json::object()).status().code(),
+            ErrorCode::kBadRequest);
+}
+
+}  // namespace
+}  // namespace rcxl::ext

@@ -1,0 +1,110 @@
+// A tiny region-extension plugin speaking the C ABI (core/extension/c_abi.h):
+// config {"refuse":[ids], "generation":"g"}; a hint named "fail" fails; write_wait
+// answers {"ranges":N} at once. Built twice: as is, and with a wrong ABI version.
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/extension/c_abi.h"
+
+namespace {
+
+struct Plugin {
+  std::vector<unsigned long long> refuse;
+  std::string generation;
+};
+
+void put(char* out, size_t size, const std::string& text) {
+  if (size == 0) return;
+  std::snprintf(out, size, "%s", text.c_str());
+}
+
+void* create(const char* config_text, char* error, size_t error_size) {
+  const auto config = nlohmann::json::parse(config_text, nullptr, false);
+  if (!config.is_object() || config.contains("explode")) {
+    put(error, error_size, "told to explode");
+    return nullptr;
+  }
+  auto* p = new Plugin();
+  p->generation = config.value("generation", "");
+  for (const auto& id : config.value("refuse", nlohmann::json::array())) {
+    p->refuse.push_back(id.get<unsigned long long>());
+  }
+  return p;
+}
+
+void destroy(void* self) {
+  delete static_cast<Plugin*>(self);
+}
+
+int validate_access(void* self, const rcxl_region_info* region, char* error, size_t size) {
+  for (auto id : static_cast<Plugin*>(self)->refuse) {
+    if (id == region->region) {
+      put(error, size, "refused by test plugin");
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int mapped(void*, const rcxl_region_info*, int, char*, size_t) {
+  return 0;
+}
+int retire(void*, const rcxl_region_info*) {
+  return 1;
+}
+
+int hint(void*, const rcxl_hint* hint, char* error, size_t size) {
+  if (std::strcmp(hint->request, "fail") == 0) {
+    put(error, size, "hint failed on purpose");
+    return 1;
+  }
+  return 0;
+}
+
+void close_plugin(void*) {}
+
+int memory_generation(void* self, char* out, size_t size) {
+  auto* p = static_cast<Plugin*>(self);
+  if (p->generation.empty()) return 0;
+  put(out, size, p->generation);
+  return 1;
+}
+
+const char* hint_actions(void*) {
+  return R"(["read_hint","read_hint_end","write_wait"])";
+}
+
+void write_wait(void*, const rcxl_write_wait* wait, rcxl_write_wait_done done, void* context) {
+  const std::string answer = "{\"ranges\":" + std::to_string(wait->range_count) + "}";
+  done(context, 0, answer.c_str());
+}
+
+#ifndef TEST_PLUGIN_ABI
+#define TEST_PLUGIN_ABI RCXL_REGION_EXTENSION_ABI_VERSION
+#endif
+
+const rcxl_region_extension_api_v1 kTable = {
+    TEST_PLUGIN_ABI,
+    sizeof(rcxl_region_extension_api_v1),
+    "testplug",
+    create,
+    destroy,
+    validate_access,
+    mapped,
+    retire,
+    hint,
+    close_plugin,
+    memory_generation,
+    nullptr,
+    hint_actions,
+    write_wait,
+};
+
+}  // namespace
+
+extern "C" const rcxl_region_extension_api_v1* rcxl_region_extension_v1() {
+  return &kTable;
+}
