@@ -1,0 +1,18 @@
+// Turns a `--memory` spec into the pool the agent carves regions from.
+#pragma once
+
+#include <memory>
+
+#include "backends/verbs/memory_spec.h"
+#include "core/runtime/memory_pool.h"
+
+namespace rcxl::verbs {
+
+struct MemoryPoolOptions {
+  bool populate_anon = false;  // MAP_POPULATE anon pools (slower start, no first-touch faults)
+};
+
+Result<std::unique_ptr<runtime::MemoryPool>> open_memory_pool(const MemorySpec& spec,
+                                                              MemoryPoolOptions options = {});
+
+}  // namespace rcxl::verbs

@@ -1,0 +1,125 @@
+#include "backends/verbs/pmem_memory_pool.h"
+
+#include <fcntl.h>
+#include <libpmem2.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "backends/verbs/memory_spec.h"
+
+namespace rcxl::verbs {
+
+namespace {
+
+Status pmem_error(const std::string& what) {
+  return Error(ErrorCode::kIoError, what + ": " + pmem2_errormsg());
+}
+
+Status os_error(const std::string& what) {
+  return Error(ErrorCode::kIoError, what + ": " + std::strerror(errno));
+}
+
+// Closes the fd when mapping is done: a pmem2 mapping does not need it open.
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+}  // namespace
+
+PmemMemoryPool::PmemMemoryPool(pmem2_map* map, std::uint64_t bytes, std::string what)
+    : MappedMemoryPool(static_cast<std::byte*>(pmem2_map_get_address(map)), bytes),
+      map_(map),
+      what_(std::move(what)) {}
+
+PmemMemoryPool::~PmemMemoryPool() {
+  pmem2_map_delete(&map_);
+}
+
+Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::map_fd(int fd, std::uint64_t length,
+                                                               std::string what) {
+  pmem2_source* source = nullptr;
+  if (pmem2_source_from_fd(&source, fd) != 0) return pmem_error("pmem2 source " + what);
+  std::size_t alignment = 0;
+  std::size_t source_size = 0;
+  if (pmem2_source_alignment(source, &alignment) != 0 ||
+      pmem2_source_size(source, &source_size) != 0) {
+    auto status = pmem_error("pmem2 source info " + what);
+    pmem2_source_delete(&source);
+    return status;
+  }
+  // The mapping covers whole alignment units; size() stays what was asked.
+  const std::uint64_t wanted = length ? length : source_size;
+  const std::uint64_t map_length = (wanted + alignment - 1) / alignment * alignment;
+  if (wanted == 0 || map_length > source_size) {
+    pmem2_source_delete(&source);
+    return Error(ErrorCode::kNoSpace, what + " holds " + std::to_string(source_size) +
+                                          " bytes, need " + std::to_string(map_length));
+  }
+  pmem2_config* config = nullptr;
+  pmem2_map* map = nullptr;
+  Status status;
+  if (pmem2_config_new(&config) != 0) {
+    status = pmem_error("pmem2 config");
+  } else if (pmem2_config_set_required_store_granularity(config, PMEM2_GRANULARITY_PAGE) != 0 ||
+             pmem2_config_set_length(config, map_length) != 0) {
+    status = pmem_error("pmem2 config " + what);
+  } else if (pmem2_map_new(&map, config, source) != 0) {
+    status = pmem_error("pmem2 map " + what);
+  }
+  pmem2_config_delete(&config);
+  pmem2_source_delete(&source);
+  if (!status.ok()) return status;
+  return std::unique_ptr<PmemMemoryPool>(new PmemMemoryPool(map, wanted, std::move(what)));
+}
+
+Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::open_file(const std::string& path,
+                                                                  std::uint64_t bytes) {
+  if (bytes == 0) return Error(ErrorCode::kBadRequest, "file pool of 0 bytes");
+  FdCloser fd{open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)};
+  if (fd.fd < 0) return os_error("open " + path);
+  struct stat st {};
+  if (fstat(fd.fd, &st) != 0) return os_error("stat " + path);
+  if (!S_ISREG(st.st_mode)) {
+    return Error(ErrorCode::kBadRequest, path + " is not a regular file (use dax:PATH)");
+  }
+  const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  const std::uint64_t file_bytes = (bytes + page - 1) / page * page;
+  if (static_cast<std::uint64_t>(st.st_size) < file_bytes) {
+    // Allocate blocks now: a sparse file would SIGBUS on a full disk instead of failing here.
+    int rc = posix_fallocate(fd.fd, 0, static_cast<off_t>(file_bytes));
+    if (rc == EOPNOTSUPP || rc == EINVAL) {
+      rc = ftruncate(fd.fd, static_cast<off_t>(file_bytes)) == 0 ? 0 : errno;
+    }
+    if (rc != 0) {
+      return Error(rc == ENOSPC ? ErrorCode::kNoSpace : ErrorCode::kIoError,
+                   "grow " + path + " to " + format_bytes(file_bytes) + ": " + std::strerror(rc));
+    }
+  }
+  return map_fd(fd.fd, bytes, "file " + path);
+}
+
+Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::open_dax(const std::string& path) {
+  FdCloser fd{open(path.c_str(), O_RDWR | O_CLOEXEC)};
+  if (fd.fd < 0) return os_error("open " + path);
+  return map_fd(fd.fd, 0, "dax " + path);
+}
+
+std::string PmemMemoryPool::describe() const {
+  return what_ + " " + format_bytes(size_);
+}
+
+Status PmemMemoryPool::persist(std::uint64_t offset, std::uint64_t length) {
+  if (!in_bounds(offset, length)) return out_of_bounds(offset, length);
+  if (length == 0) return {};
+  pmem2_persist_fn persist_fn = pmem2_get_persist_fn(map_);
+  persist_fn(base_ + offset, length);
+  return {};
+}
+
+}  // namespace rcxl::verbs

@@ -1,0 +1,140 @@
+// SPEC R7: the `--memory` pools. libpmem2 maps a regular file on any host, so
+// file pools are tested here for real; dax needs a device and is exercised on
+// a CXL node (docs/hardware.md).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "backends/verbs/anon_memory_pool.h"
+#include "backends/verbs/open_memory_pool.h"
+#include "backends/verbs/pmem_memory_pool.h"
+
+namespace rcxl::verbs {
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "rcxl-pool-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::vector<std::byte> bytes_of(const std::string& text) {
+  std::vector<std::byte> out(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) out[i] = static_cast<std::byte>(text[i]);
+  return out;
+}
+
+void expect_round_trip(runtime::MemoryPool& pool, std::uint64_t offset) {
+  const auto data = bytes_of("remote cxl bytes");
+  ASSERT_TRUE(pool.write(offset, data).ok());
+  std::vector<std::byte> back(data.size());
+  ASSERT_TRUE(pool.read(offset, back).ok());
+  EXPECT_EQ(back, data);
+  // The mapping is what verbs registers: the same bytes must be visible through it.
+  ASSERT_NE(pool.mapped(), nullptr);
+  EXPECT_EQ(std::memcmp(pool.mapped() + offset, data.data(), data.size()), 0);
+}
+
+void expect_bounds_checked(runtime::MemoryPool& pool) {
+  std::vector<std::byte> two(2);
+  EXPECT_EQ(pool.write(pool.size() - 1, two).code(), ErrorCode::kBadRange);
+  EXPECT_EQ(pool.read(pool.size() + 1, std::span<std::byte>()).code(), ErrorCode::kBadRange);
+  EXPECT_EQ(pool.read(UINT64_MAX, two).code(), ErrorCode::kBadRange);
+  EXPECT_TRUE(pool.read(pool.size(), std::span<std::byte>()).ok());
+}
+
+TEST(MemoryPool, R7_AnonPoolRoundTripsAndChecksBounds) {
+  auto spec = parse_memory_spec("anon:64K");
+  ASSERT_TRUE(spec.ok());
+  auto pool = open_memory_pool(*spec, {.populate_anon = true});
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  EXPECT_EQ((*pool)->size(), 64u * 1024);
+  EXPECT_EQ((*pool)->describe(), "anon 64 KiB");
+  expect_round_trip(**pool, 64 * 1024 - 16);
+  expect_bounds_checked(**pool);
+  EXPECT_TRUE((*pool)->persist(0, 16).ok());
+}
+
+TEST(MemoryPool, R7_AnonPoolOfOddSizeKeepsThatSize) {
+  auto pool = AnonMemoryPool::create(1000, false);
+  ASSERT_TRUE(pool.ok());
+  EXPECT_EQ((*pool)->size(), 1000u);
+  expect_bounds_checked(**pool);
+}
+
+TEST(MemoryPool, R7_FilePoolCreatesTheFileThroughPmem2) {
+  TempDir dir;
+  auto spec = parse_memory_spec("file:" + dir.file("pool") + ":1M");
+  ASSERT_TRUE(spec.ok());
+  auto pool = open_memory_pool(*spec);
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  EXPECT_EQ((*pool)->size(), 1u << 20);
+  EXPECT_EQ((*pool)->describe(), "file " + dir.file("pool") + " 1 MiB");
+  EXPECT_GE(std::filesystem::file_size(dir.file("pool")), 1u << 20);
+  expect_round_trip(**pool, 4096);
+  EXPECT_TRUE((*pool)->persist(4096, 16).ok());
+  EXPECT_EQ((*pool)->persist((1u << 20) - 8, 16).code(), ErrorCode::kBadRange);
+  expect_bounds_checked(**pool);
+}
+
+TEST(MemoryPool, R7_FilePoolKeepsBytesAcrossReopen) {
+  TempDir dir;
+  const auto data = bytes_of("persisted");
+  {
+    auto pool = PmemMemoryPool::open_file(dir.file("pool"), 8192);
+    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+    ASSERT_TRUE((*pool)->write(100, data).ok());
+    ASSERT_TRUE((*pool)->persist(100, data.size()).ok());
+  }
+  auto pool = PmemMemoryPool::open_file(dir.file("pool"), 8192);
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  std::vector<std::byte> back(data.size());
+  ASSERT_TRUE((*pool)->read(100, back).ok());
+  EXPECT_EQ(back, data);
+}
+
+TEST(MemoryPool, R7_FilePoolOfOddSizeMapsWholePages) {
+  TempDir dir;
+  auto pool = PmemMemoryPool::open_file(dir.file("odd"), 5000);
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  EXPECT_EQ((*pool)->size(), 5000u);
+  expect_round_trip(**pool, 5000 - 16);
+}
+
+TEST(MemoryPool, R7_FilePoolErrorsAreCoded) {
+  TempDir dir;
+  auto missing_dir = PmemMemoryPool::open_file(dir.file("no/such/dir"), 4096);
+  ASSERT_FALSE(missing_dir.ok());
+  EXPECT_EQ(missing_dir.status().code(), ErrorCode::kIoError);
+  EXPECT_NE(missing_dir.status().message().find("no/such/dir"), std::string::npos);
+
+  std::filesystem::create_directory(dir.file("a-directory"));
+  auto directory = PmemMemoryPool::open_file(dir.file("a-directory"), 4096);
+  ASSERT_FALSE(directory.ok());
+
+  auto zero = PmemMemoryPool::open_file(dir.file("zero"), 0);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_EQ(zero.status().code(), ErrorCode::kBadRequest);
+}
+
+TEST(MemoryPool, R7_DaxPathThatIsMissingFails) {
+  auto spec = parse_memory_spec("dax:/dev/rcxl-no-such-dax");
+  ASSERT_TRUE(spec.ok());
+  auto pool = open_memory_pool(*spec);
+  ASSERT_FALSE(pool.ok());
+  EXPECT_EQ(pool.status().code(), ErrorCode::kIoError);
+}
+
+}  // namespace
+}  // namespace rcxl::verbs

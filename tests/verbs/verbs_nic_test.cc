@@ -1,0 +1,341 @@
+// The Nic port on real RDMA: two VerbsNic instances in one process, the memory
+// side listening on the device's address, the initiator connecting through
+// rdma_cm over the same device (SoftRoCE loopback in ci/rxe-vm).
+#include "backends/verbs/verbs_nic.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <memory>
+#include <vector>
+
+#include "backends/verbs/anon_memory_pool.h"
+#include "backends/verbs/thread_strand.h"
+#include "tests/runtime/blocking_wait.h"
+#include "tests/verbs/verbs_device.h"
+
+namespace rcxl::verbs {
+namespace {
+
+using rcxl::testing::get_or_abort;
+using runtime::RdmaOp;
+
+constexpr std::uint64_t kPoolBytes = 4 << 20;
+constexpr unsigned kReadWrite = runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite;
+
+std::vector<std::byte> pattern(std::size_t size, unsigned seed) {
+  std::vector<std::byte> out(size);
+  for (std::size_t i = 0; i < size; ++i) out[i] = static_cast<std::byte>((i * 31 + seed) & 0xff);
+  return out;
+}
+
+class VerbsNicTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    device_ = testing::rdma_test_device(why);
+    if (device_.empty()) GTEST_SKIP() << why;
+    auto pool = AnonMemoryPool::create(kPoolBytes, true);
+    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+    pool_ = std::move(*pool);
+    VerbsNicOptions memory_options;
+    memory_options.device = device_;
+    memory_options.listen_port = 0;  // any free port: tests never clash
+    auto memory = VerbsNic::open(memory_options);
+    ASSERT_TRUE(memory.ok()) << memory.status().ToString();
+    memory_nic_ = std::move(*memory);
+    open_client({});
+  }
+
+  void open_client(VerbsNicOptions options) {
+    options.device = device_;
+    options.listen = false;
+    client_nic_.reset();
+    auto client = VerbsNic::open(options);
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    client_nic_ = std::move(*client);
+  }
+
+  Result<std::shared_ptr<runtime::QueuePair>> connect(const std::string& endpoint) {
+    std::promise<Result<std::shared_ptr<runtime::QueuePair>>> promise;
+    auto future = promise.get_future();
+    client_nic_->connect(endpoint, strand_, [&](Result<std::shared_ptr<runtime::QueuePair>> qp) {
+      EXPECT_TRUE(strand_.running_here());
+      promise.set_value(std::move(qp));
+    });
+    return get_or_abort(future, "connect");
+  }
+
+  std::shared_ptr<runtime::QueuePair> connect_to_memory() {
+    auto qp = connect(memory_nic_->endpoint());
+    EXPECT_TRUE(qp.ok()) << qp.status().ToString();
+    return qp.ok() ? *qp : nullptr;
+  }
+
+  std::vector<Status> post(runtime::QueuePair& qp, std::vector<RdmaOp> ops) {
+    std::promise<std::vector<Status>> promise;
+    auto future = promise.get_future();
+    qp.post(std::move(ops), [&](std::vector<Status> statuses) {
+      EXPECT_TRUE(strand_.running_here());  // completions land on the caller's strand
+      promise.set_value(std::move(statuses));
+    });
+    return get_or_abort(future, "post");
+  }
+
+  static RdmaOp op(RdmaOp::Kind kind, std::span<std::byte> local, const runtime::Registration& reg,
+                   std::uint64_t at = 0) {
+    return RdmaOp{kind, local, reg.addr + at, reg.rkey, 0};
+  }
+
+  ThreadStrand strand_{"verbs-test"};
+  std::string device_;
+  std::unique_ptr<AnonMemoryPool> pool_;
+  std::unique_ptr<VerbsNic> memory_nic_;
+  std::unique_ptr<VerbsNic> client_nic_;
+};
+
+// SPEC R1.6: READ and WRITE between a client buffer and a registered region.
+TEST_F(VerbsNicTest, R1_6_WriteThenReadMovesBytes) {
+  auto reg = memory_nic_->register_memory(*pool_, 8192, 65536, kReadWrite);
+  ASSERT_TRUE(reg.ok()) << reg.status().ToString();
+  EXPECT_EQ(reg->addr, reinterpret_cast<std::uint64_t>(pool_->mapped() + 8192));
+  auto qp = connect_to_memory();
+  ASSERT_TRUE(qp);
+  EXPECT_EQ(qp->peer(), memory_nic_->endpoint());
+
+  auto out = pattern(65536, 1);
+  auto statuses = post(*qp, {op(RdmaOp::Kind::kWrite, out, *reg)});
+  ASSERT_EQ(statuses.size(), 1u);
+  ASSERT_TRUE(statuses[0].ok()) << statuses[0].ToString();
+  std::vector<std::byte> landed(out.size());
+  ASSERT_TRUE(pool_->read(8192, landed).ok());
+  EXPECT_EQ(landed, out);
+
+  auto remote = pattern(4096, 9);
+  ASSERT_TRUE(pool_->write(8192 + 4096, remote).ok());
+  std::vector<std::byte> in(4096);
+  statuses = post(*qp, {op(RdmaOp::Kind::kRead, in, *reg, 4096)});
+  ASSERT_TRUE(statuses[0].ok()) << statuses[0].ToString();
+  EXPECT_EQ(in, remote);
+}
+
+// SPEC R6.3: after deregistration RDMA through the old registration fails with
+// kRemoteAccess; the queue pair recovers for the next post.
+TEST_F(VerbsNicTest, R6_3_ReadAfterDeregistrationFailsWithRemoteAccess) {
+  auto gone = memory_nic_->register_memory(*pool_, 0, 65536, kReadWrite);
+  auto kept = memory_nic_->register_memory(*pool_, 65536, 65536, kReadWrite);
+  ASSERT_TRUE(gone.ok() && kept.ok());
+  auto qp = connect_to_memory();
+  ASSERT_TRUE(qp);
+  std::vector<std::byte> buffer(4096);
+  ASSERT_TRUE(post(*qp, {op(RdmaOp::Kind::kRead, buffer, *gone)})[0].ok());
+
+  ASSERT_TRUE(memory_nic_->deregister(*gone).ok());
+  EXPECT_EQ(memory_nic_->deregister(*gone).code(), ErrorCode::kNotFound);
+  auto statuses = post(*qp, {op(RdmaOp::Kind::kRead, buffer, *gone)});
+  EXPECT_EQ(statuses[0].code(), ErrorCode::kRemoteAccess) << statuses[0].ToString();
+
+  // The QP went to the error state; the next post reconnects and succeeds.
+  auto remote = pattern(4096, 3);
+  ASSERT_TRUE(pool_->write(65536, remote).ok());
+  statuses = post(*qp, {op(RdmaOp::Kind::kRead, buffer, *kept)});
+  ASSERT_TRUE(statuses[0].ok()) << statuses[0].ToString();
+  EXPECT_EQ(buffer, remote);
+}
+
+// An RC queue pair stops at the first failure: ops behind it never ran and say so.
+TEST_F(VerbsNicTest, R6_3_OpsBehindAFailedOpAreNotExecuted) {
+  auto kept = memory_nic_->register_memory(*pool_, 0, 65536, kReadWrite);
+  auto gone = memory_nic_->register_memory(*pool_, 65536, 65536, kReadWrite);
+  ASSERT_TRUE(kept.ok() && gone.ok());
+  ASSERT_TRUE(memory_nic_->deregister(*gone).ok());
+  auto qp = connect_to_memory();
+  ASSERT_TRUE(qp);
+  std::vector<std::byte> first(4096), second(4096), third(4096);
+  auto statuses =
+      post(*qp, {op(RdmaOp::Kind::kRead, first, *kept), op(RdmaOp::Kind::kRead, second, *gone),
+                 op(RdmaOp::Kind::kRead, third, *kept)});
+  ASSERT_EQ(statuses.size(), 3u);
+  EXPECT_TRUE(statuses[0].ok()) << statuses[0].ToString();
+  EXPECT_EQ(statuses[1].code(), ErrorCode::kRemoteAccess) << statuses[1].ToString();
+  EXPECT_EQ(statuses[2].code(), ErrorCode::kUnavailable) << statuses[2].ToString();
+  // Retrying what did not run works: the queue pair reconnected.
+  statuses = post(*qp, {op(RdmaOp::Kind::kRead, third, *kept)});
+  EXPECT_TRUE(statuses[0].ok()) << statuses[0].ToString();
+}
+
+// Registrations carry exactly the access asked for.
+TEST_F(VerbsNicTest, R1_6_WriteToReadOnlyRegistrationFails) {
+  auto reg = memory_nic_->register_memory(*pool_, 0, 4096, runtime::kAccessRemoteRead);
+  ASSERT_TRUE(reg.ok());
+  auto qp = connect_to_memory();
+  ASSERT_TRUE(qp);
+  std::vector<std::byte> buffer = pattern(4096, 5);
+  auto statuses = post(*qp, {op(RdmaOp::Kind::kWrite, buffer, *reg)});
+  EXPECT_EQ(statuses[0].code(), ErrorCode::kRemoteAccess) << statuses[0].ToString();
+  std::vector<std::byte> landed(4096);
+  ASSERT_TRUE(pool_->read(0, landed).ok());
+  EXPECT_NE(landed, buffer);
+}
+
+// A batch longer than the send queue, ops longer than one work request and
+// staging smaller than the batch: chunked, in order, every op reported.
+TEST_F(VerbsNicTest, R1_6_LongBatchesAreChunked) {
+  VerbsNicOptions small;
+  small.max_send_wr = 8;
+  small.bounce_bytes_per_qp = 32768;
+  small.max_wr_bytes = 8192;
+  open_client(small);
+  auto reg = memory_nic_->register_memory(*pool_, 0, kPoolBytes, kReadWrite);
+  ASSERT_TRUE(reg.ok());
+  auto qp = connect_to_memory();
+  ASSERT_TRUE(qp);
+  constexpr std::size_t kOps = 40;
+  constexpr std::size_t kOpBytes = 20000;  // 3 work requests each
+  std::vector<std::vector<std::byte>> outs;
+  std::vector<RdmaOp> writes;
+  for (std::size_t i = 0; i < kOps; ++i) outs.push_back(pattern(kOpBytes, i));
+  for (std::size_t i = 0; i < kOps; ++i) {
+    writes.push_back(op(RdmaOp::Kind::kWrite, outs[i], *reg, i * kOpBytes));
+  }
+  auto statuses = post(*qp, writes);
+  ASSERT_EQ(statuses.size(), kOps);
+  for (auto& s : statuses) ASSERT_TRUE(s.ok()) << s.ToString();
+
+  std::vector<std::vector<std::byte>> ins(kOps, std::vector<std::byte>(kOpBytes));
+  std::vector<RdmaOp> reads;
+  for (std::size_t i = 0; i < kOps; ++i) {
+    reads.push_back(op(RdmaOp::Kind::kRead, ins[i], *reg, i * kOpBytes));
+  }
+  statuses = post(*qp, reads);
+  for (auto& s : statuses) ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(ins, outs);
+}
+
+// Registered client buffers go straight to the NIC (no staging copy).
+TEST_F(VerbsNicTest, R1_6_RegisteredLocalBuffersAreZeroCopy) {
+  auto reg = memory_nic_->register_memory(*pool_, 0, 1 << 20, kReadWrite);
+  ASSERT_TRUE(reg.ok());
+  std::vector<std::byte> local = pattern(1 << 20, 11);
+  ASSERT_TRUE(client_nic_->register_local(local).ok());
+  auto qp = connect_to_memory();
+  ASSERT_TRUE(qp);
+  auto statuses = post(*qp, {op(RdmaOp::Kind::kWrite, std::span(local).subspan(4096, 8192), *reg)});
+  ASSERT_TRUE(statuses[0].ok()) << statuses[0].ToString();
+  std::vector<std::byte> landed(8192);
+  ASSERT_TRUE(pool_->read(0, landed).ok());
+  EXPECT_TRUE(std::equal(landed.begin(), landed.end(), local.begin() + 4096));
+  EXPECT_TRUE(client_nic_->deregister_local(local).ok());
+  EXPECT_EQ(client_nic_->deregister_local(local).code(), ErrorCode::kNotFound);
+}
+
+// Bad input is refused per op with a code; the rest of the batch still runs.
+TEST_F(VerbsNicTest, R1_6_BadOpsAreRefusedWithCodes) {
+  auto reg = memory_nic_->register_memory(*pool_, 0, 4096, kReadWrite);
+  ASSERT_TRUE(reg.ok());
+  EXPECT_EQ(memory_nic_->register_memory(*pool_, kPoolBytes - 10, 4096, kReadWrite).status().code(),
+            ErrorCode::kBadRange);
+  EXPECT_EQ(memory_nic_->register_memory(*pool_, 0, 0, kReadWrite).status().code(),
+            ErrorCode::kBadRange);
+  auto qp = connect_to_memory();
+  ASSERT_TRUE(qp);
+  std::vector<std::byte> buffer(128);
+  RdmaOp sampled = op(RdmaOp::Kind::kRead, buffer, *reg);
+  sampled.length = 4096;  // payload-sampled ops exist only in the simulator
+  auto statuses = post(*qp, {sampled, op(RdmaOp::Kind::kRead, buffer, *reg)});
+  EXPECT_EQ(statuses[0].code(), ErrorCode::kBadRequest);
+  EXPECT_TRUE(statuses[1].ok()) << statuses[1].ToString();
+  EXPECT_TRUE(post(*qp, {}).empty());
+}
+
+TEST_F(VerbsNicTest, R1_6_ConnectToNoListenerIsUnavailable) {
+  const std::string endpoint = memory_nic_->endpoint();
+  const std::string ip = endpoint.substr(0, endpoint.rfind(':'));
+  auto qp = connect(ip + ":1");
+  ASSERT_FALSE(qp.ok());
+  EXPECT_EQ(qp.status().code(), ErrorCode::kUnavailable) << qp.status().ToString();
+  for (const char* bad_endpoint : {"[::1", "10.0.0.1:port", "10.0.0.1:", ""}) {
+    auto bad = connect(bad_endpoint);
+    ASSERT_FALSE(bad.ok()) << bad_endpoint;
+    EXPECT_EQ(bad.status().code(), ErrorCode::kBadRequest) << bad_endpoint;
+  }
+}
+
+// The client knows the agent's host, not a port: a host alone means the default port.
+TEST_F(VerbsNicTest, R1_6_HostAloneConnectsToTheDefaultPort) {
+  VerbsNicOptions options;
+  options.device = device_;
+  auto on_default = VerbsNic::open(options);
+  ASSERT_TRUE(on_default.ok()) << on_default.status().ToString();
+  const std::string endpoint = (*on_default)->endpoint();
+  ASSERT_EQ(endpoint.substr(endpoint.rfind(':') + 1), std::to_string(kDefaultRdmaCmPort));
+  auto reg = (*on_default)->register_memory(*pool_, 0, 4096, kReadWrite);
+  ASSERT_TRUE(reg.ok());
+  auto qp = connect(endpoint.substr(0, endpoint.rfind(':')));
+  ASSERT_TRUE(qp.ok()) << qp.status().ToString();
+  auto remote = pattern(4096, 17);
+  ASSERT_TRUE(pool_->write(0, remote).ok());
+  std::vector<std::byte> in(4096);
+  ASSERT_TRUE(post(**qp, {op(RdmaOp::Kind::kRead, in, *reg)})[0].ok());
+  EXPECT_EQ(in, remote);
+}
+
+// A queue pair may outlive its NIC: its posts then fail instead of hanging.
+TEST_F(VerbsNicTest, R1_6_PostAfterTheNicIsGoneFails) {
+  auto reg = memory_nic_->register_memory(*pool_, 0, 4096, kReadWrite);
+  ASSERT_TRUE(reg.ok());
+  auto qp = connect_to_memory();
+  ASSERT_TRUE(qp);
+  client_nic_.reset();
+  std::vector<std::byte> buffer(64);
+  auto statuses = post(*qp, {op(RdmaOp::Kind::kRead, buffer, *reg)});
+  EXPECT_EQ(statuses[0].code(), ErrorCode::kUnavailable);
+}
+
+// The memory node going away fails posts with kUnavailable, never a hang.
+TEST_F(VerbsNicTest, R1_6_PostAfterTheMemoryNicIsGoneIsUnavailable) {
+  auto reg = memory_nic_->register_memory(*pool_, 0, 4096, kReadWrite);
+  ASSERT_TRUE(reg.ok());
+  auto qp = connect_to_memory();
+  ASSERT_TRUE(qp);
+  memory_nic_.reset();
+  std::vector<std::byte> buffer(64);
+  auto statuses = post(*qp, {op(RdmaOp::Kind::kRead, buffer, *reg)});
+  EXPECT_EQ(statuses[0].code(), ErrorCode::kUnavailable) << statuses[0].ToString();
+}
+
+// Queue pairs are independent: two of them to one memory NIC, posts interleaved.
+TEST_F(VerbsNicTest, R1_6_TwoQueuePairsShareOneMemoryNic) {
+  auto reg = memory_nic_->register_memory(*pool_, 0, 1 << 20, kReadWrite);
+  ASSERT_TRUE(reg.ok());
+  auto first = connect_to_memory();
+  auto second = connect_to_memory();
+  ASSERT_TRUE(first && second);
+  auto a = pattern(8192, 21);
+  auto b = pattern(8192, 22);
+  std::promise<std::vector<Status>> pa;
+  std::promise<std::vector<Status>> pb;
+  auto fa = pa.get_future();
+  auto fb = pb.get_future();
+  first->post({op(RdmaOp::Kind::kWrite, a, *reg, 0)}, [&](auto s) { pa.set_value(s); });
+  second->post({op(RdmaOp::Kind::kWrite, b, *reg, 8192)}, [&](auto s) { pb.set_value(s); });
+  ASSERT_TRUE(get_or_abort(fa, "first")[0].ok());
+  ASSERT_TRUE(get_or_abort(fb, "second")[0].ok());
+  std::vector<std::byte> in(8192);
+  ASSERT_TRUE(post(*second, {op(RdmaOp::Kind::kRead, in, *reg, 0)})[0].ok());
+  EXPECT_EQ(in, a);
+  ASSERT_TRUE(post(*first, {op(RdmaOp::Kind::kRead, in, *reg, 8192)})[0].ok());
+  EXPECT_EQ(in, b);
+}
+
+TEST(VerbsNicOpen, R7_UnknownDeviceIsUnavailable) {
+  VerbsNicOptions options;
+  options.device = "rcxl-no-such-device";
+  auto nic = VerbsNic::open(options);
+  ASSERT_FALSE(nic.ok());
+  EXPECT_EQ(nic.status().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(nic.status().message().find("rcxl-no-such-device"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rcxl::verbs
