@@ -34,6 +34,7 @@ TEST(ScenarioFile, FaultsAndClientParse) {
 struct BadCase {
   Json patch;
   std::string pointer;
+  friend void PrintTo(const BadCase& c, std::ostream* os) { *os << c.pointer; }
 };
 
 class ScenarioFileErrors : public ::testing::TestWithParam<BadCase> {};
