@@ -1,0 +1,127 @@
+// rcxl-directory: the key -> location registry of one application group
+// (docs/directory.md) on the thread runtime.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "backends/verbs/thread_runtime.h"
+#include "core/directory/directory_server.h"
+#include "core/protocol/auth.h"
+
+namespace {
+
+using rcxl::ErrorCode;
+using rcxl::Result;
+
+struct Flags {
+  std::string listen;
+  std::string auth_secret_file;
+  std::string auth;
+  std::uint64_t max_keys = 1u << 20;
+  double lease_ttl_s = 10;
+  std::uint32_t max_frame_bytes = 1u << 20;
+  std::string log_level = "info";
+};
+
+int fail(const std::string& message) {
+  std::cerr << "rcxl-directory: " << message << std::endl;
+  return 1;
+}
+
+Result<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return rcxl::Error(ErrorCode::kIoError, "cannot read " + path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+Result<rcxl::runtime::LogLevel> parse_level(const std::string& text) {
+  static const std::map<std::string, rcxl::runtime::LogLevel> kLevels = {
+      {"trace", rcxl::runtime::LogLevel::kTrace},
+      {"debug", rcxl::runtime::LogLevel::kDebug},
+      {"info", rcxl::runtime::LogLevel::kInfo},
+      {"warn", rcxl::runtime::LogLevel::kWarn},
+      {"error", rcxl::runtime::LogLevel::kError}};
+  auto it = kLevels.find(text);
+  if (it == kLevels.end()) return rcxl::Error(ErrorCode::kBadRequest, "bad --log-level " + text);
+  return it->second;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rcxl-directory: key -> location registry of one application group"};
+  Flags f;
+  app.add_option("--listen", f.listen, "HOST:PORT to listen on")->required();
+  app.add_option("--auth-secret-file", f.auth_secret_file, "file holding the shared secret");
+  app.add_option("--auth", f.auth, "'none': no authentication (loopback listener only)");
+  app.add_option("--max-keys", f.max_keys, "keys kept before LRU eviction")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--lease-ttl-s", f.lease_ttl_s, "seconds a lookup's lease lasts unreleased")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-frame-bytes", f.max_frame_bytes, "largest control frame")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  auto level = parse_level(f.log_level);
+  if (!level.ok()) return fail(level.status().message());
+  auto address = rcxl::runtime::Address::Parse(f.listen);
+  if (!address.ok()) return fail("--listen: " + address.status().message());
+
+  rcxl::directory::DirectoryServerOptions options;
+  options.directory.max_keys = f.max_keys;
+  options.directory.lease_ttl = rcxl::runtime::from_seconds(f.lease_ttl_s);
+  options.max_frame_bytes = f.max_frame_bytes;
+  if (f.auth == "none") {
+    if (!f.auth_secret_file.empty()) {
+      return fail("give --auth none or --auth-secret-file, not both");
+    }
+    if (!address->is_loopback()) return fail("--auth none needs a loopback --listen");
+  } else if (!f.auth.empty()) {
+    return fail("--auth takes only 'none'");
+  } else if (f.auth_secret_file.empty()) {
+    return fail("--auth-secret-file PATH or --auth none is required");
+  } else {
+    auto secret = read_text(f.auth_secret_file);
+    if (!secret.ok()) return fail(secret.status().message());
+    options.secret = rcxl::protocol::secret_from_file_contents(*secret);
+    if (options.secret->empty()) return fail(f.auth_secret_file + " holds an empty secret");
+  }
+
+  // Signals are taken by sigwait below: block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  rcxl::verbs::ThreadRuntime rt(rcxl::verbs::ThreadRuntime::Options{*level});
+  auto strand = rt.make_strand("directory");
+  rcxl::directory::DirectoryServer server(rt, *strand, options);
+  // The server is confined to its strand: start and stop run there.
+  std::promise<Result<rcxl::runtime::Address>> started;
+  strand->post([&] { started.set_value(server.start(*address)); });
+  auto bound = started.get_future().get();
+  if (!bound.ok()) return fail("--listen " + f.listen + ": " + bound.status().message());
+  std::cout << "rcxl-directory listening on " << bound->ToString() << std::endl;
+
+  int signal = 0;
+  while (sigwait(&signals, &signal) != 0) {
+  }
+  std::promise<void> stopped;
+  strand->post([&] {
+    server.stop();
+    stopped.set_value();
+  });
+  stopped.get_future().wait();
+  return 0;
+}

@@ -1,0 +1,24 @@
+#include "core/client/agent_hello.h"
+
+namespace rcxl::client {
+
+AgentHello parse_agent_hello(const nlohmann::json& reply) {
+  AgentHello hello;
+  if (reply.contains("boot") && reply["boot"].is_string()) hello.boot = reply["boot"];
+  if (!reply.contains("region_extension")) return hello;
+  const auto& ext = reply["region_extension"];
+  if (!ext.is_object() || !ext.contains("version") || !ext["version"].is_number_integer() ||
+      ext["version"].get<std::int64_t>() != 1 || !ext.contains("actions") ||
+      !ext["actions"].is_array()) {
+    return hello;
+  }
+  std::set<std::string> actions;
+  for (const auto& a : ext["actions"]) {
+    if (!a.is_string()) return hello;  // malformed: no hints at all
+    actions.insert(a.get<std::string>());
+  }
+  hello.actions = std::move(actions);
+  return hello;
+}
+
+}  // namespace rcxl::client

@@ -1,0 +1,73 @@
+// rcxl::client::Config (the seed's MaruConfig): what a Handler and the engine
+// connectors are told. Defaults follow the seed; knobs that bound state are
+// named constants here (after eRPC).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/runtime/clock.h"
+#include "core/runtime/transport.h"
+
+namespace rcxl::client {
+
+inline constexpr std::size_t kMaxQueuedHints = 1024;         // SPEC R3.5
+inline constexpr std::size_t kMaxOpenHintRequests = 4096;    // SPEC R3.6
+inline constexpr std::size_t kMaxRangesPerMessage = 4096;    // SPEC R3.4 / PROTOCOL.md
+inline constexpr std::size_t kMaxSchedulerRequests = 65536;  // SPEC R3.8
+inline constexpr std::uint32_t kMaxTimeoutMs = 10000;        // PROTOCOL.md timeout_ms
+
+struct Config {
+  runtime::Address directory;
+  // The pool: own regions are allocated from these agents, round robin; read
+  // promotes go to every one of them (R4.5).
+  std::vector<runtime::Address> agents;
+  // Shared secret of agents and directory (file contents, trimmed); empty: --auth none.
+  std::string secret;
+  // Names hint requests and store tokens apart from other clients' (per connection anyway).
+  std::string client_name = "rcxl-client";
+
+  std::uint64_t chunk_size_bytes = 256 * 1024;         // one key's bytes take one page of this
+  std::uint64_t region_size_bytes = 64 * 1024 * 1024;  // alloc size; multiple of 4096 and chunk
+
+  bool read_hints = false;            // R3.4 (vLLM maru_read_hints)
+  std::optional<bool> write_hints;    // R4.1; follows read_hints
+  std::optional<bool> read_promotes;  // R4.5; follows read_hints
+  std::optional<bool> hint_loads;     // R3.7 load-start hints; follows read_hints
+  std::uint32_t write_wait_ms = 50;   // R4.3; 0 never waits
+  bool read_hint_on_arrival = false;  // R3.8 scheduler connector
+  // PAPER P3, the replaced design (#124): one control round trip to the agent
+  // before each READ batch (docs/client.md says which).
+  bool gate_reads = false;
+  std::uint32_t gate_timeout_ms = 1000;
+
+  // A control reply later than this (on top of a wait's own timeout) is lost.
+  runtime::Duration reply_timeout = std::chrono::seconds(1);
+  // An agent that cannot be reached is not asked to wait for this long (R4.3).
+  runtime::Duration unreachable_backoff = std::chrono::seconds(5);
+  // An own region's map is retried this often (fresh stays on, R5.1).
+  int map_attempts = 3;
+  runtime::Duration map_retry_delay = std::chrono::milliseconds(100);
+
+  std::size_t max_queued_hints = kMaxQueuedHints;
+  std::size_t max_open_hint_requests = kMaxOpenHintRequests;
+  std::size_t max_ranges_per_message = kMaxRangesPerMessage;
+  std::size_t max_scheduler_requests = kMaxSchedulerRequests;
+
+  // Where the agent's NIC is reached; default: the agent's host (sim: its node).
+  std::function<std::string(const runtime::Address&)> nic_endpoint;
+
+  bool effective_write_hints() const { return write_hints.value_or(read_hints); }
+  bool effective_read_promotes() const { return read_promotes.value_or(read_hints); }
+  bool effective_hint_loads() const { return hint_loads.value_or(read_hints); }
+};
+
+// "host:port" of an agent address (the key of every per-agent map).
+inline std::string agent_key(const runtime::Address& a) {
+  return a.ToString();
+}
+
+}  // namespace rcxl::client

@@ -1,0 +1,435 @@
+#include "core/client/handler.h"
+
+#include <algorithm>
+#include <set>
+
+namespace rcxl::client {
+
+struct Handler::StoreJob {
+  std::vector<StoreItem> items;
+  std::vector<Page> pages;
+  std::vector<Status> written;  // per item
+  std::string token;
+  RangesByAgent ranges;  // per agent, write order, owner handles
+  StoreDone done;
+};
+
+struct Handler::LoadJob {
+  std::vector<std::string> keys;
+  std::vector<directory::Location> locations;
+  std::vector<Mapping> mappings;  // per location, once resolved
+  std::uint64_t lease = 0;
+  std::size_t valid = 0;  // leading locations that are readable
+  std::vector<std::vector<std::byte>> buffers;
+  std::vector<Status> read;  // per valid location
+  std::string hint_name;     // R3.7, when this load hinted itself
+  bool engine_hinted = false;
+  LoadDone done;
+};
+
+Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
+                 std::shared_ptr<directory::DirectoryClient> directory)
+    : rt_(rt),
+      config_(std::move(config)),
+      log_(rt.log_sink(), "client"),
+      strand_(rt.make_strand("handler")),
+      directory_(std::move(directory)) {
+  if (!directory_) {
+    directory_strand_ = rt.make_strand("directory-client");
+    directory_ = std::make_shared<directory::DirectoryClient>(
+        rt, *directory_strand_,
+        directory::RpcConnection::Options{.address = config_.directory,
+                                          .secret = config_.secret,
+                                          .client_name = config_.client_name + "/directory",
+                                          .reply_timeout = config_.reply_timeout});
+  }
+  regions_ = std::make_unique<RegionMapClient>(rt, *strand_, config_);
+  hints_ = std::make_unique<MemoryHints>(rt, config_, *directory_);
+  waits_ = std::make_unique<MemoryWaits>(rt, *strand_, config_);
+  qps_ = std::make_unique<QueuePairs>(nic, *strand_, config_);
+  std::weak_ptr<bool> alive = alive_;
+  regions_->set_boot_listener([this, alive](const std::string& agent, const std::string&,
+                                            const std::string& new_boot,
+                                            const std::vector<OwnRegion>& lost) {
+    if (!alive.expired()) on_boot_change(agent, new_boot, lost);
+  });
+  waits_->set_boot_observer([this, alive](const std::string& agent, const std::string& boot) {
+    if (!alive.expired()) regions_->observe_boot(agent, boot);
+  });
+  // The hint strand is another strand: its news about boots is posted over.
+  hints_->set_boot_observer([this, alive](const std::string& agent, const std::string& boot) {
+    strand_->post([this, alive, agent, boot] {
+      if (!alive.expired()) regions_->observe_boot(agent, boot);
+    });
+  });
+}
+
+Handler::~Handler() {
+  *alive_ = false;
+}
+
+void Handler::on_boot_change(const std::string& agent, const std::string& new_boot,
+                             const std::vector<OwnRegion>& lost) {
+  std::set<std::uint64_t> gone;
+  for (const auto& r : lost) gone.insert(r.region);
+  std::erase_if(free_pages_,
+                [&](const Page& p) { return p.agent == agent && gone.count(p.region) > 0; });
+  // SPEC R6.1: the directory drops every location stored under the old boot.
+  directory_->boot_changed(agent, new_boot);
+}
+
+// ---------------------------------------------------------------- hints
+
+void Handler::hint_read(std::string request, std::vector<std::string> keys) {
+  if (!config_.read_hints) return;
+  hints_->read_hint(std::move(request), std::move(keys));
+}
+
+void Handler::end_read_hint(std::string request) {
+  if (!config_.read_hints) return;
+  hints_->end_read_hint(std::move(request));
+}
+
+void Handler::promote_read(std::string request) {
+  if (!config_.effective_read_promotes()) return;
+  hints_->read_promote(std::move(request));
+}
+
+void Handler::lookup(std::vector<std::string> keys, std::function<void(Result<std::size_t>)> done) {
+  directory_->probe(
+      std::move(keys), /*with_locations=*/false,
+      [done = std::move(done)](Result<directory::ProbeReply> reply) {
+        if (!reply.ok()) return done(reply.status());
+        done(reply->hits);
+      },
+      strand_.get());
+}
+
+// ---------------------------------------------------------------- pages
+
+void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
+                            std::function<void(Result<std::vector<Page>>)> done) {
+  if (free_pages_.size() >= n) {
+    std::vector<Page> pages(free_pages_.begin(), free_pages_.begin() + n);
+    free_pages_.erase(free_pages_.begin(), free_pages_.begin() + n);
+    return done(std::move(pages));
+  }
+  if (config_.agents.empty() || agents_tried >= config_.agents.size()) {
+    return done(Error(ErrorCode::kNoSpace, "no agent could give a region"));
+  }
+  const std::string agent = agent_key(config_.agents[next_agent_++ % config_.agents.size()]);
+  std::weak_ptr<bool> alive = alive_;
+  regions_->allocate(
+      agent, config_.region_size_bytes,
+      [this, alive, n, agents_tried, done = std::move(done)](Result<OwnRegion> region) mutable {
+        if (alive.expired()) return;
+        if (!region.ok()) {
+          log_.warn("alloc failed: ", region.status().ToString());
+          return reserve_pages(n, agents_tried + 1, std::move(done));
+        }
+        ++stats_.regions_allocated;
+        for (std::uint64_t off = 0; off + config_.chunk_size_bytes <= region->size;
+             off += config_.chunk_size_bytes) {
+          free_pages_.push_back({region->agent, region->region, off});
+        }
+        reserve_pages(n, 0, std::move(done));
+      });
+}
+
+// ---------------------------------------------------------------- store
+
+void Handler::store(std::vector<StoreItem> items, StoreDone done) {
+  auto job = std::make_shared<StoreJob>();
+  job->items = std::move(items);
+  job->done = std::move(done);
+  std::weak_ptr<bool> alive = alive_;
+  strand_->post([this, alive, job] {
+    if (alive.expired()) return;
+    for (const auto& item : job->items) {
+      if (item.key.empty() || item.bytes.empty() || item.bytes.size() > config_.chunk_size_bytes) {
+        return job->done(
+            Error(ErrorCode::kBadRequest, "every item needs a key and 1..chunk_size_bytes bytes"));
+      }
+    }
+    ++stats_.stores;
+    start_store(job);
+  });
+}
+
+RangesByAgent Handler::subset(const RangesByAgent& all, const std::set<std::string>& agents) const {
+  RangesByAgent out;
+  for (const auto& [agent, list] : all) {
+    if (agents.count(agent)) out[agent] = list;
+  }
+  return out;
+}
+
+void Handler::start_store(std::shared_ptr<StoreJob> job) {
+  std::weak_ptr<bool> alive = alive_;
+  reserve_pages(job->items.size(), 0, [this, alive, job](Result<std::vector<Page>> pages) {
+    if (alive.expired()) return;
+    if (!pages.ok()) return job->done(pages.status());
+    job->pages = std::move(pages).value();
+    job->token = config_.client_name + "-store-" + std::to_string(++seq_);
+    std::set<std::string> agents;
+    for (std::size_t i = 0; i < job->items.size(); ++i) {
+      const Page& page = job->pages[i];
+      auto own = regions_->own_regions().find({page.agent, page.region});
+      const std::string handle = own == regions_->own_regions().end() ? "" : own->second.handle;
+      job->ranges[page.agent].add({page.region, page.offset, job->items[i].bytes.size()}, handle);
+      agents.insert(page.agent);
+    }
+    const bool hints_on = config_.effective_write_hints();
+    auto after_plan = [this, alive, job, agents, hints_on](std::set<std::string> takes_wait) {
+      if (alive.expired()) return;
+      std::set<std::string> others;
+      for (const auto& a : agents) {
+        if (!takes_wait.count(a)) others.insert(a);
+      }
+      // R4.1: queued before the WRITEs are posted; R4.3: others still get one.
+      if (hints_on && !others.empty()) hints_->write_hint(job->token, subset(job->ranges, others));
+      if (takes_wait.empty()) return write_and_register(job);
+      waits_->wait(job->token, subset(job->ranges, takes_wait),
+                   std::chrono::milliseconds(config_.write_wait_ms),
+                   [this, alive, job, hints_on](std::set<std::string> not_asked) {
+                     if (alive.expired()) return;
+                     if (hints_on && !not_asked.empty()) {
+                       hints_->write_hint(job->token, subset(job->ranges, not_asked));
+                     }
+                     write_and_register(job);  // whatever the answers were
+                   });
+    };
+    if (config_.write_wait_ms == 0) return after_plan({});
+    waits_->plan({agents.begin(), agents.end()}, after_plan);
+  });
+}
+
+void Handler::write_and_register(std::shared_ptr<StoreJob> job) {
+  job->written.assign(job->items.size(), Error(ErrorCode::kInternal, "not written"));
+  std::map<std::string, std::vector<std::size_t>> by_agent;
+  for (std::size_t i = 0; i < job->items.size(); ++i) by_agent[job->pages[i].agent].push_back(i);
+  auto remaining = std::make_shared<std::size_t>(by_agent.size());
+  std::weak_ptr<bool> alive = alive_;
+  for (auto& [agent, indexes] : by_agent) {
+    qps_->get(agent, [this, alive, job, agent, indexes,
+                      remaining](Result<std::shared_ptr<runtime::QueuePair>> qp) {
+      if (alive.expired()) return;
+      auto finish_agent = [this, job, remaining] {
+        if (--*remaining == 0) register_written(job);
+      };
+      std::vector<runtime::RdmaOp> ops;
+      std::vector<std::size_t> posted;
+      for (auto i : indexes) {
+        const Page& page = job->pages[i];
+        auto own = regions_->own_regions().find({page.agent, page.region});
+        if (!qp.ok()) {
+          job->written[i] = qp.status();
+          continue;
+        }
+        if (own == regions_->own_regions().end()) {
+          job->written[i] = Error(ErrorCode::kBootChanged, "region went back");
+          continue;
+        }
+        auto& bytes = job->items[i].bytes;
+        ops.push_back({runtime::RdmaOp::Kind::kWrite, std::span<std::byte>(bytes),
+                       own->second.mapping.addr + page.offset, own->second.mapping.rkey});
+        posted.push_back(i);
+      }
+      if (ops.empty()) return finish_agent();
+      stats_.writes_posted += ops.size();
+      (*qp)->post(std::move(ops),
+                  [this, alive, job, posted, finish_agent, agent](std::vector<Status> statuses) {
+                    if (alive.expired()) return;
+                    bool remote_error = false;
+                    for (std::size_t k = 0; k < posted.size() && k < statuses.size(); ++k) {
+                      job->written[posted[k]] = statuses[k];
+                      if (statuses[k].code() == ErrorCode::kRemoteAccess) {
+                        remote_error = true;
+                        ++stats_.remote_access_errors;
+                      }
+                    }
+                    // A registration that is gone: a map shows whether the boot moved.
+                    if (remote_error) regions_->recheck(agent, job->pages[posted.front()].region);
+                    finish_agent();
+                  });
+    });
+  }
+}
+
+void Handler::register_written(std::shared_ptr<StoreJob> job) {
+  std::vector<std::pair<std::string, directory::Location>> entries;
+  std::vector<std::size_t> indexes;
+  auto result = std::make_shared<StoreResult>();
+  for (std::size_t i = 0; i < job->items.size(); ++i) {
+    const Page& page = job->pages[i];
+    auto own = regions_->own_regions().find({page.agent, page.region});
+    if (!job->written[i].ok() || own == regions_->own_regions().end()) {
+      ++result->failed;
+      if (own != regions_->own_regions().end()) free_pages_.push_back(page);
+      continue;
+    }
+    entries.emplace_back(
+        job->items[i].key,
+        directory::Location{page.agent, own->second.mapping.boot, page.region,
+                            own->second.read_handle, page.offset, job->items[i].bytes.size()});
+    indexes.push_back(i);
+  }
+  if (entries.empty()) return job->done(*result);
+  std::weak_ptr<bool> alive = alive_;
+  directory_->register_keys(
+      std::move(entries),
+      [this, alive, job, indexes, result](Result<std::vector<bool>> registered) {
+        if (alive.expired()) return;
+        if (!registered.ok()) return job->done(registered.status());
+        for (std::size_t k = 0; k < indexes.size(); ++k) {
+          if (k < registered->size() && (*registered)[k]) {
+            ++result->stored;
+          } else {
+            ++result->already_present;
+            const Page& page = job->pages[indexes[k]];
+            if (regions_->own_regions().count({page.agent, page.region})) {
+              free_pages_.push_back(page);
+            }
+          }
+        }
+        job->done(*result);
+      },
+      strand_.get());
+}
+
+// ---------------------------------------------------------------- load
+
+void Handler::load(std::vector<std::string> keys, LoadDone done, bool engine_hinted) {
+  auto job = std::make_shared<LoadJob>();
+  job->keys = std::move(keys);
+  job->done = std::move(done);
+  job->engine_hinted = engine_hinted;
+  std::weak_ptr<bool> alive = alive_;
+  strand_->post([this, alive, job] {
+    if (alive.expired()) return;
+    ++stats_.loads;
+    directory_->lookup(
+        job->keys,
+        [this, alive, job](Result<directory::LookupReply> reply) {
+          if (alive.expired()) return;
+          if (!reply.ok()) return job->done(reply.status());
+          job->locations = std::move(reply->locations);
+          job->lease = reply->lease;
+          job->mappings.resize(job->locations.size());
+          resolve_locations(job, 0);
+        },
+        strand_.get());
+  });
+}
+
+bool Handler::accept_location(LoadJob& job, std::size_t index, const Result<Mapping>& mapping) {
+  const auto& l = job.locations[index];
+  const AgentHello* hello = regions_->known(l.agent);
+  // R6.1: stored under a boot that is gone = a miss, never stale bytes.
+  const bool valid = mapping.ok() && mapping->boot == l.boot && hello != nullptr &&
+                     hello->boot == l.boot && l.offset + l.length <= mapping->size;
+  if (!valid) {
+    if (mapping.ok()) ++stats_.boot_misses;
+    return false;
+  }
+  job.mappings[index] = *mapping;
+  job.valid = index + 1;
+  return true;
+}
+
+void Handler::resolve_locations(std::shared_ptr<LoadJob> job, std::size_t index) {
+  // Cached mappings resolve in a loop (a large load must not recurse per key).
+  for (; index < job->locations.size(); ++index) {
+    const auto& l = job->locations[index];
+    auto cached = regions_->cached_mapping(l.agent, l.region);
+    if (!cached) break;
+    if (!accept_location(*job, index, *cached)) return read_batches(job);  // prefix ends
+  }
+  if (index == job->locations.size()) return read_batches(job);
+  const auto& l = job->locations[index];
+  std::weak_ptr<bool> alive = alive_;
+  regions_->map_for_read(l.agent, l.region, l.read_handle,
+                         [this, alive, job, index](Result<Mapping> mapping) {
+                           if (alive.expired()) return;
+                           if (!accept_location(*job, index, mapping)) return read_batches(job);
+                           resolve_locations(job, index + 1);
+                         });
+}
+
+void Handler::read_batches(std::shared_ptr<LoadJob> job) {
+  if (job->valid == 0) return finish_load(job);
+  job->buffers.resize(job->valid);
+  job->read.assign(job->valid, Error(ErrorCode::kInternal, "not read"));
+  std::map<std::string, std::vector<std::size_t>> by_agent;
+  RangesByAgent ranges;
+  for (std::size_t i = 0; i < job->valid; ++i) {
+    const auto& l = job->locations[i];
+    by_agent[l.agent].push_back(i);
+    ranges[l.agent].add({l.region, l.offset, l.length}, l.read_handle);
+  }
+  // R3.7: with read hints on and no early hint from the engine, the load
+  // hints itself as its READs start, under a name of its own.
+  if (config_.effective_hint_loads() && !job->engine_hinted) {
+    job->hint_name = config_.client_name + "-load-" + std::to_string(++seq_);
+    ++stats_.load_hints;
+    hints_->read_hint_ranges(job->hint_name, ranges);
+  }
+  auto remaining = std::make_shared<std::size_t>(by_agent.size());
+  std::weak_ptr<bool> alive = alive_;
+  for (auto& [agent, indexes] : by_agent) {
+    auto post_reads = [this, alive, job, agent = agent, indexes = indexes, remaining] {
+      if (alive.expired()) return;
+      qps_->get(agent, [this, alive, job, agent, indexes,
+                        remaining](Result<std::shared_ptr<runtime::QueuePair>> qp) {
+        if (alive.expired()) return;
+        if (!qp.ok()) {
+          for (auto i : indexes) job->read[i] = qp.status();
+          if (--*remaining == 0) finish_load(job);
+          return;
+        }
+        std::vector<runtime::RdmaOp> ops;
+        for (auto i : indexes) {
+          const auto& l = job->locations[i];
+          job->buffers[i].resize(l.length);
+          ops.push_back({runtime::RdmaOp::Kind::kRead, std::span<std::byte>(job->buffers[i]),
+                         job->mappings[i].addr + l.offset, job->mappings[i].rkey});
+        }
+        stats_.reads_posted += ops.size();
+        ++stats_.read_batches;
+        (*qp)->post(std::move(ops),
+                    [this, alive, job, agent, indexes, remaining](std::vector<Status> statuses) {
+                      if (alive.expired()) return;
+                      for (std::size_t k = 0; k < indexes.size() && k < statuses.size(); ++k) {
+                        job->read[indexes[k]] = statuses[k];
+                        if (statuses[k].code() == ErrorCode::kRemoteAccess) {
+                          ++stats_.remote_access_errors;
+                          // The registration is gone: map again next time, learning the boot.
+                          regions_->forget_read_mapping(agent, job->locations[indexes[k]].region);
+                        }
+                      }
+                      if (--*remaining == 0) finish_load(job);
+                    });
+      });
+    };
+    if (config_.gate_reads) {
+      // PAPER P3's replaced design: a control round trip before the READs.
+      waits_->gate(agent, config_.client_name + "-gate-" + std::to_string(++seq_), ranges[agent],
+                   post_reads);
+    } else {
+      post_reads();
+    }
+  }
+}
+
+void Handler::finish_load(std::shared_ptr<LoadJob> job) {
+  if (!job->hint_name.empty()) hints_->end_read_hint(job->hint_name);
+  if (job->lease != 0) directory_->release(job->lease);
+  LoadResult result;
+  for (std::size_t i = 0; i < job->read.size(); ++i) {
+    if (!job->read[i].ok()) break;  // prefix: a failed READ is a miss, never stale bytes
+    result.values.push_back(std::move(job->buffers[i]));
+  }
+  job->done(std::move(result));
+}
+
+}  // namespace rcxl::client

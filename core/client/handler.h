@@ -1,0 +1,132 @@
+// rcxl::client::Handler (the seed's MaruHandler): stores KV chunks into own
+// regions cut into pages and loads them by key, with read hints, write hints,
+// write waits and promotes (SPEC R3-R6). Everything is asynchronous; public
+// methods are thread-safe (they post to the handler's strand) and every
+// `done` runs on that strand (core rule: no blocking).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/client/config.h"
+#include "core/client/memory_hints.h"
+#include "core/client/memory_waits.h"
+#include "core/client/queue_pairs.h"
+#include "core/client/region_map_client.h"
+#include "core/directory/directory_client.h"
+#include "core/runtime/logger.h"
+#include "core/runtime/nic.h"
+#include "core/runtime/runtime.h"
+
+namespace rcxl::client {
+
+struct StoreItem {
+  std::string key;
+  std::vector<std::byte> bytes;  // at most chunk_size_bytes
+};
+
+struct StoreResult {
+  std::size_t stored = 0;           // written and registered
+  std::size_t already_present = 0;  // another writer was first; our page went back
+  std::size_t failed = 0;           // the WRITE failed (e.g. the agent's boot changed)
+};
+
+struct LoadResult {
+  std::vector<std::vector<std::byte>> values;  // the leading hits, in key order
+};
+
+struct HandlerStats {
+  std::uint64_t stores = 0;
+  std::uint64_t loads = 0;
+  std::uint64_t reads_posted = 0;
+  std::uint64_t read_batches = 0;  // one per agent per load
+  std::uint64_t writes_posted = 0;
+  std::uint64_t boot_misses = 0;  // locations of a boot that is gone (R6.1)
+  std::uint64_t remote_access_errors = 0;
+  std::uint64_t regions_allocated = 0;
+  std::uint64_t load_hints = 0;  // R3.7
+};
+
+class Handler {
+ public:
+  using StoreDone = std::function<void(Result<StoreResult>)>;
+  using LoadDone = std::function<void(Result<LoadResult>)>;
+
+  // `directory` may be shared with another role (R3.9); null makes one.
+  Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
+          std::shared_ptr<directory::DirectoryClient> directory = nullptr);
+  ~Handler();
+  Handler(const Handler&) = delete;
+  Handler& operator=(const Handler&) = delete;
+
+  // Write-then-register: pages, write hint / write wait, RDMA WRITE, then the
+  // directory; no reader can see a key before its bytes are in place.
+  void store(std::vector<StoreItem> items, StoreDone done);
+  // Directory lookup (leading hits, leased), READs batched per agent, bytes
+  // back. A location whose boot is gone is a miss, never stale bytes.
+  // `engine_hinted`: the engine hinted this load already (no R3.7 hint).
+  void load(std::vector<std::string> keys, LoadDone done, bool engine_hinted = false);
+  // How many leading keys hit (a probe; no lease).
+  void lookup(std::vector<std::string> keys, std::function<void(Result<std::size_t>)> done);
+
+  // R3.4: queue a hint and its end on the hint strand.
+  void hint_read(std::string request, std::vector<std::string> keys);
+  void end_read_hint(std::string request);
+  // R4.5: queue a read_promote for every agent of the pool that takes it.
+  void promote_read(std::string request);
+
+  const Config& config() const { return config_; }
+  runtime::Strand& strand() { return *strand_; }
+  MemoryHints& hints() { return *hints_; }
+  MemoryWaits& waits() { return *waits_; }
+  RegionMapClient& regions() { return *regions_; }
+  directory::DirectoryClient& directory() { return *directory_; }
+  const HandlerStats& stats() const { return stats_; }
+  std::size_t free_pages() const { return free_pages_.size(); }
+
+ private:
+  struct Page {
+    std::string agent;
+    std::uint64_t region = 0;
+    std::uint64_t offset = 0;
+  };
+  struct StoreJob;
+  struct LoadJob;
+
+  void reserve_pages(std::size_t n, std::size_t agents_tried,
+                     std::function<void(Result<std::vector<Page>>)> done);
+  void start_store(std::shared_ptr<StoreJob> job);
+  void write_and_register(std::shared_ptr<StoreJob> job);
+  void register_written(std::shared_ptr<StoreJob> job);
+  void resolve_locations(std::shared_ptr<LoadJob> job, std::size_t index);
+  // Checks location `index` against its mapping and the agent's boot.
+  bool accept_location(LoadJob& job, std::size_t index, const Result<Mapping>& mapping);
+  void read_batches(std::shared_ptr<LoadJob> job);
+  void finish_load(std::shared_ptr<LoadJob> job);
+  void on_boot_change(const std::string& agent, const std::string& new_boot,
+                      const std::vector<OwnRegion>& lost);
+  RangesByAgent subset(const RangesByAgent& all, const std::set<std::string>& agents) const;
+
+  runtime::Runtime& rt_;
+  Config config_;
+  runtime::Logger log_;
+  std::unique_ptr<runtime::Strand> strand_;
+  std::unique_ptr<runtime::Strand> directory_strand_;  // only when the handler made the client
+  std::shared_ptr<directory::DirectoryClient> directory_;
+  std::unique_ptr<RegionMapClient> regions_;
+  std::unique_ptr<MemoryHints> hints_;
+  std::unique_ptr<MemoryWaits> waits_;
+  std::unique_ptr<QueuePairs> qps_;
+  std::deque<Page> free_pages_;
+  std::size_t next_agent_ = 0;
+  std::uint64_t seq_ = 0;
+  HandlerStats stats_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace rcxl::client

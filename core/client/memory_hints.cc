@@ -1,0 +1,274 @@
+#include "core/client/memory_hints.h"
+
+#include <algorithm>
+
+namespace rcxl::client {
+
+MemoryHints::MemoryHints(runtime::Runtime& rt, const Config& config,
+                         directory::DirectoryClient& directory)
+    : rt_(rt), config_(config), directory_(directory), strand_(rt.make_strand("hints")) {}
+
+MemoryHints::~MemoryHints() {
+  *alive_ = false;
+}
+
+MemoryHintsStats MemoryHints::stats() const {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  MemoryHintsStats copy = stats_;
+  return copy;
+}
+
+bool MemoryHints::idle() const {
+  return queue_.empty() && !busy_;
+}
+
+void MemoryHints::read_hint(std::string request, std::vector<std::string> keys) {
+  enqueue(ReadHintKeys{std::move(request), std::move(keys)}, false);
+}
+void MemoryHints::read_hint_ranges(std::string request, RangesByAgent ranges) {
+  enqueue(ReadHintRanges{std::move(request), std::move(ranges)}, false);
+}
+void MemoryHints::end_read_hint(std::string request) {
+  enqueue(ReadHintEnd{std::move(request)}, true);
+}
+void MemoryHints::write_hint(std::string token, RangesByAgent ranges) {
+  enqueue(WriteHint{std::move(token), std::move(ranges)}, false);
+}
+void MemoryHints::read_promote(std::string request) {
+  enqueue(ReadPromote{std::move(request)}, false);
+}
+
+void MemoryHints::enqueue(Item item, bool is_end) {
+  std::weak_ptr<bool> alive = alive_;
+  strand_->post([this, alive, item = std::move(item), is_end]() mutable {
+    if (alive.expired()) return;
+    if (!is_end && queued_hints_ >= config_.max_queued_hints) {
+      update_stats([](auto& s) { ++s.dropped; });  // SPEC R3.5
+      return;
+    }
+    if (!is_end) ++queued_hints_;
+    queue_.emplace_back(std::move(item), is_end);
+    update_stats([&](auto& s) {
+      if (!is_end) ++s.queued;
+      s.max_queue_depth = std::max(s.max_queue_depth, queue_.size());
+    });
+    pump();
+  });
+}
+
+void MemoryHints::pump() {
+  if (busy_ || queue_.empty()) return;
+  busy_ = true;
+  auto [item, is_end] = std::move(queue_.front());
+  queue_.pop_front();
+  if (!is_end) --queued_hints_;
+  auto holder = std::make_shared<Item>(std::move(item));
+  std::weak_ptr<bool> alive = alive_;
+  process(*holder, [this, alive, holder] {
+    if (alive.expired()) return;
+    // Later items go after this one's messages; a post keeps the stack flat.
+    strand_->post([this, alive] {
+      if (alive.expired()) return;
+      busy_ = false;
+      pump();
+    });
+  });
+}
+
+void MemoryHints::process(Item& item, Next next) {
+  if (auto* h = std::get_if<ReadHintKeys>(&item)) {
+    if (open_.count(h->request)) return next();  // hinted once
+    update_stats([](auto& s) { ++s.probes; });
+    std::weak_ptr<bool> alive = alive_;
+    // A probe with locations: no lease, but it refreshes the keys' last use.
+    directory_.probe(
+        h->keys, /*with_locations=*/true,
+        [this, alive, request = h->request, next](Result<directory::ProbeReply> reply) {
+          if (alive.expired()) return;
+          if (!reply.ok() || reply->locations.empty()) return next();
+          auto locations =
+              std::make_shared<std::vector<directory::Location>>(std::move(reply->locations));
+          std::set<std::string> agents;
+          for (const auto& l : *locations) agents.insert(l.agent);
+          for_each_peer(
+              {agents.begin(), agents.end()}, [](const std::string&, Peer*) {},
+              [this, alive, request, locations, next] {
+                if (alive.expired()) return;
+                RangesByAgent ranges;
+                for (const auto& l : *locations) {
+                  auto peer = peers_.find(l.agent);
+                  // A location of a boot the agent left is advice about nothing.
+                  if (peer == peers_.end() || peer->second.hello.boot != l.boot) continue;
+                  ranges[l.agent].add({l.region, l.offset, l.length}, l.read_handle);
+                }
+                send_read_hint(request, std::move(ranges), next);
+              });
+        },
+        strand_.get());
+    return;
+  }
+  if (auto* h = std::get_if<ReadHintRanges>(&item)) {
+    if (open_.count(h->request)) return next();
+    return send_read_hint(h->request, std::move(h->ranges), next);
+  }
+  if (auto* h = std::get_if<ReadHintEnd>(&item)) {
+    send_end(h->request);
+    return next();
+  }
+  if (auto* h = std::get_if<WriteHint>(&item)) {
+    return send_ranged("write_hint", "token", h->token, std::move(h->ranges),
+                       [next](std::set<std::string>) { next(); });
+  }
+  if (auto* h = std::get_if<ReadPromote>(&item)) return send_promote(h->request, next);
+}
+
+void MemoryHints::send_read_hint(const std::string& request, RangesByAgent ranges, Next next) {
+  // SPEC R3.6: a request whose end never comes must not fill the agent's
+  // limit; the oldest is ended before the new one opens, so the agent never
+  // sees one over.
+  while (!open_order_.empty() && open_.size() >= config_.max_open_hint_requests) {
+    send_end(open_order_.begin()->second);
+    update_stats([](auto& s) { ++s.forced_ends; });
+  }
+  std::weak_ptr<bool> alive = alive_;
+  send_ranged("read_hint", "request", request, std::move(ranges),
+              [this, alive, request, next](std::set<std::string> agents) {
+                if (alive.expired()) return;
+                if (!agents.empty()) remember_open(request, std::move(agents));
+                next();
+              });
+}
+
+void MemoryHints::remember_open(const std::string& request, std::set<std::string> agents) {
+  const std::uint64_t seq = ++open_seq_;
+  open_[request] = {seq, std::move(agents)};
+  open_order_[seq] = request;
+  update_stats([&](auto& s) { s.open_requests = open_.size(); });
+}
+
+void MemoryHints::send_end(const std::string& request) {
+  auto it = open_.find(request);
+  if (it == open_.end()) return;  // never hinted, dropped, or ended already
+  for (const auto& agent : it->second.agents) {
+    auto peer = peers_.find(agent);
+    if (peer == peers_.end()) continue;
+    send(peer->second, agent,
+         {{"op", "extension"},
+          {"action", "read_hint_end"},
+          {"epoch", peer->second.hello.boot},
+          {"request", request}});
+  }
+  open_order_.erase(it->second.seq);
+  open_.erase(it);
+  update_stats([&](auto& s) { s.open_requests = open_.size(); });
+}
+
+void MemoryHints::send_ranged(const std::string& action, const char* name_field,
+                              const std::string& name, RangesByAgent ranges,
+                              std::function<void(std::set<std::string>)> done) {
+  auto shared = std::make_shared<RangesByAgent>(std::move(ranges));
+  auto sent_to = std::make_shared<std::set<std::string>>();
+  std::vector<std::string> agents;
+  for (const auto& [agent, list] : *shared) {
+    if (!list.empty()) agents.push_back(agent);
+  }
+  for_each_peer(
+      std::move(agents),
+      [this, shared, sent_to, action, name_field, name](const std::string& agent, Peer* peer) {
+        if (peer == nullptr || !peer->hello.advertises(action)) return;  // R4.2
+        for (const auto& piece : shared->at(agent).split(config_.max_ranges_per_message)) {
+          Json message = {{"op", "extension"},
+                          {"action", action},
+                          {"epoch", peer->hello.boot},
+                          {name_field, name}};
+          piece.write_to(message);
+          update_stats([&](auto& s) {
+            s.max_ranges_in_message = std::max(s.max_ranges_in_message, piece.ranges.size());
+          });
+          send(*peer, agent, std::move(message));
+        }
+        sent_to->insert(agent);
+      },
+      [sent_to, done] { done(*sent_to); });
+}
+
+void MemoryHints::send_promote(const std::string& request, Next next) {
+  std::vector<std::string> agents;
+  for (const auto& a : config_.agents) agents.push_back(agent_key(a));
+  for_each_peer(
+      std::move(agents),
+      [this, request](const std::string& agent, Peer* peer) {
+        if (peer == nullptr || !peer->hello.advertises("read_promote")) return;
+        send(*peer, agent,
+             {{"op", "extension"},
+              {"action", "read_promote"},
+              {"epoch", peer->hello.boot},
+              {"request", request}});
+      },
+      next);
+}
+
+void MemoryHints::for_each_peer(std::vector<std::string> agents,
+                                std::function<void(const std::string&, Peer*)> fn, Next done) {
+  if (agents.empty()) return done();
+  const std::string agent = agents.front();
+  agents.erase(agents.begin());
+  std::weak_ptr<bool> alive = alive_;
+  with_peer(agent, [this, alive, agent, agents = std::move(agents), fn, done](Peer* peer) mutable {
+    if (alive.expired()) return;
+    fn(agent, peer);
+    for_each_peer(std::move(agents), std::move(fn), std::move(done));
+  });
+}
+
+void MemoryHints::with_peer(const std::string& agent, std::function<void(Peer*)> fn) {
+  auto it = peers_.find(agent);
+  if (it == peers_.end()) {
+    auto address = runtime::Address::Parse(agent);
+    Peer peer;
+    peer.conn = directory::RpcConnection::Make(
+        rt_, *strand_,
+        {.address = address.ok() ? *address : runtime::Address{agent, 0},
+         .secret = config_.secret,
+         .client_name = config_.client_name + "/hints",
+         .reply_timeout = config_.reply_timeout});
+    std::weak_ptr<bool> alive = alive_;
+    peer.conn->set_on_hello([this, alive, agent](const Json& reply) {
+      if (alive.expired()) return;
+      peers_[agent].hello = parse_agent_hello(reply);
+      if (boot_observer_) boot_observer_(agent, peers_[agent].hello.boot);
+    });
+    it = peers_.emplace(agent, std::move(peer)).first;
+  }
+  // An agent that could not be reached is skipped for a while: one dead agent
+  // must not stall every hint behind its connect timeout.
+  if (rt_.clock().now() < it->second.unreachable_until) {
+    update_stats([](auto& s) { ++s.skipped_unreachable; });
+    return fn(nullptr);
+  }
+  std::weak_ptr<bool> alive = alive_;
+  it->second.conn->ensure_ready([this, alive, agent, fn = std::move(fn)](const Status& status) {
+    if (alive.expired()) return;
+    if (!status.ok()) {
+      peers_[agent].unreachable_until = rt_.clock().now() + config_.unreachable_backoff;
+    }
+    fn(status.ok() ? &peers_[agent] : nullptr);
+  });
+}
+
+void MemoryHints::send(Peer& peer, const std::string& agent, Json message) {
+  const std::string action = message.value("action", "");
+  update_stats([&](auto& s) { ++s.messages[action]; });
+  std::weak_ptr<bool> alive = alive_;
+  // Fire and forget: a reply matters only when it names a newer boot.
+  peer.conn->call(std::move(message),
+                  [this, alive, agent](const Status& status, const Json& reply) {
+                    if (alive.expired() || status.code() != ErrorCode::kStaleEpoch) return;
+                    const std::string boot = reply.value("boot", "");
+                    if (boot.empty()) return;
+                    peers_[agent].hello.boot = boot;
+                    if (boot_observer_) boot_observer_(agent, boot);
+                  });
+}
+
+}  // namespace rcxl::client

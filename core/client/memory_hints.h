@@ -1,0 +1,138 @@
+// MemoryHints: the hint strand of one backend (SPEC R3.4-R3.6, R4.1, R4.5).
+// Hints wait in a bounded queue (R3.5: at most 1024, more are dropped and
+// counted; ends are never dropped) and are sent one after another on the hint
+// strand's own agent connections (apart from maps and waits, R4.6): read hints
+// probe the directory with locations for where the hits are, are grouped per
+// agent and split to <= 4096 ranges per message, and go only to agents whose
+// hello advertises the action. At most 4096 hinted requests stay open (R3.6).
+// Public methods are thread-safe: they post to the hint strand.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/client/agent_hello.h"
+#include "core/client/config.h"
+#include "core/client/ranges.h"
+#include "core/directory/directory_client.h"
+#include "core/directory/rpc_connection.h"
+#include "core/runtime/runtime.h"
+
+namespace rcxl::client {
+
+struct MemoryHintsStats {
+  std::uint64_t queued = 0;               // hints accepted into the queue
+  std::uint64_t dropped = 0;              // hints refused because the queue was full (R3.5)
+  std::uint64_t forced_ends = 0;          // requests ended because too many were open (R3.6)
+  std::uint64_t probes = 0;               // directory probes with locations
+  std::uint64_t skipped_unreachable = 0;  // agents skipped while in backoff
+  std::size_t max_queue_depth = 0;
+  std::size_t open_requests = 0;
+  std::size_t max_ranges_in_message = 0;
+  std::map<std::string, std::uint64_t> messages;  // per action
+};
+
+class MemoryHints {
+ public:
+  // Agents' boots seen on hint connections go to the map client's strand.
+  using BootObserver = std::function<void(const std::string& agent, const std::string& boot)>;
+
+  MemoryHints(runtime::Runtime& rt, const Config& config, directory::DirectoryClient& directory);
+  ~MemoryHints();
+
+  void set_boot_observer(BootObserver observer) { boot_observer_ = std::move(observer); }
+
+  // R3.4: hint `request` for `keys` (probed for locations when sent).
+  void read_hint(std::string request, std::vector<std::string> keys);
+  // R3.7: hint a load whose ranges are known already.
+  void read_hint_ranges(std::string request, RangesByAgent ranges);
+  // Never dropped (R3.5). Ends nothing when the request is not open.
+  void end_read_hint(std::string request);
+  // R4.1: fire and forget, no end.
+  void write_hint(std::string token, RangesByAgent ranges);
+  // R4.5: to every agent of the pool that takes it.
+  void read_promote(std::string request);
+
+  // A copy, taken on the hint strand's behalf (sim: call between runs).
+  MemoryHintsStats stats() const;
+  runtime::Strand& strand() { return *strand_; }
+  // True when nothing is queued or being sent.
+  bool idle() const;
+
+ private:
+  struct ReadHintKeys {
+    std::string request;
+    std::vector<std::string> keys;
+  };
+  struct ReadHintRanges {
+    std::string request;
+    RangesByAgent ranges;
+  };
+  struct ReadHintEnd {
+    std::string request;
+  };
+  struct WriteHint {
+    std::string token;
+    RangesByAgent ranges;
+  };
+  struct ReadPromote {
+    std::string request;
+  };
+  using Item = std::variant<ReadHintKeys, ReadHintRanges, ReadHintEnd, WriteHint, ReadPromote>;
+  struct Peer {
+    std::shared_ptr<directory::RpcConnection> conn;
+    AgentHello hello;
+    runtime::Instant unreachable_until{0};  // hints skip it until then
+  };
+  struct OpenRequest {
+    std::uint64_t seq = 0;
+    std::set<std::string> agents;
+  };
+  using Next = std::function<void()>;
+
+  void enqueue(Item item, bool is_end);
+  void pump();
+  void process(Item& item, Next next);
+  void send_read_hint(const std::string& request, RangesByAgent ranges, Next next);
+  void send_ranged(const std::string& action, const char* name_field, const std::string& name,
+                   RangesByAgent ranges, std::function<void(std::set<std::string>)> done);
+  void send_end(const std::string& request);
+  void send_promote(const std::string& request, Next next);
+  // Runs `fn` with the agent's peer once its hello is done (nullptr when unreachable).
+  void with_peer(const std::string& agent, std::function<void(Peer*)> fn);
+  void send(Peer& peer, const std::string& agent, Json message);
+  void remember_open(const std::string& request, std::set<std::string> agents);
+  void for_each_peer(std::vector<std::string> agents,
+                     std::function<void(const std::string&, Peer*)> fn, Next done);
+  template <typename F>
+  void update_stats(F f) {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    f(stats_);
+  }
+
+  runtime::Runtime& rt_;
+  const Config& config_;
+  directory::DirectoryClient& directory_;
+  std::unique_ptr<runtime::Strand> strand_;
+  std::deque<std::pair<Item, bool>> queue_;  // item, is an end
+  std::size_t queued_hints_ = 0;             // droppable items in queue_
+  bool busy_ = false;
+  std::map<std::string, Peer> peers_;
+  std::map<std::string, OpenRequest> open_;
+  std::map<std::uint64_t, std::string> open_order_;  // seq -> request, oldest first
+  std::uint64_t open_seq_ = 0;
+  mutable std::mutex stats_mutex_;  // stats() may be read from any thread
+  MemoryHintsStats stats_;
+  BootObserver boot_observer_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace rcxl::client

@@ -1,0 +1,164 @@
+#include "core/client/memory_waits.h"
+
+#include <algorithm>
+
+namespace rcxl::client {
+
+using Json = nlohmann::json;
+
+MemoryWaits::MemoryWaits(runtime::Runtime& rt, runtime::Strand& strand, const Config& config)
+    : rt_(rt), strand_(strand), config_(config) {}
+
+MemoryWaits::~MemoryWaits() {
+  *alive_ = false;
+}
+
+MemoryWaits::Peer& MemoryWaits::peer(const std::string& agent) {
+  auto it = peers_.find(agent);
+  if (it != peers_.end()) return it->second;
+  Peer& p = peers_[agent];
+  auto address = runtime::Address::Parse(agent);
+  p.conn = directory::RpcConnection::Make(
+      rt_, strand_,
+      {.address = address.ok() ? *address : runtime::Address{agent, 0},
+       .secret = config_.secret,
+       .client_name = config_.client_name + "/waits",
+       .reply_timeout = config_.reply_timeout});
+  std::weak_ptr<bool> alive = alive_;
+  p.conn->set_on_hello([this, alive, agent](const Json& reply) {
+    if (alive.expired()) return;
+    peers_[agent].hello = parse_agent_hello(reply);
+    if (boot_observer_) boot_observer_(agent, peers_[agent].hello.boot);
+  });
+  return p;
+}
+
+void MemoryWaits::plan(std::vector<std::string> agents,
+                       std::function<void(std::set<std::string>)> done) {
+  plan_next(std::move(agents), std::make_shared<std::set<std::string>>(), std::move(done));
+}
+
+void MemoryWaits::plan_next(std::vector<std::string> agents,
+                            std::shared_ptr<std::set<std::string>> takes,
+                            std::function<void(std::set<std::string>)> done) {
+  if (agents.empty()) return done(*takes);
+  const std::string agent = agents.front();
+  agents.erase(agents.begin());
+  Peer& p = peer(agent);
+  if (rt_.clock().now() < p.unreachable_until) {
+    ++stats_.skipped_backoff;  // SPEC R4.3: not asked for 5 s
+    return plan_next(std::move(agents), takes, std::move(done));
+  }
+  std::weak_ptr<bool> alive = alive_;
+  p.conn->ensure_ready([this, alive, agent, agents = std::move(agents), takes,
+                        done = std::move(done)](const Status& status) mutable {
+    if (alive.expired()) return;
+    if (!status.ok()) {
+      note_failure(agent, status, Json());
+    } else if (peers_[agent].hello.advertises("write_wait")) {
+      takes->insert(agent);
+    }
+    plan_next(std::move(agents), takes, std::move(done));
+  });
+}
+
+void MemoryWaits::note_failure(const std::string& agent, const Status& status, const Json& reply) {
+  Peer& p = peer(agent);
+  if (status.code() == ErrorCode::kUnavailable || status.code() == ErrorCode::kClosed) {
+    p.unreachable_until = rt_.clock().now() + config_.unreachable_backoff;
+  }
+  if (status.code() == ErrorCode::kStaleEpoch) {
+    const std::string boot = reply.value("boot", "");
+    if (!boot.empty()) {
+      p.hello.boot = boot;
+      if (boot_observer_) boot_observer_(agent, boot);
+    }
+  }
+}
+
+void MemoryWaits::wait(const std::string& token, RangesByAgent ranges, runtime::Duration budget,
+                       std::function<void(std::set<std::string>)> done) {
+  auto pieces = std::make_shared<std::vector<std::pair<std::string, RangeList>>>();
+  for (const auto& [agent, list] : ranges) {
+    for (auto& piece : list.split(config_.max_ranges_per_message)) {
+      pieces->emplace_back(agent, std::move(piece));
+    }
+  }
+  wait_next(pieces, 0, token, rt_.clock().now() + budget, std::make_shared<std::set<std::string>>(),
+            std::move(done));
+}
+
+void MemoryWaits::wait_next(std::shared_ptr<std::vector<std::pair<std::string, RangeList>>> pieces,
+                            std::size_t index, std::string token, runtime::Instant deadline,
+                            std::shared_ptr<std::set<std::string>> not_asked,
+                            std::function<void(std::set<std::string>)> done) {
+  if (index == pieces->size()) return done(*not_asked);
+  const auto& [agent, list] = (*pieces)[index];
+  const runtime::Duration left = deadline - rt_.clock().now();
+  const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(left).count();
+  Peer& p = peer(agent);
+  if (left_ms < 1 || rt_.clock().now() < p.unreachable_until) {
+    // The shared budget is spent (R4.3): the rest get a write hint instead.
+    not_asked->insert(agent);
+    return wait_next(pieces, index + 1, std::move(token), deadline, not_asked, std::move(done));
+  }
+  const auto timeout_ms =
+      static_cast<std::uint32_t>(std::min<std::int64_t>(left_ms, kMaxTimeoutMs));
+  Json message = {{"op", "extension"},
+                  {"action", "write_wait"},
+                  {"epoch", p.hello.boot},
+                  {"token", token},
+                  {"timeout_ms", timeout_ms}};
+  list.write_to(message);
+  ++stats_.waits_sent;
+  std::weak_ptr<bool> alive = alive_;
+  // The reply may take timeout_ms; a silent agent costs the reply timeout on top.
+  p.conn->call(
+      std::move(message),
+      [this, alive, pieces, index, token, deadline, not_asked, done = std::move(done),
+       agent = agent](const Status& status, const Json& reply) mutable {
+        if (alive.expired()) return;
+        if (status.ok()) {
+          ++stats_.waits_answered;
+        } else {
+          ++stats_.waits_failed;
+          note_failure(agent, status, reply);
+        }
+        wait_next(pieces, index + 1, std::move(token), deadline, not_asked, std::move(done));
+      },
+      std::chrono::milliseconds(timeout_ms));
+}
+
+void MemoryWaits::gate(const std::string& agent, const std::string& token, RangeList ranges,
+                       std::function<void()> done) {
+  ++stats_.gates;
+  Peer& p = peer(agent);
+  std::weak_ptr<bool> alive = alive_;
+  p.conn->ensure_ready([this, alive, agent, token, ranges = std::move(ranges),
+                        done = std::move(done)](const Status& status) mutable {
+    if (alive.expired()) return;
+    if (!status.ok()) return done();  // a gate never stops a READ
+    Peer& p = peers_[agent];
+    Json message = {{"op", "extension"}, {"epoch", p.hello.boot}};
+    runtime::Duration extra{};
+    if (p.hello.advertises("write_wait")) {
+      message["action"] = "write_wait";
+      message["token"] = token;
+      message["timeout_ms"] = std::clamp<std::uint32_t>(config_.gate_timeout_ms, 1, kMaxTimeoutMs);
+      auto pieces = ranges.split(config_.max_ranges_per_message);
+      if (!pieces.empty()) pieces.front().write_to(message);
+      extra = std::chrono::milliseconds(config_.gate_timeout_ms);
+    } else {
+      message["action"] = "read_hint_end";  // answers {} and changes nothing
+      message["request"] = token;
+    }
+    p.conn->call(
+        std::move(message),
+        [alive, done = std::move(done)](const Status&, const Json&) {
+          if (!alive.expired()) done();
+        },
+        extra);
+  });
+}
+
+}  // namespace rcxl::client

@@ -1,0 +1,79 @@
+// MemoryWaits (SPEC R4.3, R4.6): a store's write waits, on connections of
+// their own (one per agent, on the owner's strand) so a wait never holds up
+// hints or region maps. The waits of one store share one budget
+// (write_wait_ms); an agent that does not answer costs the reply timeout on
+// top; an agent that cannot be reached is not asked for 5 s. Also the
+// per-READ gate of the replaced design (PAPER P3). Strand-confined.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/client/agent_hello.h"
+#include "core/client/config.h"
+#include "core/client/ranges.h"
+#include "core/directory/rpc_connection.h"
+#include "core/runtime/runtime.h"
+
+namespace rcxl::client {
+
+struct MemoryWaitsStats {
+  std::uint64_t waits_sent = 0;
+  std::uint64_t waits_answered = 0;
+  std::uint64_t waits_failed = 0;     // timeout, closed, refused
+  std::uint64_t skipped_backoff = 0;  // agent unreachable in the last 5 s
+  std::uint64_t gates = 0;
+};
+
+class MemoryWaits {
+ public:
+  using BootObserver = std::function<void(const std::string& agent, const std::string& boot)>;
+
+  MemoryWaits(runtime::Runtime& rt, runtime::Strand& strand, const Config& config);
+  ~MemoryWaits();
+  void set_boot_observer(BootObserver observer) { boot_observer_ = std::move(observer); }
+
+  // Which of `agents` take write_wait now (hello done, action advertised, not
+  // in backoff). Unreachable agents enter the 5 s backoff.
+  void plan(std::vector<std::string> agents, std::function<void(std::set<std::string>)> done);
+  // Asks each agent in turn, all under one budget from now; `done` gets the
+  // agents that were not asked (budget spent) so the store hints them instead.
+  void wait(const std::string& token, RangesByAgent ranges, runtime::Duration budget,
+            std::function<void(std::set<std::string> not_asked)> done);
+  // PAPER P3: one control round trip before a READ batch (a write_wait over
+  // the batch's ranges when advertised, else a read_hint_end no-op).
+  void gate(const std::string& agent, const std::string& token, RangeList ranges,
+            std::function<void()> done);
+
+  const MemoryWaitsStats& stats() const { return stats_; }
+
+ private:
+  struct Peer {
+    std::shared_ptr<directory::RpcConnection> conn;
+    AgentHello hello;
+    runtime::Instant unreachable_until{0};
+  };
+  Peer& peer(const std::string& agent);
+  void plan_next(std::vector<std::string> agents, std::shared_ptr<std::set<std::string>> takes,
+                 std::function<void(std::set<std::string>)> done);
+  void wait_next(std::shared_ptr<std::vector<std::pair<std::string, RangeList>>> pieces,
+                 std::size_t index, std::string token, runtime::Instant deadline,
+                 std::shared_ptr<std::set<std::string>> not_asked,
+                 std::function<void(std::set<std::string>)> done);
+  void note_failure(const std::string& agent, const Status& status, const Json& reply);
+
+  runtime::Runtime& rt_;
+  runtime::Strand& strand_;
+  const Config& config_;
+  std::map<std::string, Peer> peers_;
+  MemoryWaitsStats stats_;
+  BootObserver boot_observer_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace rcxl::client

@@ -1,0 +1,38 @@
+// One RDMA queue pair per agent's NIC, connected on first use and shared by
+// every READ and WRITE of the owner's strand. Strand-confined.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/client/config.h"
+#include "core/runtime/nic.h"
+
+namespace rcxl::client {
+
+class QueuePairs {
+ public:
+  using Ready = std::function<void(Result<std::shared_ptr<runtime::QueuePair>>)>;
+  QueuePairs(runtime::Nic& nic, runtime::Strand& strand, const Config& config)
+      : nic_(nic), strand_(strand), config_(config) {}
+  ~QueuePairs() { *alive_ = false; }
+
+  void get(const std::string& agent, Ready ready);
+  // A QP whose peer is gone is dropped so the next use connects again.
+  void forget(const std::string& agent) { qps_.erase(agent); }
+
+ private:
+  std::string endpoint(const std::string& agent) const;
+
+  runtime::Nic& nic_;
+  runtime::Strand& strand_;
+  const Config& config_;
+  std::map<std::string, std::shared_ptr<runtime::QueuePair>> qps_;
+  std::map<std::string, std::vector<Ready>> waiting_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace rcxl::client

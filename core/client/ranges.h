@@ -1,0 +1,41 @@
+// The ranges of one extension message (PROTOCOL.md "Extension actions"): in
+// access order, with the handle each region is held under; split to at most
+// N ranges per message.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace rcxl::client {
+
+using Json = nlohmann::json;
+
+struct Range {
+  std::uint64_t region = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+  bool operator==(const Range&) const = default;
+};
+
+struct RangeList {
+  std::vector<Range> ranges;                     // access order
+  std::map<std::uint64_t, std::string> handles;  // region -> handle
+
+  void add(const Range& range, const std::string& handle) {
+    ranges.push_back(range);
+    handles.emplace(range.region, handle);
+  }
+  bool empty() const { return ranges.empty(); }
+  // Pieces of at most `max_ranges`, order kept, each with its regions' handles.
+  std::vector<RangeList> split(std::size_t max_ranges) const;
+  // Adds "ranges" and "handles" fields to an extension message.
+  void write_to(Json& message) const;
+};
+
+// Ranges by agent ("host:port"), agents in order.
+using RangesByAgent = std::map<std::string, RangeList>;
+
+}  // namespace rcxl::client

@@ -1,0 +1,269 @@
+#include "core/client/region_map_client.h"
+
+namespace rcxl::client {
+
+using Json = nlohmann::json;
+
+RegionMapClient::RegionMapClient(runtime::Runtime& rt, runtime::Strand& strand,
+                                 const Config& config)
+    : rt_(rt), strand_(strand), config_(config), log_(rt.log_sink(), "region-map") {}
+
+RegionMapClient::~RegionMapClient() {
+  *alive_ = false;
+}
+
+RegionMapClient::AgentState& RegionMapClient::agent_state(const std::string& agent) {
+  auto it = agents_.find(agent);
+  if (it != agents_.end()) return it->second;
+  AgentState& state = agents_[agent];
+  auto address = runtime::Address::Parse(agent);
+  state.conn = directory::RpcConnection::Make(
+      rt_, strand_,
+      {.address = address.ok() ? *address : runtime::Address{agent, 0},
+       .secret = config_.secret,
+       .client_name = config_.client_name + "/maps",
+       .reply_timeout = config_.reply_timeout});
+  std::weak_ptr<bool> alive = alive_;
+  state.conn->set_on_hello([this, alive, agent](const Json& reply) {
+    if (!alive.expired()) on_hello(agent, reply);
+  });
+  return state;
+}
+
+void RegionMapClient::on_hello(const std::string& agent, const Json& reply) {
+  AgentState& state = agents_[agent];
+  AgentHello hello = parse_agent_hello(reply);
+  const std::string boot = hello.boot;
+  hello.boot = state.hello.boot;  // observe_boot moves it
+  state.hello = std::move(hello);
+  state.said_hello = true;
+  observe_boot(agent, boot);
+  if (++state.hellos == 1) return;
+  // A new connection holds nothing: map what we hold again (R5.1: fresh only
+  // for regions that never had a map reply).
+  read_maps_.clear();
+  for (auto& [key, region] : own_) {
+    if (key.first != agent) continue;
+    map_own(key, 1, [](Result<Mapping>) {});
+  }
+}
+
+const AgentHello* RegionMapClient::known(const std::string& agent) const {
+  auto it = agents_.find(agent);
+  return it == agents_.end() || !it->second.said_hello ? nullptr : &it->second.hello;
+}
+
+void RegionMapClient::hello(const std::string& agent, Done<AgentHello> done) {
+  AgentState& state = agent_state(agent);
+  std::weak_ptr<bool> alive = alive_;
+  state.conn->ensure_ready([this, alive, agent, done = std::move(done)](const Status& status) {
+    if (alive.expired()) return;
+    if (!status.ok()) return done(status);
+    done(agents_[agent].hello);
+  });
+}
+
+void RegionMapClient::observe_boot(const std::string& agent, const std::string& boot) {
+  if (boot.empty()) return;
+  AgentState& state = agent_state(agent);
+  if (state.hello.boot == boot) return;
+  const std::string old_boot = state.hello.boot;
+  state.hello.boot = boot;
+  if (old_boot.empty()) return;
+  ++boot_changes_;
+  log_.info("agent ", agent, " boot ", old_boot, " -> ", boot);
+  // Readers: every cached mapping of that agent is gone with its registration.
+  for (auto it = read_maps_.begin(); it != read_maps_.end();) {
+    it = it->first.first == agent ? read_maps_.erase(it) : std::next(it);
+  }
+  // Owners: the regions go back (R6.1); a new alloc gets fresh maps again (R5.1).
+  std::vector<OwnRegion> lost;
+  for (auto it = own_.begin(); it != own_.end();) {
+    if (it->first.first != agent) {
+      ++it;
+      continue;
+    }
+    lost.push_back(it->second);
+    state.conn->call({{"op", "free"}, {"region", it->second.region}, {"handle", it->second.handle}},
+                     [](const Status&, const Json&) {});
+    it = own_.erase(it);
+  }
+  if (boot_listener_) boot_listener_(agent, old_boot, boot, lost);
+}
+
+bool RegionMapClient::retryable(ErrorCode code) const {
+  return code == ErrorCode::kGenerationUnknown || code == ErrorCode::kTimeout ||
+         code == ErrorCode::kClosed || code == ErrorCode::kUnavailable ||
+         code == ErrorCode::kExtensionFailed;
+}
+
+void RegionMapClient::allocate(const std::string& agent, std::uint64_t size, Done<OwnRegion> done) {
+  allocate_once(agent, size, /*retry_on_boot=*/true, std::move(done));
+}
+
+void RegionMapClient::allocate_once(const std::string& agent, std::uint64_t size,
+                                    bool retry_on_boot, Done<OwnRegion> done) {
+  std::weak_ptr<bool> alive = alive_;
+  hello(agent, [this, alive, agent, size, retry_on_boot,
+                done = std::move(done)](Result<AgentHello> hello) mutable {
+    if (alive.expired()) return;
+    if (!hello.ok()) return done(hello.status());
+    agents_[agent].conn->call(
+        {{"op", "alloc"}, {"size", size}},
+        [this, alive, agent, size, retry_on_boot, done = std::move(done)](
+            const Status& status, const Json& reply) mutable {
+          if (alive.expired()) return;
+          if (!status.ok()) return done(status);
+          OwnRegion region;
+          region.agent = agent;
+          region.region = reply.value("region", std::uint64_t{0});
+          region.size = reply.value("size", size);
+          region.handle = reply.value("handle", "");
+          region.read_handle = reply.value("read_handle", "");
+          RegionKey key{agent, region.region};
+          own_[key] = region;
+          map_own(key, 1,
+                  [this, alive, key, agent, size, retry_on_boot,
+                   done = std::move(done)](Result<Mapping> mapping) mutable {
+                    if (alive.expired()) return;
+                    auto it = own_.find(key);
+                    if (mapping.ok() && it != own_.end()) return done(it->second);
+                    const ErrorCode code =
+                        mapping.ok() ? ErrorCode::kBootChanged : mapping.status().code();
+                    if (it != own_.end()) give_back(key.first, key.second);
+                    if (retry_on_boot &&
+                        (code == ErrorCode::kStaleEpoch || code == ErrorCode::kBootChanged)) {
+                      return allocate_once(agent, size, false, std::move(done));
+                    }
+                    done(mapping.ok() ? Error(code, "boot changed") : mapping.status());
+                  });
+        });
+  });
+}
+
+void RegionMapClient::map_own(RegionKey key, int attempt, Done<Mapping> done) {
+  auto it = own_.find(key);
+  if (it == own_.end()) return done(Error(ErrorCode::kNotFound, "region went back"));
+  AgentState& state = agent_state(key.first);
+  Json request = {{"op", "map"},
+                  {"region", key.second},
+                  {"handle", it->second.handle},
+                  {"epoch", state.hello.boot}};
+  ++own_maps_sent_;
+  if (!it->second.map_replied) {
+    request["fresh"] = true;  // SPEC R5.1, retries too
+    ++fresh_maps_sent_;
+  }
+  std::weak_ptr<bool> alive = alive_;
+  state.conn->call(std::move(request), [this, alive, key, attempt, done = std::move(done)](
+                                           const Status& status, const Json& reply) mutable {
+    if (alive.expired()) return;
+    if (!status.ok()) {
+      if (status.code() == ErrorCode::kStaleEpoch) {
+        observe_boot(key.first, reply.value("boot", ""));
+        return done(status);
+      }
+      if (retryable(status.code()) && attempt < config_.map_attempts && own_.count(key)) {
+        strand_.post_after(config_.map_retry_delay,
+                           [this, alive, key, attempt, done = std::move(done)]() mutable {
+                             if (!alive.expired()) map_own(key, attempt + 1, std::move(done));
+                           });
+        return;
+      }
+      return done(status);
+    }
+    const std::string boot = reply.value("boot", "");
+    observe_boot(key.first, boot);  // R6.3: a map reply's boot wins over the connection's
+    auto it = own_.find(key);
+    if (it == own_.end()) return done(Error(ErrorCode::kBootChanged, "boot changed: region gone"));
+    it->second.map_replied = true;
+    it->second.mapping = {reply.value("addr", std::uint64_t{0}),
+                          reply.value("rkey", std::uint32_t{0}),
+                          reply.value("size", it->second.size), boot};
+    done(it->second.mapping);
+  });
+}
+
+void RegionMapClient::recheck(const std::string& agent, std::uint64_t region) {
+  map_own({agent, region}, config_.map_attempts, [](Result<Mapping>) {});
+}
+
+void RegionMapClient::map_for_read(const std::string& agent, std::uint64_t region,
+                                   const std::string& handle, Done<Mapping> done) {
+  const RegionKey key{agent, region};
+  if (auto own = own_.find(key); own != own_.end() && own->second.map_replied) {
+    return done(own->second.mapping);
+  }
+  if (auto it = read_maps_.find(key); it != read_maps_.end()) return done(it->second);
+  auto& waiters = read_map_waiters_[key];
+  waiters.push_back(std::move(done));
+  if (waiters.size() > 1) return;  // one map in flight per region
+  std::weak_ptr<bool> alive = alive_;
+  auto finish = [this, alive, key](Result<Mapping> result) {
+    if (alive.expired()) return;
+    auto waiters = std::move(read_map_waiters_[key]);
+    read_map_waiters_.erase(key);
+    for (auto& w : waiters) w(result);
+  };
+  send_read_map(key, handle, /*retry_stale=*/true, finish);
+}
+
+void RegionMapClient::send_read_map(const RegionKey& key, const std::string& handle,
+                                    bool retry_stale, Done<Mapping> finish) {
+  std::weak_ptr<bool> alive = alive_;
+  hello(key.first, [this, alive, key, handle, retry_stale, finish](Result<AgentHello> hello) {
+    if (alive.expired()) return;
+    if (!hello.ok()) return finish(hello.status());
+    const std::string epoch = agents_[key.first].hello.boot;
+    agents_[key.first].conn->call(
+        {{"op", "map"}, {"region", key.second}, {"handle", handle}, {"epoch", epoch}},
+        [this, alive, key, handle, retry_stale, finish](const Status& status, const Json& reply) {
+          if (alive.expired()) return;
+          if (!status.ok()) {
+            if (status.code() == ErrorCode::kStaleEpoch) {
+              observe_boot(key.first, reply.value("boot", ""));
+              // The location may be of the new boot: ask once more under it.
+              if (retry_stale) return send_read_map(key, handle, false, finish);
+            }
+            return finish(status);
+          }
+          Mapping mapping{reply.value("addr", std::uint64_t{0}),
+                          reply.value("rkey", std::uint32_t{0}),
+                          reply.value("size", std::uint64_t{0}), reply.value("boot", "")};
+          observe_boot(key.first, mapping.boot);
+          if (mapping.boot == agents_[key.first].hello.boot) read_maps_[key] = mapping;
+          finish(mapping);
+        });
+  });
+}
+
+std::optional<Mapping> RegionMapClient::cached_mapping(const std::string& agent,
+                                                       std::uint64_t region) const {
+  const RegionKey key{agent, region};
+  if (auto own = own_.find(key); own != own_.end() && own->second.map_replied) {
+    return own->second.mapping;
+  }
+  if (auto it = read_maps_.find(key); it != read_maps_.end()) return it->second;
+  return std::nullopt;
+}
+
+void RegionMapClient::forget_read_mapping(const std::string& agent, std::uint64_t region) {
+  read_maps_.erase({agent, region});
+}
+
+void RegionMapClient::give_back(const std::string& agent, std::uint64_t region,
+                                std::function<void(Status)> done) {
+  auto it = own_.find({agent, region});
+  if (it == own_.end()) {
+    if (done) done(Error(ErrorCode::kNotFound, "not an own region"));
+    return;
+  }
+  const std::string handle = it->second.handle;
+  own_.erase(it);  // forgets the map reply too (R5.1)
+  agent_state(agent).conn->call({{"op", "free"}, {"region", region}, {"handle", handle}},
+                                [done](const Status& status, const Json&) {
+                                  if (done) done(status);
+                                });
+}
+
+}  // namespace rcxl::client

@@ -1,0 +1,112 @@
+// RegionMapClient: the control connection to each agent (hello, alloc, map,
+// free), the client's own regions with their fresh state (SPEC R5.1), cached
+// read mappings, and the agent boots the client believes (R6.1, R6.3).
+// Strand-confined: call on the strand given at construction.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/client/agent_hello.h"
+#include "core/client/config.h"
+#include "core/directory/rpc_connection.h"
+#include "core/runtime/logger.h"
+#include "core/runtime/runtime.h"
+
+namespace rcxl::client {
+
+struct Mapping {
+  std::uint64_t addr = 0;
+  std::uint32_t rkey = 0;
+  std::uint64_t size = 0;
+  std::string boot;  // the boot the map reply named
+};
+
+struct OwnRegion {
+  std::string agent;
+  std::uint64_t region = 0;
+  std::uint64_t size = 0;
+  std::string handle;
+  std::string read_handle;
+  Mapping mapping;
+  bool map_replied = false;  // fresh is sent until this is true (R5.1)
+};
+
+class RegionMapClient {
+ public:
+  using RegionKey = std::pair<std::string, std::uint64_t>;  // agent, region
+  // An agent's boot moved from old to new; `lost` are the own regions it held,
+  // already forgotten here and freed at the agent (best effort).
+  using BootListener =
+      std::function<void(const std::string& agent, const std::string& old_boot,
+                         const std::string& new_boot, const std::vector<OwnRegion>& lost)>;
+  template <typename T>
+  using Done = std::function<void(Result<T>)>;
+
+  RegionMapClient(runtime::Runtime& rt, runtime::Strand& strand, const Config& config);
+  ~RegionMapClient();
+
+  void set_boot_listener(BootListener listener) { boot_listener_ = std::move(listener); }
+  // Says hello if this agent's control connection has not yet.
+  void hello(const std::string& agent, Done<AgentHello> done);
+  // The last hello of the agent's control connection with the boot believed now.
+  const AgentHello* known(const std::string& agent) const;
+  // alloc + map; maps carry fresh until the first map reply (retries included).
+  void allocate(const std::string& agent, std::uint64_t size, Done<OwnRegion> done);
+  // A mapping for reading (the read handle), cached until the agent's boot changes.
+  void map_for_read(const std::string& agent, std::uint64_t region, const std::string& handle,
+                    Done<Mapping> done);
+  void forget_read_mapping(const std::string& agent, std::uint64_t region);
+  // The mapping map_for_read would answer at once, if any (no round trip).
+  std::optional<Mapping> cached_mapping(const std::string& agent, std::uint64_t region) const;
+  // Frees an own region and forgets it (and that it had a map reply).
+  void give_back(const std::string& agent, std::uint64_t region,
+                 std::function<void(Status)> done = nullptr);
+  // Maps an own region again; a boot change shows in the reply (after an RDMA error).
+  void recheck(const std::string& agent, std::uint64_t region);
+  // A boot seen on another connection (hint, wait) or in a stale_epoch reply.
+  void observe_boot(const std::string& agent, const std::string& boot);
+
+  const std::map<RegionKey, OwnRegion>& own_regions() const { return own_; }
+  std::uint64_t boot_changes() const { return boot_changes_; }
+  std::uint64_t own_maps_sent() const { return own_maps_sent_; }
+  std::uint64_t fresh_maps_sent() const { return fresh_maps_sent_; }
+
+ private:
+  struct AgentState {
+    std::shared_ptr<directory::RpcConnection> conn;
+    AgentHello hello;
+    bool said_hello = false;
+    int hellos = 0;
+  };
+  AgentState& agent_state(const std::string& agent);
+  void on_hello(const std::string& agent, const nlohmann::json& reply);
+  void map_own(RegionKey key, int attempt, Done<Mapping> done);
+  void send_read_map(const RegionKey& key, const std::string& handle, bool retry_stale,
+                     Done<Mapping> finish);
+  void allocate_once(const std::string& agent, std::uint64_t size, bool retry_on_boot,
+                     Done<OwnRegion> done);
+  bool retryable(ErrorCode code) const;
+
+  runtime::Runtime& rt_;
+  runtime::Strand& strand_;
+  const Config& config_;
+  runtime::Logger log_;
+  std::map<std::string, AgentState> agents_;
+  std::map<RegionKey, OwnRegion> own_;
+  std::map<RegionKey, Mapping> read_maps_;
+  std::map<RegionKey, std::vector<Done<Mapping>>> read_map_waiters_;
+  BootListener boot_listener_;
+  std::uint64_t boot_changes_ = 0;
+  std::uint64_t own_maps_sent_ = 0;
+  std::uint64_t fresh_maps_sent_ = 0;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace rcxl::client

@@ -1,0 +1,167 @@
+#include "core/directory/directory.h"
+
+#include <algorithm>
+
+namespace rcxl::directory {
+
+std::optional<Location> Directory::find(const std::string& key) const {
+  auto it = keys_.find(key);
+  if (it == keys_.end() || it->second.doomed) return std::nullopt;
+  return it->second.location;
+}
+
+void Directory::touch(const std::string& key, Entry& entry) {
+  lru_.erase(entry.last_use);
+  entry.last_use = ++use_clock_;
+  lru_[entry.last_use] = key;
+}
+
+void Directory::remove(std::map<std::string, Entry>::iterator it) {
+  lru_.erase(it->second.last_use);
+  keys_.erase(it);
+}
+
+Result<RegisterOutcome> Directory::register_key(const std::string& key, const Location& location) {
+  if (key.empty()) return Error(ErrorCode::kBadRequest, "empty key");
+  auto boots = boots_.find(location.agent);
+  if (boots != boots_.end()) {
+    const auto& retired = boots->second.retired;
+    if (std::find(retired.begin(), retired.end(), location.boot) != retired.end()) {
+      return Error(ErrorCode::kStaleEpoch,
+                   "boot " + location.boot + " of agent " + location.agent + " is gone");
+    }
+  }
+  if (boots == boots_.end() || boots->second.current != location.boot) {
+    auto dropped = boot_changed(location.agent, location.boot);
+    if (!dropped.ok()) return dropped.status();
+  }
+  auto it = keys_.find(key);
+  if (it != keys_.end() && !it->second.doomed) {
+    touch(key, it->second);
+    return RegisterOutcome::kAlreadyPresent;
+  }
+  if (it != keys_.end()) remove(it);  // a doomed key makes room for the new one
+  Entry& entry = keys_[key];
+  entry.location = location;
+  touch(key, entry);
+  evict_over_capacity();
+  return RegisterOutcome::kRegistered;
+}
+
+LookupResult Directory::lookup(const std::vector<std::string>& keys, runtime::Instant now) {
+  expire_leases(now);
+  LookupResult result;
+  LeaseState lease;
+  for (const auto& key : keys) {
+    auto it = keys_.find(key);
+    if (it == keys_.end() || it->second.doomed) break;  // prefix semantics for KV chunks
+    touch(key, it->second);
+    ++it->second.leases;
+    lease.keys.push_back(key);
+    result.locations.push_back(it->second.location);
+  }
+  if (!lease.keys.empty()) {
+    lease.expires = now + options_.lease_ttl;
+    result.lease = {next_lease_++, lease.expires};
+    leases_[result.lease.id] = std::move(lease);
+  }
+  return result;
+}
+
+std::vector<Location> Directory::probe(const std::vector<std::string>& keys, runtime::Instant now) {
+  expire_leases(now);
+  std::vector<Location> out;
+  for (const auto& key : keys) {
+    auto it = keys_.find(key);
+    if (it == keys_.end() || it->second.doomed) break;
+    touch(key, it->second);  // a probe counts as a use (SPEC R3.4)
+    out.push_back(it->second.location);
+  }
+  return out;
+}
+
+Status Directory::release(std::uint64_t lease_id) {
+  auto lease = leases_.find(lease_id);
+  if (lease == leases_.end()) return Error(ErrorCode::kNotFound, "no such lease");
+  for (const auto& key : lease->second.keys) {
+    auto it = keys_.find(key);
+    if (it == keys_.end()) continue;
+    if (--it->second.leases == 0 && it->second.doomed) remove(it);
+  }
+  leases_.erase(lease);
+  evict_over_capacity();
+  return {};
+}
+
+void Directory::expire_leases(runtime::Instant now) {
+  std::vector<std::uint64_t> expired;
+  for (const auto& [id, lease] : leases_) {
+    if (lease.expires <= now) expired.push_back(id);
+  }
+  for (auto id : expired) (void)release(id);
+}
+
+std::size_t Directory::erase(const std::vector<std::string>& keys) {
+  std::size_t n = 0;
+  for (const auto& key : keys) {
+    auto it = keys_.find(key);
+    if (it == keys_.end() || it->second.doomed) continue;
+    ++n;
+    if (it->second.leases > 0) {
+      it->second.doomed = true;
+    } else {
+      remove(it);
+    }
+  }
+  return n;
+}
+
+std::size_t Directory::drop_region(const std::string& agent, std::uint64_t region) {
+  std::vector<std::string> doomed;
+  for (const auto& [key, entry] : keys_) {
+    if (entry.location.agent == agent && entry.location.region == region) doomed.push_back(key);
+  }
+  return erase(doomed);
+}
+
+std::size_t Directory::drop_where(const std::string& agent, const std::string& keep_boot) {
+  std::vector<std::string> doomed;
+  for (const auto& [key, entry] : keys_) {
+    if (entry.location.agent == agent && entry.location.boot != keep_boot) doomed.push_back(key);
+  }
+  // The memory behind them is gone: a lease cannot keep them readable.
+  for (const auto& key : doomed) {
+    auto it = keys_.find(key);
+    if (it->second.leases > 0) {
+      it->second.doomed = true;
+    } else {
+      remove(it);
+    }
+  }
+  return doomed.size();
+}
+
+Result<std::size_t> Directory::boot_changed(const std::string& agent, const std::string& boot) {
+  if (agent.empty() || boot.empty()) return Error(ErrorCode::kBadRequest, "empty agent or boot");
+  AgentBoots& boots = boots_[agent];
+  if (boots.current == boot) return std::size_t{0};
+  if (std::find(boots.retired.begin(), boots.retired.end(), boot) != boots.retired.end()) {
+    return Error(ErrorCode::kStaleEpoch, "boot " + boot + " of agent " + agent + " is gone");
+  }
+  if (!boots.current.empty()) boots.retired.push_back(boots.current);
+  boots.current = boot;
+  return drop_where(agent, boot);
+}
+
+void Directory::evict_over_capacity() {
+  auto it = lru_.begin();
+  while (keys_.size() > options_.max_keys && it != lru_.end()) {
+    auto entry = keys_.find(it->second);
+    ++it;
+    if (entry->second.leases > 0) continue;  // a lease keeps a key while it is read
+    remove(entry);
+    ++evictions_;
+  }
+}
+
+}  // namespace rcxl::directory

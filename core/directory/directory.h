@@ -1,0 +1,97 @@
+// The key -> location registry of one application group (the seed's
+// maru-server): first writer wins, prefix lookups under a lease, probes that
+// refresh last use (SPEC R3.4), drops per region and per agent boot (R6.1),
+// LRU eviction over a key capacity. Pure state: time comes in as arguments.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/directory/location.h"
+#include "core/runtime/clock.h"
+#include "core/runtime/status.h"
+
+namespace rcxl::directory {
+
+struct DirectoryOptions {
+  std::uint64_t max_keys = 1u << 20;  // evict the least recently used past this
+  runtime::Duration lease_ttl =
+      std::chrono::seconds(10);  // a reader that dies frees its lease then
+};
+
+struct Lease {
+  std::uint64_t id = 0;  // 0: no lease (no hits)
+  runtime::Instant expires{0};
+};
+
+struct LookupResult {
+  std::vector<Location> locations;  // the leading hits, in key order
+  Lease lease;
+};
+
+enum class RegisterOutcome { kRegistered, kAlreadyPresent };
+
+class Directory {
+ public:
+  explicit Directory(DirectoryOptions options = {}) : options_(options) {}
+
+  // First writer wins: a later register of the key changes nothing and says so.
+  // A boot the agent has moved past is stale_epoch; a new boot of an agent
+  // retires its old one and drops that boot's keys (R6.1).
+  Result<RegisterOutcome> register_key(const std::string& key, const Location& location);
+  // Leading hits (stops at the first miss) under one lease that keeps them from
+  // eviction and deletion until released or expired.
+  LookupResult lookup(const std::vector<std::string>& keys, runtime::Instant now);
+  // Like lookup without a lease; refreshes each hit's last use (SPEC R3.4).
+  std::vector<Location> probe(const std::vector<std::string>& keys, runtime::Instant now);
+  Status release(std::uint64_t lease_id);
+  // Keys removed now; leased keys go when their last lease ends.
+  std::size_t erase(const std::vector<std::string>& keys);
+  // The region went back to its agent: every key in it goes.
+  std::size_t drop_region(const std::string& agent, std::uint64_t region);
+  // The agent now runs `boot`: keys stored under any other boot go (R6.1).
+  // An already-retired boot is stale_epoch.
+  Result<std::size_t> boot_changed(const std::string& agent, const std::string& boot);
+  // Ends expired leases (called before each operation by the server).
+  void expire_leases(runtime::Instant now);
+
+  std::size_t size() const { return keys_.size(); }
+  std::size_t open_leases() const { return leases_.size(); }
+  std::uint64_t evictions() const { return evictions_; }
+  std::optional<Location> find(const std::string& key) const;
+
+ private:
+  struct Entry {
+    Location location;
+    std::uint64_t last_use = 0;  // key into lru_
+    std::uint32_t leases = 0;
+    bool doomed = false;  // erased while leased: goes with its last lease
+  };
+  struct LeaseState {
+    runtime::Instant expires{0};
+    std::vector<std::string> keys;
+  };
+  struct AgentBoots {
+    std::string current;
+    std::vector<std::string> retired;
+  };
+
+  void touch(const std::string& key, Entry& entry);
+  void remove(std::map<std::string, Entry>::iterator it);
+  void evict_over_capacity();
+  std::size_t drop_where(const std::string& agent, const std::string& keep_boot);
+
+  DirectoryOptions options_;
+  std::map<std::string, Entry> keys_;
+  std::map<std::uint64_t, std::string> lru_;  // last use -> key, oldest first
+  std::map<std::uint64_t, LeaseState> leases_;
+  std::map<std::string, AgentBoots> boots_;
+  std::uint64_t use_clock_ = 0;
+  std::uint64_t next_lease_ = 1;
+  std::uint64_t evictions_ = 0;
+};
+
+}  // namespace rcxl::directory

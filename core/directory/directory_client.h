@@ -1,0 +1,66 @@
+// The client of DirectoryServer. Thread-safe and shareable (SPEC R3.9): every
+// call is posted to the client's own strand, where its one connection lives,
+// so callers on any strand never touch the connection concurrently. Replies
+// run on `reply_on` when given, else on the client's strand.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/directory/location.h"
+#include "core/directory/rpc_connection.h"
+
+namespace rcxl::directory {
+
+struct LookupReply {
+  std::vector<Location> locations;  // leading hits
+  std::uint64_t lease = 0;          // 0 when nothing hit
+};
+
+struct ProbeReply {
+  std::size_t hits = 0;
+  std::vector<Location> locations;  // filled only when asked with_locations
+};
+
+class DirectoryClient {
+ public:
+  template <typename T>
+  using Done = std::function<void(Result<T>)>;
+  using StatusDone = std::function<void(Status)>;
+
+  DirectoryClient(runtime::Runtime& rt, runtime::Strand& strand, RpcConnection::Options options);
+  ~DirectoryClient();
+
+  // registered[i]: false when the key was already there (first writer wins) or its boot is gone.
+  void register_keys(std::vector<std::pair<std::string, Location>> entries,
+                     Done<std::vector<bool>> done, runtime::Strand* reply_on = nullptr);
+  void lookup(std::vector<std::string> keys, Done<LookupReply> done,
+              runtime::Strand* reply_on = nullptr);
+  void probe(std::vector<std::string> keys, bool with_locations, Done<ProbeReply> done,
+             runtime::Strand* reply_on = nullptr);
+  void release(std::uint64_t lease, StatusDone done = nullptr, runtime::Strand* reply_on = nullptr);
+  void erase(std::vector<std::string> keys, Done<std::size_t> done,
+             runtime::Strand* reply_on = nullptr);
+  void drop_region(std::string agent, std::uint64_t region, Done<std::size_t> done = nullptr,
+                   runtime::Strand* reply_on = nullptr);
+  void boot_changed(std::string agent, std::string boot, Done<std::size_t> done = nullptr,
+                    runtime::Strand* reply_on = nullptr);
+
+  // Requests sent so far (tests count round trips).
+  std::uint64_t calls() const { return calls_; }
+
+ private:
+  using RawDone = std::function<void(const Status&, const Json&)>;
+  void call(Json request, RawDone done, runtime::Strand* reply_on);
+
+  runtime::Strand& strand_;
+  std::shared_ptr<RpcConnection> conn_;
+  std::atomic<std::uint64_t> calls_{0};
+};
+
+}  // namespace rcxl::directory

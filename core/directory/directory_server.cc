@@ -1,0 +1,221 @@
+#include "core/directory/directory_server.h"
+
+#include "core/protocol/auth.h"
+
+namespace rcxl::directory {
+
+using protocol::Json;
+
+DirectoryServer::DirectoryServer(runtime::Runtime& rt, runtime::Strand& strand,
+                                 DirectoryServerOptions options)
+    : rt_(rt),
+      strand_(strand),
+      options_(std::move(options)),
+      directory_(options_.directory),
+      random_(rt.random("directory-challenge")) {}
+
+DirectoryServer::~DirectoryServer() {
+  stop();
+}
+
+Result<runtime::Address> DirectoryServer::start(const runtime::Address& address) {
+  auto listener = rt_.transport().listen(
+      address, strand_, [this](std::shared_ptr<runtime::Conn> raw) { on_accept(std::move(raw)); });
+  if (!listener.ok()) return listener.status();
+  listener_ = std::move(listener).value();
+  return listener_->address();
+}
+
+void DirectoryServer::stop() {
+  if (listener_) listener_->close();
+  listener_.reset();
+  auto conns = std::move(conns_);
+  conns_.clear();
+  for (auto& [id, session] : conns) session.conn->abort();
+}
+
+void DirectoryServer::on_accept(std::shared_ptr<runtime::Conn> raw) {
+  auto conn = protocol::FramedConn::Make(std::move(raw), options_.max_frame_bytes);
+  const std::uint64_t id = conn->id();
+  Session& session = conns_[id];
+  session.conn = conn;
+  session.challenge = random_->next_hex(256);
+  conn->start(
+      strand_, [this, id](Json message) { on_message(id, message); },
+      [this, id](const Status&) { conns_.erase(id); });
+  conn->send({{"op", "greeting"}, {"version", 1}, {"challenge", session.challenge}});
+}
+
+namespace {
+
+Result<std::vector<std::string>> keys_of(const Json& message) {
+  if (!message.contains("keys") || !message["keys"].is_array()) {
+    return Error(ErrorCode::kBadRequest, "keys must be an array of strings");
+  }
+  const Json& keys = message["keys"];
+  if (keys.size() > kMaxKeysPerRequest) {
+    return Error(ErrorCode::kBadRequest, "more than 65536 keys");
+  }
+  std::vector<std::string> out;
+  out.reserve(keys.size());
+  for (const auto& key : keys) {
+    if (!key.is_string() || key.get_ref<const std::string&>().empty()) {
+      return Error(ErrorCode::kBadRequest, "keys must be non-empty strings");
+    }
+    out.push_back(key.get<std::string>());
+  }
+  return out;
+}
+
+Result<std::string> string_field(const Json& message, const char* name) {
+  if (!message.contains(name) || !message[name].is_string() ||
+      message[name].get_ref<const std::string&>().empty()) {
+    return Error(ErrorCode::kBadRequest, std::string(name) + " must be a non-empty string");
+  }
+  return message[name].get<std::string>();
+}
+
+Json locations_json(const std::vector<Location>& locations) {
+  Json out = Json::array();
+  for (const auto& l : locations) out.push_back(to_json(l));
+  return out;
+}
+
+}  // namespace
+
+void DirectoryServer::on_message(std::uint64_t conn_id, const Json& message) {
+  auto it = conns_.find(conn_id);
+  if (it == conns_.end()) return;
+  Session& session = it->second;
+  const Json id = message.contains("id") ? message["id"] : Json();
+  if (!id.is_null() && !id.is_number_unsigned()) {
+    return session.conn->send(
+        protocol::error_reply(Json(), Error(ErrorCode::kBadRequest, "id must be unsigned")));
+  }
+  if (!message.contains("op") || !message["op"].is_string()) {
+    return session.conn->send(
+        protocol::error_reply(id, Error(ErrorCode::kBadRequest, "op must be a string")));
+  }
+  const std::string op = message["op"].get<std::string>();
+  if (op == "hello") return handle_hello(session, message);
+  if (!session.authenticated) {
+    session.conn->send(
+        protocol::error_reply(id, Error(ErrorCode::kUnauthenticated, "hello first")));
+    return session.conn->close();
+  }
+  directory_.expire_leases(rt_.clock().now());
+  auto reply = handle_op(op, message);
+  if (!reply.ok()) return session.conn->send(protocol::error_reply(id, reply.status()));
+  Json out = std::move(reply).value();
+  if (!id.is_null()) out["id"] = id;
+  out["ok"] = true;
+  session.conn->send(out);
+}
+
+void DirectoryServer::handle_hello(Session& session, const Json& message) {
+  const Json id = message.contains("id") ? message["id"] : Json();
+  if (!message.contains("version") || !message["version"].is_number_unsigned() ||
+      message["version"].get<std::uint64_t>() != 1) {
+    return session.conn->send(
+        protocol::error_reply(id, Error(ErrorCode::kBadRequest, "version must be 1")));
+  }
+  if (options_.secret) {
+    const bool has_auth = message.contains("auth") && message["auth"].is_string();
+    if (!has_auth || !protocol::verify_auth(*options_.secret, session.challenge,
+                                            message["auth"].get<std::string>())) {
+      session.conn->send(protocol::error_reply(id, Error(ErrorCode::kAuthFailed, "wrong auth")));
+      return session.conn->close();
+    }
+  }
+  session.authenticated = true;
+  Json reply = {{"ok", true}, {"service", "rcxl-directory"}, {"version", 1}};
+  if (!id.is_null()) reply["id"] = id;
+  session.conn->send(reply);
+}
+
+Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& message) {
+  const runtime::Instant now = rt_.clock().now();
+  if (op == "register") {
+    if (!message.contains("entries") || !message["entries"].is_array() ||
+        message["entries"].size() > kMaxKeysPerRequest) {
+      return Error(ErrorCode::kBadRequest, "entries must be an array of at most 65536");
+    }
+    std::vector<std::pair<std::string, Location>> entries;
+    for (const auto& e : message["entries"]) {
+      if (!e.is_object()) return Error(ErrorCode::kBadRequest, "an entry must be an object");
+      auto key = string_field(e, "key");
+      if (!key.ok()) return key.status();
+      auto location = location_from_json(e.value("location", Json()));
+      if (!location.ok()) return location.status();
+      entries.emplace_back(std::move(key).value(), std::move(location).value());
+    }
+    Json registered = Json::array();
+    for (const auto& [key, location] : entries) {
+      auto outcome = directory_.register_key(key, location);
+      registered.push_back(outcome.ok() && *outcome == RegisterOutcome::kRegistered);
+    }
+    return Json{{"registered", registered}};
+  }
+  if (op == "lookup") {
+    auto keys = keys_of(message);
+    if (!keys.ok()) return keys.status();
+    auto result = directory_.lookup(*keys, now);
+    Json reply = {{"locations", locations_json(result.locations)}};
+    if (result.lease.id != 0) {
+      reply["lease"] = result.lease.id;
+      reply["lease_ms"] =
+          static_cast<std::uint64_t>(runtime::to_millis(result.lease.expires - now));
+    }
+    return reply;
+  }
+  if (op == "probe") {
+    auto keys = keys_of(message);
+    if (!keys.ok()) return keys.status();
+    if (message.contains("with_locations") && !message["with_locations"].is_boolean()) {
+      return Error(ErrorCode::kBadRequest, "with_locations must be a boolean");
+    }
+    auto locations = directory_.probe(*keys, now);
+    Json reply = {{"hits", locations.size()}};
+    if (message.value("with_locations", false)) reply["locations"] = locations_json(locations);
+    return reply;
+  }
+  if (op == "release") {
+    if (!message.contains("lease") || !message["lease"].is_number_unsigned()) {
+      return Error(ErrorCode::kBadRequest, "lease must be an unsigned integer");
+    }
+    Status status = directory_.release(message["lease"].get<std::uint64_t>());
+    if (!status.ok()) return status;
+    return Json::object();
+  }
+  if (op == "delete") {
+    auto keys = keys_of(message);
+    if (!keys.ok()) return keys.status();
+    return Json{{"deleted", directory_.erase(*keys)}};
+  }
+  if (op == "drop_region") {
+    auto agent = string_field(message, "agent");
+    if (!agent.ok()) return agent.status();
+    if (!message.contains("region") || !message["region"].is_number_unsigned()) {
+      return Error(ErrorCode::kBadRequest, "region must be an unsigned integer");
+    }
+    return Json{
+        {"dropped", directory_.drop_region(*agent, message["region"].get<std::uint64_t>())}};
+  }
+  if (op == "boot_changed") {
+    auto agent = string_field(message, "agent");
+    if (!agent.ok()) return agent.status();
+    auto boot = string_field(message, "boot");
+    if (!boot.ok()) return boot.status();
+    auto dropped = directory_.boot_changed(*agent, *boot);
+    if (!dropped.ok()) return dropped.status();
+    return Json{{"dropped", *dropped}};
+  }
+  if (op == "stats") {
+    return Json{{"keys", directory_.size()},
+                {"leases", directory_.open_leases()},
+                {"evictions", directory_.evictions()}};
+  }
+  return Error(ErrorCode::kBadRequest, "unknown op " + op);
+}
+
+}  // namespace rcxl::directory

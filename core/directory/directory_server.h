@@ -1,0 +1,56 @@
+// The directory as a network service (docs/directory.md): PROTOCOL.md framing,
+// greeting + HMAC hello and error shape, the ops of Directory. One strand.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/directory/directory.h"
+#include "core/protocol/framed_conn.h"
+#include "core/runtime/random.h"
+#include "core/runtime/runtime.h"
+
+namespace rcxl::directory {
+
+inline constexpr std::size_t kMaxKeysPerRequest = 65536;
+
+struct DirectoryServerOptions {
+  DirectoryOptions directory;
+  std::optional<std::string> secret;  // nullopt: --auth none (any or no auth)
+  std::uint32_t max_frame_bytes = protocol::kDefaultMaxFrameBytes;
+};
+
+class DirectoryServer {
+ public:
+  DirectoryServer(runtime::Runtime& rt, runtime::Strand& strand, DirectoryServerOptions options);
+  ~DirectoryServer();
+  Result<runtime::Address> start(const runtime::Address& address);
+  void stop();
+
+  Directory& directory() { return directory_; }
+  std::size_t connections() const { return conns_.size(); }
+
+ private:
+  struct Session {
+    std::shared_ptr<protocol::FramedConn> conn;
+    std::string challenge;
+    bool authenticated = false;
+  };
+  void on_accept(std::shared_ptr<runtime::Conn> raw);
+  void on_message(std::uint64_t conn_id, const protocol::Json& message);
+  void handle_hello(Session& session, const protocol::Json& message);
+  Result<protocol::Json> handle_op(const std::string& op, const protocol::Json& message);
+
+  runtime::Runtime& rt_;
+  runtime::Strand& strand_;
+  DirectoryServerOptions options_;
+  Directory directory_;
+  std::unique_ptr<runtime::RandomSource> random_;
+  std::unique_ptr<runtime::Listener> listener_;
+  std::map<std::uint64_t, Session> conns_;
+};
+
+}  // namespace rcxl::directory

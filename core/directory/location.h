@@ -1,0 +1,30 @@
+// Where a key's bytes live: the agent, the boot they were stored under (SPEC
+// R6.1) and the region range a reader maps with the read handle.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/runtime/status.h"
+
+namespace rcxl::directory {
+
+using Json = nlohmann::json;
+
+struct Location {
+  std::string agent;  // agent control address "host:port"
+  std::string boot;   // the agent's boot when the bytes were written
+  std::uint64_t region = 0;
+  std::string read_handle;
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+
+  bool operator==(const Location&) const = default;
+};
+
+Json to_json(const Location& location);
+// Every field present and of its type, length > 0, no overflow; else bad_request.
+Result<Location> location_from_json(const Json& json);
+
+}  // namespace rcxl::directory

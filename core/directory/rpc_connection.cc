@@ -1,0 +1,160 @@
+#include "core/directory/rpc_connection.h"
+
+#include "core/protocol/auth.h"
+
+namespace rcxl::directory {
+
+std::shared_ptr<RpcConnection> RpcConnection::Make(runtime::Runtime& rt, runtime::Strand& strand,
+                                                   Options options) {
+  return std::shared_ptr<RpcConnection>(new RpcConnection(rt, strand, std::move(options)));
+}
+
+RpcConnection::~RpcConnection() {
+  if (conn_) conn_->abort();
+}
+
+Status reply_status(const Json& reply) {
+  if (!reply.is_object()) return Error(ErrorCode::kInternal, "reply is not an object");
+  if (reply.value("ok", false)) return {};
+  const Json error = reply.value("error", Json::object());
+  const std::string name = error.is_object() ? error.value("code", "") : "";
+  const std::string message = error.is_object() ? error.value("message", "") : "";
+  auto code = error_code_from_name(name);
+  return Error(code.value_or(ErrorCode::kInternal), message.empty() ? name : message);
+}
+
+void RpcConnection::ensure_ready(ReadyHandler done) {
+  if (state_ == State::kReady) return done(Status{});
+  waiters_.push_back(std::move(done));
+  if (state_ == State::kIdle) start_connect();
+}
+
+void RpcConnection::call(Json request, ReplyHandler done, runtime::Duration extra_timeout) {
+  if (state_ == State::kReady) return send_now(std::move(request), std::move(done), extra_timeout);
+  queued_.push_back({std::move(request), std::move(done), extra_timeout});
+  if (state_ == State::kIdle) start_connect();
+}
+
+void RpcConnection::start_connect() {
+  state_ = State::kConnecting;
+  greeted_ = false;
+  const std::uint64_t generation = ++generation_;
+  std::weak_ptr<RpcConnection> weak = weak_from_this();
+  rt_.transport().connect(
+      options_.address, strand_, [weak, generation](Result<std::shared_ptr<runtime::Conn>> raw) {
+        auto self = weak.lock();
+        if (!self || generation != self->generation_) return;
+        if (!raw.ok()) {
+          return self->fail_all(Error(
+              ErrorCode::kUnavailable,
+              "cannot reach " + self->options_.address.ToString() + ": " + raw.status().message()));
+        }
+        self->conn_ =
+            protocol::FramedConn::Make(std::move(raw).value(), self->options_.max_frame_bytes);
+        self->conn_->start(
+            self->strand_,
+            [weak, generation](Json message) {
+              if (auto s = weak.lock()) s->on_message(generation, std::move(message));
+            },
+            [weak, generation](const Status& reason) {
+              auto s = weak.lock();
+              if (!s || generation != s->generation_) return;
+              s->fail_all(Error(ErrorCode::kClosed, "connection closed: " + reason.message()));
+            });
+      });
+}
+
+void RpcConnection::on_message(std::uint64_t generation, Json message) {
+  if (generation != generation_) return;
+  if (!greeted_) return on_greeting(message);
+  if (!message.contains("id") || !message["id"].is_number_unsigned()) {
+    // A bad_frame reply has no id: the peer closes next.
+    return fail_all(reply_status(message).ok() ? Error(ErrorCode::kInternal, "reply without id")
+                                               : reply_status(message));
+  }
+  const std::uint64_t id = message["id"].get<std::uint64_t>();
+  if (state_ == State::kConnecting && id == hello_id_) {
+    const Status status = reply_status(message);
+    if (!status.ok()) return fail_all(status);
+    return become_ready(message);
+  }
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;  // timed out earlier
+  Pending pending = std::move(it->second);
+  pending_.erase(it);
+  strand_.cancel(pending.timer);
+  pending.done(reply_status(message), message);
+}
+
+void RpcConnection::on_greeting(const Json& message) {
+  if (message.value("op", "") != "greeting" || !message.contains("challenge") ||
+      !message["challenge"].is_string()) {
+    return fail_all(Error(ErrorCode::kBadFrame, "expected a greeting, got " + message.dump()));
+  }
+  greeted_ = true;
+  hello_id_ = next_id_++;
+  Json hello = {
+      {"op", "hello"}, {"id", hello_id_}, {"version", 1}, {"client", options_.client_name}};
+  if (!options_.secret.empty()) {
+    hello["auth"] =
+        protocol::hmac_sha256_hex(options_.secret, message["challenge"].get<std::string>());
+  }
+  conn_->send(hello);
+}
+
+void RpcConnection::become_ready(const Json& hello) {
+  state_ = State::kReady;
+  hello_reply_ = hello;
+  if (on_hello_) on_hello_(hello);
+  auto waiters = std::move(waiters_);
+  waiters_.clear();
+  auto queued = std::move(queued_);
+  queued_.clear();
+  for (auto& q : queued) send_now(std::move(q.request), std::move(q.done), q.extra);
+  for (auto& w : waiters) w(Status{});
+}
+
+void RpcConnection::send_now(Json request, ReplyHandler done, runtime::Duration extra) {
+  const std::uint64_t id = next_id_++;
+  request["id"] = id;
+  std::weak_ptr<RpcConnection> weak = weak_from_this();
+  Pending pending{std::move(done), 0};
+  pending.timer = strand_.post_after(options_.reply_timeout + extra, [weak, id] {
+    auto self = weak.lock();
+    if (!self) return;
+    auto it = self->pending_.find(id);
+    if (it == self->pending_.end()) return;
+    auto handler = std::move(it->second.done);
+    self->pending_.erase(it);
+    handler(Error(ErrorCode::kTimeout, "no reply from " + self->options_.address.ToString()),
+            Json());
+  });
+  pending_[id] = std::move(pending);
+  ++calls_sent_;
+  conn_->send(request);
+}
+
+void RpcConnection::fail_all(const Status& status) {
+  ++generation_;
+  state_ = State::kIdle;
+  if (conn_) conn_->abort();
+  conn_.reset();
+  auto pending = std::move(pending_);
+  pending_.clear();
+  auto queued = std::move(queued_);
+  queued_.clear();
+  auto waiters = std::move(waiters_);
+  waiters_.clear();
+  for (auto& [id, p] : pending) {
+    strand_.cancel(p.timer);
+    p.done(status, Json());
+  }
+  for (auto& q : queued) q.done(status, Json());
+  for (auto& w : waiters) w(status);
+}
+
+void RpcConnection::close() {
+  fail_all(Error(ErrorCode::kClosed, "closed by the client"));
+}
+
+}  // namespace rcxl::directory

@@ -1,0 +1,94 @@
+// A client's control connection (PROTOCOL.md): connect, answer the greeting
+// with an HMAC hello, then requests matched to replies by id, each with a
+// reply timeout. Strand-confined: call every method on the strand given at
+// Make; callbacks run there. Reconnects on the next call after a close.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/protocol/framed_conn.h"
+#include "core/runtime/runtime.h"
+
+namespace rcxl::directory {
+
+using Json = nlohmann::json;
+
+class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
+ public:
+  struct Options {
+    runtime::Address address;
+    std::string secret;  // empty: no auth field (a peer started with --auth none)
+    std::string client_name = "rcxl";
+    runtime::Duration reply_timeout = std::chrono::seconds(1);
+    std::uint32_t max_frame_bytes = protocol::kDefaultMaxFrameBytes;
+  };
+  // status: ok, a wire error (code from the reply) or a local one (timeout,
+  // closed, unavailable). reply: the whole reply object (null when local).
+  using ReplyHandler = std::function<void(const Status& status, const Json& reply)>;
+  using ReadyHandler = std::function<void(const Status& status)>;
+  using HelloHandler = std::function<void(const Json& hello_reply)>;
+
+  static std::shared_ptr<RpcConnection> Make(runtime::Runtime& rt, runtime::Strand& strand,
+                                             Options options);
+  ~RpcConnection();
+
+  // Called with every successful hello reply (a reconnect brings a new one).
+  void set_on_hello(HelloHandler handler) { on_hello_ = std::move(handler); }
+  // Connects and says hello if not yet; `done` once ready or failed.
+  void ensure_ready(ReadyHandler done);
+  // Sends `request` (its id is set here) once ready. The reply must come
+  // within reply_timeout + extra_timeout.
+  void call(Json request, ReplyHandler done, runtime::Duration extra_timeout = {});
+  bool ready() const { return state_ == State::kReady; }
+  const Json& hello_reply() const { return hello_reply_; }
+  const runtime::Address& address() const { return options_.address; }
+  std::uint64_t calls_sent() const { return calls_sent_; }
+  void close();
+
+ private:
+  enum class State { kIdle, kConnecting, kReady };
+  struct Pending {
+    ReplyHandler done;
+    runtime::TimerId timer = 0;
+  };
+  struct Queued {
+    Json request;
+    ReplyHandler done;
+    runtime::Duration extra;
+  };
+
+  RpcConnection(runtime::Runtime& rt, runtime::Strand& strand, Options options)
+      : rt_(rt), strand_(strand), options_(std::move(options)) {}
+  void start_connect();
+  void on_message(std::uint64_t generation, Json message);
+  void on_greeting(const Json& message);
+  void become_ready(const Json& hello);
+  void fail_all(const Status& status);
+  void send_now(Json request, ReplyHandler done, runtime::Duration extra);
+
+  runtime::Runtime& rt_;
+  runtime::Strand& strand_;
+  Options options_;
+  State state_ = State::kIdle;
+  std::uint64_t generation_ = 0;  // events of an older connection are ignored
+  std::shared_ptr<protocol::FramedConn> conn_;
+  bool greeted_ = false;
+  std::uint64_t hello_id_ = 0;
+  Json hello_reply_;
+  HelloHandler on_hello_;
+  std::vector<ReadyHandler> waiters_;
+  std::vector<Queued> queued_;
+  std::map<std::uint64_t, Pending> pending_;
+  std::uint64_t next_id_ = 1;
+  std::uint64_t calls_sent_ = 0;
+};
+
+// Turns a reply object into its Status (ok, or the wire error's code).
+Status reply_status(const Json& reply);
+
+}  // namespace rcxl::directory

@@ -1,0 +1,184 @@
+// Handler's data path against the real agent (recording extension) on the sim
+// runtime: write-then-register, prefix loads, fresh maps, boot changes.
+#include "core/client/handler.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/client/client_rig.h"
+
+namespace rcxl::client::testing {
+namespace {
+
+TEST(Handler, R1_6_StoreThenLoadMovesRealBytesAndReleasesTheLease) {
+  ClientRig rig;
+  rig.add_memory("mem");
+  Handler& h = rig.handler(rig.config());
+  auto stored = rig.store(h, {item("k0", "alpha"), item("k1", "beta")});
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ(stored->stored, 2u);
+  // Another reader (its own handler, its own connections) gets the bytes.
+  Handler& reader = rig.handler(rig.config());
+  auto loaded = rig.load(reader, {"k0", "k1", "missing", "k0"});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->values.size(), 2u);  // prefix: stops at the first miss
+  EXPECT_EQ(text_of(loaded->values[0]), "alpha");
+  EXPECT_EQ(text_of(loaded->values[1]), "beta");
+  EXPECT_EQ(reader.stats().read_batches, 1u);  // one batch per agent
+  rig.world.run_for(10ms);
+  EXPECT_EQ(rig.directory_server->directory().open_leases(), 0u);
+}
+
+TEST(Handler, R1_1_FirstWriterWinsAndTheLoserGivesItsPageBack) {
+  ClientRig rig;
+  rig.add_memory("mem");
+  Handler& a = rig.handler(rig.config());
+  Handler& b = rig.handler(rig.config());
+  ASSERT_EQ(rig.store(a, {item("k", "first")})->stored, 1u);
+  const std::size_t free_before = b.free_pages();
+  auto second = rig.store(b, {item("k", "second")});
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->already_present, 1u);
+  EXPECT_EQ(b.free_pages(), free_before == 0 ? 256u : free_before);  // 1 MiB of 4 KiB pages
+  EXPECT_EQ(text_of(rig.load(b, {"k"})->values.at(0)), "first");
+}
+
+TEST(Handler, R1_2_OversizeItemsAreRefusedAndChangeNothing) {
+  ClientRig rig;
+  rig.add_memory("mem");
+  Handler& h = rig.handler(rig.config());
+  auto r = rig.store(h, {item("k", std::string(4097, 'x'))});
+  EXPECT_EQ(r.status().code(), ErrorCode::kBadRequest);
+  EXPECT_EQ(h.stats().regions_allocated, 0u);
+  EXPECT_EQ(rig.directory_server->directory().size(), 0u);
+}
+
+TEST(Handler, R5_1_OwnMapsCarryFreshUntilTheFirstReplyRetriesIncluded) {
+  ClientRig rig;
+  // Region 1's mapped() fails: the map is refused and retried, fresh each time.
+  auto& mem = rig.add_memory("mem", {{"fail_mapped_regions", {1}}});
+  Config c = rig.config();
+  Handler& h = rig.handler(c);
+  auto r = rig.store(h, {item("k", "v")});
+  EXPECT_FALSE(r.ok());
+  auto mapped = mem.log("mapped");
+  ASSERT_EQ(mapped.size(), static_cast<std::size_t>(c.map_attempts));
+  for (const auto& line : mapped) {
+    EXPECT_EQ(line["region"], 1);
+    EXPECT_EQ(line["fresh"], true);
+  }
+  EXPECT_EQ(h.regions().fresh_maps_sent(), static_cast<std::uint64_t>(c.map_attempts));
+  // The next region maps at once, fresh.
+  ASSERT_TRUE(rig.store(h, {item("k", "v")}).ok());
+  mapped = mem.log("mapped");
+  EXPECT_EQ(mapped.back()["region"], 2);
+  EXPECT_EQ(mapped.back()["fresh"], true);
+  const auto fresh_before = h.regions().fresh_maps_sent();
+  const auto maps_before = h.regions().own_maps_sent();
+  // After a reply, maps of that region (here after a reconnect) are not fresh.
+  rig.world.network().drop_connections("mem");
+  rig.world.run_for(10ms);
+  std::optional<Result<AgentHello>> hello;
+  h.strand().post([&] { h.regions().hello(mem.key(), [&](auto r) { hello = std::move(r); }); });
+  ASSERT_TRUE(rig.wait(hello).ok());
+  rig.world.run_for(10ms);
+  EXPECT_GT(h.regions().own_maps_sent(), maps_before);
+  EXPECT_EQ(h.regions().fresh_maps_sent(), fresh_before);
+}
+
+TEST(Handler, R6_1_AfterABootChangeReadersMissAndOwnersAllocateAnew) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"generation_file", "/gen"}});
+  Handler& owner = rig.handler(rig.config());
+  Handler& reader = rig.handler(rig.config());
+  ASSERT_EQ(rig.store(owner, {item("old", "stale-bytes")})->stored, 1u);
+  auto before = rig.load(reader, {"old"});
+  ASSERT_EQ(before->values.size(), 1u);
+  EXPECT_EQ(text_of(before->values[0]), "stale-bytes");
+
+  mem.set_generation("2");  // a device reset: the agent's boot moves on
+  rig.world.run_for(300ms);
+  auto after = rig.load(reader, {"old"});
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->values.empty());  // a miss, never the stale bytes
+
+  // The owner's WRITE through the gone registration fails; the map that
+  // follows learns the boot; its regions go back; the next store allocates anew.
+  auto failed = rig.store(owner, {item("new", "fresh-bytes")});
+  rig.world.run_for(50ms);
+  EXPECT_EQ(owner.regions().boot_changes(), 1u)
+      << (failed.ok() ? std::to_string(failed->stored) + "/" + std::to_string(failed->failed)
+                      : failed.status().ToString())
+      << " remote errors " << owner.stats().remote_access_errors;
+  EXPECT_TRUE(owner.regions().own_regions().empty() ||
+              owner.regions().own_regions().begin()->first.second != 1u);
+  if (!failed.ok() || failed->stored == 0) {
+    ASSERT_EQ(rig.store(owner, {item("new", "fresh-bytes")})->stored, 1u);
+  }
+  auto mapped = mem.log("mapped");
+  ASSERT_GE(mapped.size(), 2u);
+  EXPECT_NE(mapped.back()["region"], 1);
+  EXPECT_EQ(mapped.back()["fresh"], true);  // fresh again only for the new region
+  rig.world.run_for(10ms);
+  EXPECT_TRUE(rig.load(reader, {"old"})->values.empty());
+  auto fresh = rig.load(reader, {"new"});
+  ASSERT_EQ(fresh->values.size(), 1u);
+  EXPECT_EQ(text_of(fresh->values[0]), "fresh-bytes");
+  EXPECT_FALSE(rig.directory_server->directory().find("old").has_value());
+}
+
+}  // namespace
+}  // namespace rcxl::client::testing
+
+namespace rcxl::client::testing {
+namespace {
+
+TEST(Handler, R1_6_ALargeLoadIsOneBatchPerAgentWithoutDeepRecursion) {
+  ClientRig rig;
+  rig.add_memory("mem");
+  Config c = rig.config();
+  c.region_size_bytes = 64ull << 20;
+  Handler& h = rig.handler(c);
+  std::vector<StoreItem> items;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 5000; ++i) {
+    keys.push_back("k" + std::to_string(i));
+    items.push_back(item(keys.back(), "value-" + std::to_string(i)));
+  }
+  ASSERT_EQ(rig.store(h, items)->stored, 5000u);
+  auto loaded = rig.load(h, keys);
+  ASSERT_EQ(loaded->values.size(), 5000u);
+  EXPECT_EQ(text_of(loaded->values[4321]), "value-4321");
+  EXPECT_EQ(h.stats().read_batches, 1u);
+}
+
+// One run of a small workload; its trace hash is the run's fingerprint.
+std::string run_once(std::uint64_t seed) {
+  ClientRig rig(seed);
+  rig.add_memory("mem", {{"actions", {"read_hint", "read_hint_end", "write_hint", "write_wait"}}});
+  rig.add_memory("mem2");
+  Config c = rig.config();
+  c.read_hints = true;
+  c.region_size_bytes = 4 * 4096;
+  Handler& h = rig.handler(c);
+  std::vector<StoreItem> items;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 12; ++i) {
+    keys.push_back("k" + std::to_string(i));
+    items.push_back(item(keys.back(), "v" + std::to_string(i)));
+  }
+  EXPECT_EQ(rig.store(h, items)->stored, 12u);
+  h.hint_read("q", keys);
+  EXPECT_EQ(rig.load(h, keys, true)->values.size(), 12u);
+  h.end_read_hint("q");
+  rig.settle(h);
+  return rig.world.trace().hash_hex();
+}
+
+TEST(Handler, SameSeedSameTraceHash) {
+  const std::string first = run_once(5);
+  EXPECT_EQ(first, run_once(5));
+  EXPECT_FALSE(first.empty());
+}
+
+}  // namespace
+}  // namespace rcxl::client::testing

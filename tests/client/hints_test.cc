@@ -1,0 +1,236 @@
+// MemoryHints and the hint paths of Handler against the real agent with the
+// recording extension (SPEC R1.4, R3.4-R3.7, R4.1, R4.5, R4.6).
+#include <gtest/gtest.h>
+
+#include "core/client/agent_hello.h"
+#include "core/client/memory_hints.h"
+#include "tests/client/client_rig.h"
+
+namespace rcxl::client::testing {
+
+namespace {
+
+const Json kAllActions = {"read_hint", "read_hint_end", "write_hint", "read_promote"};
+
+Config hinting(const ClientRig& rig) {
+  Config c = rig.config();
+  c.read_hints = true;
+  return c;
+}
+
+TEST(AgentHello, R1_4_ActionsKeptOnlyFromAWellFormedVersion1Extension) {
+  Json ok = {{"boot", "b"},
+             {"region_extension",
+              {{"version", 1}, {"actions", Json::array({"read_hint", "write_wait"})}}}};
+  auto hello = parse_agent_hello(ok);
+  EXPECT_EQ(hello.boot, "b");
+  EXPECT_TRUE(hello.advertises("read_hint"));
+  EXPECT_TRUE(hello.advertises("write_wait"));
+  for (Json bad : {Json{{"boot", "b"}},
+                   Json{{"region_extension", {{"version", 2}, {"actions", {"read_hint"}}}}},
+                   Json{{"region_extension", {{"version", "1"}, {"actions", {"read_hint"}}}}},
+                   Json{{"region_extension", {{"version", 1}, {"actions", "read_hint"}}}},
+                   Json{{"region_extension", {{"version", 1}, {"actions", {"read_hint", 3}}}}},
+                   Json{{"region_extension", {"read_hint"}}}}) {
+    EXPECT_TRUE(parse_agent_hello(bad).actions.empty()) << bad.dump();
+  }
+}
+
+TEST(MemoryHints, R3_4_ProbesTheDirectoryAndHintsOnlyAdvertisingAgents) {
+  ClientRig rig;
+  auto& takes = rig.add_memory("mem", {{"actions", kAllActions}});
+  auto& plain = rig.add_memory("mem2", Json::object());  // default actions: read hints
+  auto& none = rig.add_memory("mem3", {{"actions", Json::array()}});
+  Config c = hinting(rig);
+  c.region_size_bytes = 4096 * 2;  // two pages per region: pages spread over agents
+  Handler& h = rig.handler(c);
+  std::vector<StoreItem> items;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 6; ++i) {
+    keys.push_back("k" + std::to_string(i));
+    items.push_back(item(keys.back(), "v"));
+  }
+  ASSERT_EQ(rig.store(h, items)->stored, 6u);
+  const auto probes_before = rig.directory_server->directory().size();
+  h.hint_read("req-1", keys);
+  rig.settle(h);
+  EXPECT_EQ(h.hints().stats().probes, 1u);
+  ASSERT_EQ(takes.log("hint", "read_hint").size(), 1u);
+  ASSERT_EQ(plain.log("hint", "read_hint").size(), 1u);
+  EXPECT_TRUE(none.log("hint").empty());
+  EXPECT_EQ(takes.log("hint", "read_hint")[0]["request"], "req-1");
+  EXPECT_EQ(takes.log("hint", "read_hint")[0]["ranges"].size(), 2u);
+  EXPECT_EQ(rig.directory_server->directory().open_leases(), 0u);  // probes take no lease
+  EXPECT_EQ(rig.directory_server->directory().size(), probes_before);
+  h.end_read_hint("req-1");
+  rig.settle(h);
+  EXPECT_EQ(takes.log("hint", "read_hint_end").size(), 1u);
+  EXPECT_EQ(plain.log("hint", "read_hint_end").size(), 1u);
+  EXPECT_TRUE(none.log("hint").empty());
+  // An end for a request that is not open sends nothing.
+  h.end_read_hint("never-hinted");
+  rig.settle(h);
+  EXPECT_EQ(takes.log("hint", "read_hint_end").size(), 1u);
+}
+
+TEST(MemoryHints, R3_4_AtMost4096RangesPerMessage) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
+  Config c = hinting(rig);
+  c.region_size_bytes = 64ull << 20;
+  Handler& h = rig.handler(c);
+  ASSERT_EQ(rig.store(h, {item("k", "v")})->stored, 1u);
+  const auto& region = h.regions().own_regions().begin()->second;
+  RangesByAgent ranges;
+  for (std::uint64_t i = 0; i < 5000; ++i) {
+    ranges[mem.key()].add({region.region, i * 4096, 4096}, region.read_handle);
+  }
+  h.hints().read_hint_ranges("big", ranges);
+  rig.settle(h);
+  auto hints = mem.log("hint", "read_hint");
+  ASSERT_EQ(hints.size(), 2u);
+  EXPECT_EQ(hints[0]["ranges"].size(), 4096u);
+  EXPECT_EQ(hints[1]["ranges"].size(), 904u);
+  EXPECT_EQ(hints[1]["ranges"][0], Json({region.region, 4096ull * 4096, 4096}));  // order kept
+  EXPECT_EQ(h.hints().stats().max_ranges_in_message, 4096u);
+  EXPECT_EQ(h.hints().stats().messages.at("read_hint"), 2u);
+}
+
+TEST(MemoryHints, R3_5_AtMost1024QueuedHintsAndEndsAreNeverDropped) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
+  Handler& h = rig.handler(hinting(rig));
+  ASSERT_EQ(rig.store(h, {item("k", "v")})->stored, 1u);
+  rig.settle(h);
+  const auto queued_before = h.hints().stats().queued;  // the store's write hint
+  // All at once: the queue overflows while the first probe is out.
+  for (int i = 0; i < 3000; ++i) h.hint_read("r" + std::to_string(i), {"k"});
+  for (int i = 0; i < 3000; ++i) h.end_read_hint("r" + std::to_string(i));
+  rig.settle(h);
+  const auto stats = h.hints().stats();
+  EXPECT_EQ(stats.queued - queued_before, 1025u);  // one in flight + 1024 waiting
+  EXPECT_EQ(stats.dropped, 3000u - 1025u);
+  EXPECT_GE(stats.max_queue_depth, 1024u + 1u);  // ends go in past the bound
+  EXPECT_EQ(mem.log("hint", "read_hint").size(), 1025u);
+  EXPECT_EQ(mem.log("hint", "read_hint_end").size(), 1025u);  // every sent hint ended
+  EXPECT_EQ(stats.open_requests, 0u);
+}
+
+TEST(MemoryHints, R3_6_AtMost4096HintedRequestsOpenTheOldestEnded) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
+  Handler& h = rig.handler(hinting(rig));
+  ASSERT_EQ(rig.store(h, {item("k", "v")})->stored, 1u);
+  const auto& region = h.regions().own_regions().begin()->second;
+  RangesByAgent ranges;
+  ranges[mem.key()].add({region.region, 0, 4096}, region.read_handle);
+  for (int batch = 0; batch < 5; ++batch) {  // under the queue bound each time
+    for (int i = 0; i < 1000; ++i) {
+      h.hints().read_hint_ranges("r" + std::to_string(batch * 1000 + i), ranges);
+    }
+    rig.settle(h);
+  }
+  const auto stats = h.hints().stats();
+  EXPECT_EQ(stats.dropped, 0u);
+  EXPECT_EQ(stats.open_requests, 4096u);
+  EXPECT_EQ(stats.forced_ends, 5000u - 4096u);
+  auto ends = mem.log("hint", "read_hint_end");
+  ASSERT_EQ(ends.size(), 904u);
+  EXPECT_EQ(ends.front()["request"], "r0");  // the oldest first
+  EXPECT_EQ(ends.back()["request"], "r903");
+  EXPECT_EQ(mem.log("hint", "read_hint").size(), 5000u);
+}
+
+TEST(Handler, R3_7_ALoadWithoutAnEngineHintHintsItselfAndEndsAfter) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
+  Handler& h = rig.handler(hinting(rig));
+  ASSERT_EQ(rig.store(h, {item("a", "1"), item("b", "2")})->stored, 2u);
+  ASSERT_EQ(rig.load(h, {"a", "b"})->values.size(), 2u);
+  rig.settle(h);
+  auto hints = mem.log("hint", "read_hint");
+  ASSERT_EQ(hints.size(), 1u);
+  const std::string name = hints[0]["request"];
+  EXPECT_NE(name.find("-load-"), std::string::npos);
+  EXPECT_EQ(hints[0]["ranges"].size(), 2u);
+  auto ends = mem.log("hint", "read_hint_end");
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0]["request"], name);
+  // A load the engine hinted does not hint again.
+  ASSERT_EQ(rig.load(h, {"a"}, /*engine_hinted=*/true)->values.size(), 1u);
+  rig.settle(h);
+  EXPECT_EQ(mem.log("hint", "read_hint").size(), 1u);
+  // With read hints off, no load hints.
+  Config off = rig.config();
+  Handler& quiet = rig.handler(off);
+  ASSERT_EQ(rig.load(quiet, {"a"})->values.size(), 1u);
+  rig.settle(quiet);
+  EXPECT_EQ(mem.log("hint", "read_hint").size(), 1u);
+}
+
+TEST(Handler, R4_1_AStoreWriteHintsItsPagesInWriteOrderUnderItsToken) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
+  Handler& h = rig.handler(hinting(rig));  // write_hints follow read_hints
+  ASSERT_EQ(rig.store(h, {item("x", "1"), item("y", "22"), item("z", "333")})->stored, 3u);
+  rig.settle(h);
+  auto hints = mem.log("hint", "write_hint");
+  ASSERT_EQ(hints.size(), 1u);
+  const auto& r = hints[0]["ranges"];
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0][2], 1);
+  EXPECT_EQ(r[1][2], 2);
+  EXPECT_EQ(r[2][2], 3);
+  EXPECT_LT(r[0][1].get<std::uint64_t>(), r[1][1].get<std::uint64_t>());
+  EXPECT_NE(hints[0]["token"].get<std::string>().find("-store-"), std::string::npos);
+  EXPECT_TRUE(mem.log("hint", "read_hint_end").empty());  // no end for write hints
+  // write_hints off: none.
+  Config c = hinting(rig);
+  c.write_hints = false;
+  Handler& quiet = rig.handler(c);
+  ASSERT_EQ(rig.store(quiet, {item("w", "1")})->stored, 1u);
+  rig.settle(quiet);
+  EXPECT_EQ(mem.log("hint", "write_hint").size(), 1u);
+}
+
+TEST(Handler, R4_5_PromoteGoesToEveryAgentOfThePoolThatTakesIt) {
+  ClientRig rig;
+  auto& a = rig.add_memory("mem", {{"actions", kAllActions}});
+  auto& b = rig.add_memory("mem2", {{"actions", kAllActions}});
+  auto& c = rig.add_memory("mem3", Json::object());  // no read_promote
+  Handler& h = rig.handler(hinting(rig));
+  h.promote_read("req-7");
+  rig.settle(h);
+  ASSERT_EQ(a.log("hint", "read_promote").size(), 1u);
+  ASSERT_EQ(b.log("hint", "read_promote").size(), 1u);
+  EXPECT_TRUE(c.log("hint", "read_promote").empty());
+  EXPECT_EQ(a.log("hint", "read_promote")[0]["request"], "req-7");
+  EXPECT_TRUE(a.log("hint", "read_promote")[0]["ranges"].empty());
+  EXPECT_EQ(a.agent->open_hint_requests(a.log("hint", "read_promote")[0]["conn"]), 0u);
+}
+
+}  // namespace
+}  // namespace rcxl::client::testing
+
+namespace rcxl::client::testing {
+namespace {
+
+TEST(MemoryHints, R3_4_AnUnreachableAgentDoesNotStallTheHintQueue) {
+  ClientRig rig;
+  rig.add_memory("mem", {{"actions", {"read_hint", "read_hint_end"}}});
+  Handler& h = rig.handler(hinting(rig));
+  // Keys whose location is an agent nobody can reach.
+  std::optional<Result<std::vector<bool>>> reg;
+  h.directory().register_keys({{"dead-key", {"dead:7000", "b", 1, "rh", 0, 4096}}},
+                              [&](auto r) { reg = std::move(r); });
+  ASSERT_TRUE(rig.wait(reg).ok());
+  const auto t0 = rig.world.loop().now();
+  for (int i = 0; i < 20; ++i) h.hint_read("r" + std::to_string(i), {"dead-key"});
+  rig.settle(h);
+  // One connect attempt times out; the other hints skip the agent at once.
+  EXPECT_EQ(h.hints().stats().skipped_unreachable, 19u);
+  EXPECT_LT(rig.world.loop().now() - t0, 2s);
+}
+
+}  // namespace
+}  // namespace rcxl::client::testing

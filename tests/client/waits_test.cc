@@ -1,0 +1,187 @@
+// MemoryWaits (SPEC R4.3, R4.6) and the per-READ gate of the replaced design
+// (PAPER P3), against the real agent with the recording extension.
+#include <gtest/gtest.h>
+
+#include "core/client/memory_waits.h"
+#include "core/protocol/framed_conn.h"
+#include "tests/client/client_rig.h"
+
+namespace rcxl::client::testing {
+namespace {
+
+const Json kWaits = {"read_hint", "read_hint_end", "write_hint", "write_wait"};
+
+TEST(Handler, R4_3_TheWaitsOfOneStoreShareWriteWaitMs) {
+  ClientRig rig;
+  auto& a = rig.add_memory("mem", {{"actions", kWaits}, {"write_wait_delay_ms", 40}});
+  auto& b = rig.add_memory("mem2", {{"actions", kWaits}, {"write_wait_delay_ms", 40}});
+  Config c = rig.config();
+  c.read_hints = true;
+  c.write_wait_ms = 50;
+  c.region_size_bytes = 2 * 4096;  // two pages per region: the store spans both agents
+  Handler& h = rig.handler(c);
+  const auto t0 = rig.world.loop().now();
+  ASSERT_EQ(rig.store(h, {item("1", "a"), item("2", "b"), item("3", "c"), item("4", "d")})->stored,
+            4u);
+  // Setup (hello, alloc, map) is part of this first store; compare the waits.
+  auto wa = a.log("write_wait");
+  auto wb = b.log("write_wait");
+  ASSERT_EQ(wa.size(), 1u);
+  ASSERT_EQ(wb.size(), 1u);
+  const auto ta = wa[0]["timeout_ms"].get<std::uint32_t>();
+  const auto tb = wb[0]["timeout_ms"].get<std::uint32_t>();
+  // The first asked with the whole budget, the second with what the first left.
+  EXPECT_EQ(std::max(ta, tb), 50u);
+  EXPECT_LE(std::min(ta, tb), 50u - 40u);
+  EXPECT_GE(std::min(ta, tb), 1u);
+  EXPECT_EQ(wa[0]["ranges"].size(), 2u);
+  EXPECT_EQ(wa[0]["token"], wb[0]["token"]);         // one token per store
+  EXPECT_TRUE(a.log("hint", "write_hint").empty());  // waited agents get no write hint
+  EXPECT_EQ(h.waits().stats().waits_answered, 2u);
+  // The second store (no setup) takes the budget, not two budgets.
+  const auto t1 = rig.world.loop().now();
+  ASSERT_EQ(rig.store(h, {item("5", "e"), item("6", "f"), item("7", "g"), item("8", "h")})->stored,
+            4u);
+  EXPECT_LT(rig.world.loop().now() - t1, 60ms);
+  EXPECT_GE(rig.world.loop().now() - t1, 45ms);
+  (void)t0;
+}
+
+TEST(Handler, R4_3_ZeroNeverWaitsAndAgentsWithoutWriteWaitGetAWriteHint) {
+  ClientRig rig;
+  auto& a = rig.add_memory("mem", {{"actions", kWaits}});
+  auto& b = rig.add_memory("mem2", {{"actions", {"read_hint", "read_hint_end", "write_hint"}}});
+  Config c = rig.config();
+  c.read_hints = true;
+  c.region_size_bytes = 4096;
+  Handler& h = rig.handler(c);
+  ASSERT_EQ(rig.store(h, {item("1", "a"), item("2", "b")})->stored, 2u);
+  rig.settle(h);
+  EXPECT_EQ(a.log("write_wait").size(), 1u);
+  EXPECT_TRUE(a.log("hint", "write_hint").empty());
+  EXPECT_TRUE(b.log("write_wait").empty());
+  EXPECT_EQ(b.log("hint", "write_hint").size(), 1u);
+  c.write_wait_ms = 0;
+  Handler& never = rig.handler(c);
+  ASSERT_EQ(rig.store(never, {item("3", "a"), item("4", "b")})->stored, 2u);
+  rig.settle(never);
+  EXPECT_EQ(a.log("write_wait").size(), 1u);  // unchanged
+  EXPECT_EQ(a.log("hint", "write_hint").size(), 1u);
+  EXPECT_EQ(b.log("hint", "write_hint").size(), 2u);
+}
+
+TEST(Handler, R4_6_WaitsUseAConnectionOfTheirOwn) {
+  ClientRig rig;
+  auto& a = rig.add_memory("mem", {{"actions", kWaits}});
+  Config c = rig.config();
+  c.read_hints = true;
+  Handler& h = rig.handler(c);
+  ASSERT_EQ(rig.store(h, {item("1", "a")})->stored, 1u);
+  h.hint_read("q", {"1"});
+  rig.settle(h);
+  const auto wait_conn = a.log("write_wait").at(0)["conn"].get<std::uint64_t>();
+  const auto hint_conn = a.log("hint", "read_hint").at(0)["conn"].get<std::uint64_t>();
+  const auto region = h.regions().own_regions().begin()->first.second;
+  EXPECT_NE(wait_conn, hint_conn);
+  EXPECT_FALSE(a.agent->holds(wait_conn, region));  // the map connection holds it
+  EXPECT_FALSE(a.agent->holds(hint_conn, region));
+}
+
+// An agent that says hello, advertises write_wait and then never answers.
+struct SilentAgent {
+  SilentAgent(ClientRig& rig) : node(rig.world.add_node("silent")), strand(node.make_strand("s")) {
+    auto l = node.transport().listen({"silent", 7000}, *strand, [this](auto raw) {
+      auto conn = protocol::FramedConn::Make(std::move(raw));
+      conns.push_back(conn);
+      conn->start(
+          *strand,
+          [conn](Json m) {
+            if (m.value("op", "") != "hello") return;  // silence
+            conn->send(
+                {{"id", m["id"]},
+                 {"ok", true},
+                 {"boot", "b"},
+                 {"conn", 1},
+                 {"region_extension", {{"version", 1}, {"actions", Json::array({"write_wait"})}}}});
+          },
+          [](const Status&) {});
+      conn->send({{"op", "greeting"}, {"version", 1}, {"challenge", std::string(64, 'a')}});
+    });
+    listener = std::move(l).value();
+  }
+  sim::SimNode& node;
+  std::unique_ptr<runtime::Strand> strand;
+  std::unique_ptr<runtime::Listener> listener;
+  std::vector<std::shared_ptr<protocol::FramedConn>> conns;
+};
+
+TEST(MemoryWaits, R4_3_AnAgentThatDoesNotAnswerCostsTheReplyTimeoutOnTop) {
+  ClientRig rig;
+  SilentAgent silent(rig);
+  Config c = rig.config();
+  c.reply_timeout = 1s;
+  auto strand = rig.gpu.make_strand("store");
+  MemoryWaits waits(rig.gpu, *strand, c);
+  RangesByAgent ranges;
+  ranges["silent:7000"].add({1, 0, 4096}, "h");
+  std::optional<std::set<std::string>> takes;
+  strand->post([&] { waits.plan({"silent:7000"}, [&](auto t) { takes = t; }); });
+  ASSERT_EQ(rig.wait(takes).count("silent:7000"), 1u);
+  std::optional<std::set<std::string>> not_asked;
+  const auto t0 = rig.world.loop().now();
+  strand->post([&] { waits.wait("tok", ranges, 50ms, [&](auto n) { not_asked = n; }); });
+  EXPECT_TRUE(rig.wait(not_asked).empty());
+  const auto took = rig.world.loop().now() - t0;
+  EXPECT_GE(took, 1050ms);
+  EXPECT_LT(took, 1060ms);
+  EXPECT_EQ(waits.stats().waits_failed, 1u);
+}
+
+TEST(MemoryWaits, R4_3_AnUnreachableAgentIsNotAskedFor5s) {
+  ClientRig rig;
+  Config c = rig.config();
+  auto strand = rig.gpu.make_strand("store");
+  MemoryWaits waits(rig.gpu, *strand, c);
+  auto plan = [&] {
+    std::optional<std::set<std::string>> takes;
+    strand->post([&] { waits.plan({"nowhere:7000"}, [&](auto t) { takes = t; }); });
+    return rig.wait(takes);
+  };
+  EXPECT_TRUE(plan().empty());
+  EXPECT_EQ(waits.stats().skipped_backoff, 0u);
+  rig.world.run_for(1s);
+  EXPECT_TRUE(plan().empty());
+  EXPECT_EQ(waits.stats().skipped_backoff, 1u);  // not asked: no connect at all
+  rig.world.run_for(3s);
+  EXPECT_TRUE(plan().empty());
+  EXPECT_EQ(waits.stats().skipped_backoff, 2u);
+  rig.world.run_for(2s);  // past 5 s since the failure
+  EXPECT_TRUE(plan().empty());
+  EXPECT_EQ(waits.stats().skipped_backoff, 2u);  // asked again
+}
+
+TEST(Handler, P3_GatedReadsMakeOneRoundTripBeforeEachBatch) {
+  ClientRig rig;
+  auto& a = rig.add_memory("mem", {{"actions", kWaits}});
+  Config c = rig.config();
+  Handler& writer = rig.handler(c);
+  ASSERT_EQ(rig.store(writer, {item("1", "a"), item("2", "b")})->stored, 2u);
+  const auto waits_before = a.log("write_wait").size();
+  c.gate_reads = true;
+  Handler& gated = rig.handler(c);
+  auto loaded = rig.load(gated, {"1", "2"});
+  ASSERT_EQ(loaded->values.size(), 2u);
+  EXPECT_EQ(text_of(loaded->values[1]), "b");
+  auto waits = a.log("write_wait");
+  ASSERT_EQ(waits.size(), waits_before + 1);
+  EXPECT_NE(waits.back()["token"].get<std::string>().find("-gate-"), std::string::npos);
+  EXPECT_EQ(waits.back()["ranges"].size(), 2u);
+  EXPECT_EQ(gated.waits().stats().gates, 1u);
+  // Without the option: no round trip.
+  Handler& plain = rig.handler(rig.config());
+  ASSERT_EQ(rig.load(plain, {"1", "2"})->values.size(), 2u);
+  EXPECT_EQ(a.log("write_wait").size(), waits_before + 1);
+}
+
+}  // namespace
+}  // namespace rcxl::client::testing

@@ -1,0 +1,171 @@
+// The directory as a service on the sim runtime: hello with HMAC, the ops over
+// DirectoryClient, and refusals of bad input.
+#include "core/directory/directory_server.h"
+
+#include <gtest/gtest.h>
+
+#include "backends/sim/sim_world.h"
+#include "core/directory/directory_client.h"
+#include "core/protocol/auth.h"
+#include "core/protocol/frame_codec.h"
+
+namespace rcxl::directory {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Rig {
+  sim::SimWorld world{3};
+  sim::SimNode& server_node = world.add_node("dir");
+  sim::SimNode& client_node = world.add_node("gpu");
+  std::unique_ptr<runtime::Strand> server_strand = server_node.make_strand("dir");
+  std::unique_ptr<runtime::Strand> client_strand = client_node.make_strand("client");
+  DirectoryServer server{server_node,
+                         *server_strand,
+                         {.directory = {.max_keys = 100, .lease_ttl = 5s}, .secret = "s3cret"}};
+  std::unique_ptr<DirectoryClient> client;
+
+  explicit Rig(std::string secret = "s3cret") {
+    EXPECT_TRUE(server.start({"dir", 7000}).ok());
+    client = std::make_unique<DirectoryClient>(
+        client_node, *client_strand,
+        RpcConnection::Options{.address = {"dir", 7000}, .secret = std::move(secret)});
+  }
+  template <typename T>
+  T wait(std::optional<T>& slot) {
+    EXPECT_TRUE(world.run_until([&] { return slot.has_value(); }).ok());
+    return std::move(*slot);
+  }
+};
+
+Location loc(std::uint64_t offset, std::string boot = "boot1") {
+  return {"mem:9000", std::move(boot), 3, "readhandle", offset, 4096};
+}
+
+TEST(DirectoryServer, R1_1_RegisterLookupProbeReleaseOverTheWire) {
+  Rig rig;
+  std::optional<Result<std::vector<bool>>> reg;
+  rig.client->register_keys({{"k0", loc(0)}, {"k1", loc(4096)}, {"k0", loc(8192)}},
+                            [&](auto r) { reg = std::move(r); });
+  auto registered = rig.wait(reg);
+  ASSERT_TRUE(registered.ok()) << registered.status().ToString();
+  EXPECT_EQ(*registered, (std::vector<bool>{true, true, false}));
+
+  std::optional<Result<LookupReply>> look;
+  rig.client->lookup({"k0", "k1", "k2"}, [&](auto r) { look = std::move(r); });
+  auto hits = rig.wait(look);
+  ASSERT_TRUE(hits.ok());
+  ASSERT_EQ(hits->locations.size(), 2u);
+  EXPECT_EQ(hits->locations[0], loc(0));
+  EXPECT_NE(hits->lease, 0u);
+  EXPECT_EQ(rig.server.directory().open_leases(), 1u);
+
+  std::optional<Result<ProbeReply>> probe;
+  rig.client->probe({"k1", "k0"}, true, [&](auto r) { probe = std::move(r); });
+  auto probed = rig.wait(probe);
+  ASSERT_TRUE(probed.ok());
+  EXPECT_EQ(probed->hits, 2u);
+  EXPECT_EQ(probed->locations[0], loc(4096));
+  EXPECT_EQ(rig.server.directory().open_leases(), 1u);  // probes take no lease
+
+  std::optional<Status> released;
+  rig.client->release(hits->lease, [&](Status s) { released = s; });
+  EXPECT_TRUE(rig.wait(released).ok());
+  EXPECT_EQ(rig.server.directory().open_leases(), 0u);
+}
+
+TEST(DirectoryServer, R6_1_BootChangeAndRegionDropOverTheWire) {
+  Rig rig;
+  std::optional<Result<std::vector<bool>>> reg;
+  rig.client->register_keys({{"a", loc(0)}, {"b", loc(4096)}}, [&](auto r) { reg = std::move(r); });
+  ASSERT_TRUE(rig.wait(reg).ok());
+  std::optional<Result<std::size_t>> dropped;
+  rig.client->boot_changed("mem:9000", "boot2", [&](auto r) { dropped = std::move(r); });
+  auto n = rig.wait(dropped);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 2u);
+  reg.reset();
+  rig.client->register_keys({{"a", loc(0, "boot1")}, {"c", loc(0, "boot2")}},
+                            [&](auto r) { reg = std::move(r); });
+  EXPECT_EQ(*rig.wait(reg), (std::vector<bool>{false, true}));  // the retired boot is refused
+  dropped.reset();
+  rig.client->drop_region("mem:9000", 3, [&](auto r) { dropped = std::move(r); });
+  EXPECT_EQ(*rig.wait(dropped), 1u);
+  EXPECT_EQ(rig.server.directory().size(), 0u);
+}
+
+TEST(DirectoryServer, R1_3_WrongSecretIsRefused) {
+  Rig rig("wrong");
+  std::optional<Result<LookupReply>> look;
+  rig.client->lookup({"k"}, [&](auto r) { look = std::move(r); });
+  auto r = rig.wait(look);
+  EXPECT_EQ(r.status().code(), ErrorCode::kAuthFailed);
+}
+
+// Raw frames for the refusals a well-behaved client never sends.
+struct RawClient {
+  Rig& rig;
+  std::shared_ptr<protocol::FramedConn> conn;
+  std::vector<Json> got;
+  bool closed = false;
+  explicit RawClient(Rig& r) : rig(r) {
+    rig.client_node.transport().connect(
+        {"dir", 7000}, *rig.client_strand, [this](Result<std::shared_ptr<runtime::Conn>> c) {
+          conn = protocol::FramedConn::Make(std::move(c).value());
+          conn->start(
+              *rig.client_strand, [this](Json m) { got.push_back(std::move(m)); },
+              [this](const Status&) { closed = true; });
+        });
+    EXPECT_TRUE(rig.world.run_until([this] { return got.size() == 1; }).ok());
+  }
+  Json ask(Json m) {
+    const std::size_t before = got.size();
+    conn->send(m);
+    EXPECT_TRUE(rig.world.run_until([&] { return got.size() > before || closed; }).ok());
+    return got.size() > before ? got.back() : Json();
+  }
+};
+
+TEST(DirectoryServer, R1_3_OpsBeforeHelloAreRefusedAndTheConnectionClosed) {
+  Rig rig;
+  RawClient raw(rig);
+  EXPECT_EQ(raw.got[0]["op"], "greeting");
+  auto reply = raw.ask({{"op", "lookup"}, {"id", 1}, {"keys", {"a"}}});
+  EXPECT_EQ(reply["error"]["code"], "unauthenticated");
+  EXPECT_TRUE(rig.world.run_until([&] { return raw.closed; }).ok());
+}
+
+TEST(DirectoryServer, R1_2_MalformedRequestsAreBadRequestsAndChangeNothing) {
+  Rig rig;
+  RawClient raw(rig);
+  const std::string challenge = raw.got[0]["challenge"];
+  auto hello = raw.ask({{"op", "hello"},
+                        {"id", 1},
+                        {"version", 1},
+                        {"auth", protocol::hmac_sha256_hex("s3cret", challenge)}});
+  ASSERT_TRUE(hello["ok"].get<bool>()) << hello.dump();
+  for (Json bad : {Json{{"op", "lookup"}, {"id", 2}, {"keys", "a"}},
+                   Json{{"op", "lookup"}, {"id", 2}, {"keys", {1, 2}}},
+                   Json{{"op", "register"}, {"id", 2}, {"entries", {{{"key", "a"}}}}},
+                   Json{{"op", "register"},
+                        {"id", 2},
+                        {"entries", {{{"key", "a"}, {"location", to_json(loc(0))}}, 7}}},
+                   Json{{"op", "probe"}, {"id", 2}, {"keys", {"a"}}, {"with_locations", 1}},
+                   Json{{"op", "release"}, {"id", 2}, {"lease", -1}},
+                   Json{{"op", "boot_changed"}, {"id", 2}, {"agent", "x"}},
+                   Json{{"op", "frobnicate"}, {"id", 2}}}) {
+    auto reply = raw.ask(bad);
+    EXPECT_EQ(reply["error"]["code"], "bad_request") << bad.dump();
+    EXPECT_EQ(reply["id"], 2);
+  }
+  EXPECT_EQ(rig.server.directory().size(), 0u);
+  Json zero_length = to_json(loc(0));
+  zero_length["length"] = 0;
+  auto reply = raw.ask(
+      {{"op", "register"}, {"id", 3}, {"entries", {{{"key", "a"}, {"location", zero_length}}}}});
+  EXPECT_EQ(reply["error"]["code"], "bad_request");
+  EXPECT_EQ(rig.server.directory().size(), 0u);
+}
+
+}  // namespace
+}  // namespace rcxl::directory

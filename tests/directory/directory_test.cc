@@ -1,0 +1,132 @@
+// The directory registry: first writer wins, prefix lookups under leases,
+// probes that refresh last use, region and boot drops, LRU eviction.
+#include "core/directory/directory.h"
+
+#include <gtest/gtest.h>
+
+namespace rcxl::directory {
+namespace {
+
+using namespace std::chrono_literals;
+
+Location at(std::string agent, std::string boot, std::uint64_t region, std::uint64_t offset) {
+  return {std::move(agent), std::move(boot), region, "rh", offset, 4096};
+}
+
+TEST(Directory, R1_1_FirstWriterWinsAndLaterRegistersSaySo) {
+  Directory d;
+  auto first = d.register_key("k", at("a:1", "b1", 1, 0));
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(*first, RegisterOutcome::kRegistered);
+  auto second = d.register_key("k", at("a:1", "b1", 2, 8192));
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(*second, RegisterOutcome::kAlreadyPresent);
+  EXPECT_EQ(d.find("k")->region, 1u);
+}
+
+TEST(Directory, R1_1_LookupStopsAtTheFirstMissAndLeasesTheHits) {
+  Directory d;
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
+  ASSERT_TRUE(d.register_key("b", at("x:1", "b", 1, 4096)).ok());
+  ASSERT_TRUE(d.register_key("d", at("x:1", "b", 1, 8192)).ok());
+  auto r = d.lookup({"a", "b", "c", "d"}, runtime::Instant(0));
+  ASSERT_EQ(r.locations.size(), 2u);
+  EXPECT_EQ(r.locations[1].offset, 4096u);
+  EXPECT_NE(r.lease.id, 0u);
+  EXPECT_EQ(d.open_leases(), 1u);
+  EXPECT_EQ(d.lookup({"zz"}, runtime::Instant(0)).lease.id, 0u);
+  EXPECT_TRUE(d.release(r.lease.id).ok());
+  EXPECT_EQ(d.release(r.lease.id).code(), ErrorCode::kNotFound);
+}
+
+TEST(Directory, R1_1_LeaseKeepsKeysFromEvictionAndDeletionUntilReleased) {
+  Directory d({.max_keys = 2, .lease_ttl = 10s});
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
+  auto lease = d.lookup({"a"}, runtime::Instant(0)).lease;
+  EXPECT_EQ(d.erase({"a"}), 1u);
+  EXPECT_FALSE(d.find("a").has_value());  // no new reader sees it
+  EXPECT_EQ(d.size(), 1u);                // but its entry stays while leased
+  ASSERT_TRUE(d.release(lease.id).ok());
+  EXPECT_EQ(d.size(), 0u);
+}
+
+TEST(Directory, R1_1_ExpiredLeasesEnd) {
+  Directory d({.max_keys = 8, .lease_ttl = 1s});
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
+  (void)d.lookup({"a"}, runtime::Instant(0));
+  d.expire_leases(runtime::Instant(999ms));
+  EXPECT_EQ(d.open_leases(), 1u);
+  d.expire_leases(runtime::Instant(1s));
+  EXPECT_EQ(d.open_leases(), 0u);
+}
+
+TEST(Directory, R3_4_ProbeRefreshesLastUseSoEvictionSparesTheKey) {
+  Directory d({.max_keys = 2, .lease_ttl = 1s});
+  ASSERT_TRUE(d.register_key("old", at("x:1", "b", 1, 0)).ok());
+  ASSERT_TRUE(d.register_key("mid", at("x:1", "b", 1, 4096)).ok());
+  auto probed = d.probe({"old"}, runtime::Instant(0));
+  ASSERT_EQ(probed.size(), 1u);
+  EXPECT_EQ(d.open_leases(), 0u);  // a probe takes no lease
+  ASSERT_TRUE(d.register_key("new", at("x:1", "b", 1, 8192)).ok());
+  EXPECT_TRUE(d.find("old").has_value());
+  EXPECT_FALSE(d.find("mid").has_value());
+  EXPECT_EQ(d.evictions(), 1u);
+}
+
+TEST(Directory, R1_1_LeasedKeysAreNotEvicted) {
+  Directory d({.max_keys = 2, .lease_ttl = 1s});
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
+  ASSERT_TRUE(d.register_key("b", at("x:1", "b", 1, 4096)).ok());
+  auto lease = d.lookup({"a"}, runtime::Instant(0)).lease;
+  (void)d.probe({"b"}, runtime::Instant(0));  // "a" is now the least recently used
+  ASSERT_TRUE(d.register_key("c", at("x:1", "b", 1, 8192)).ok());
+  EXPECT_TRUE(d.find("a").has_value());  // leased: skipped
+  EXPECT_FALSE(d.find("b").has_value());
+  EXPECT_TRUE(d.find("c").has_value());
+  ASSERT_TRUE(d.release(lease.id).ok());
+  EXPECT_EQ(d.size(), 2u);
+}
+
+TEST(Directory, R1_1_DropRegionDropsEveryKeyOfIt) {
+  Directory d;
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
+  ASSERT_TRUE(d.register_key("b", at("x:1", "b", 2, 0)).ok());
+  ASSERT_TRUE(d.register_key("c", at("y:1", "b", 1, 0)).ok());
+  EXPECT_EQ(d.drop_region("x:1", 1), 1u);
+  EXPECT_FALSE(d.find("a"));
+  EXPECT_TRUE(d.find("b"));
+  EXPECT_TRUE(d.find("c"));
+}
+
+TEST(Directory, R6_1_ANewBootDropsTheOldBootsKeysAndRetiresIt) {
+  Directory d;
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b1", 1, 0)).ok());
+  ASSERT_TRUE(d.register_key("o", at("y:1", "b1", 1, 0)).ok());
+  auto dropped = d.boot_changed("x:1", "b2");
+  ASSERT_TRUE(dropped.ok());
+  EXPECT_EQ(*dropped, 1u);
+  EXPECT_FALSE(d.find("a"));
+  EXPECT_TRUE(d.find("o"));  // another agent's keys stay
+  // A late writer under the retired boot is refused and changes nothing.
+  auto late = d.register_key("a", at("x:1", "b1", 1, 0));
+  EXPECT_EQ(late.status().code(), ErrorCode::kStaleEpoch);
+  EXPECT_FALSE(d.find("a"));
+  EXPECT_EQ(d.boot_changed("x:1", "b1").status().code(), ErrorCode::kStaleEpoch);
+}
+
+TEST(Directory, R6_1_ARegisterUnderANewBootActsAsTheBootChange) {
+  Directory d;
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b1", 1, 0)).ok());
+  ASSERT_TRUE(d.register_key("b", at("x:1", "b2", 5, 0)).ok());
+  EXPECT_FALSE(d.find("a"));
+  EXPECT_TRUE(d.find("b"));
+}
+
+TEST(Directory, R1_2_BadKeysAreRefused) {
+  Directory d;
+  EXPECT_EQ(d.register_key("", at("x:1", "b", 1, 0)).status().code(), ErrorCode::kBadRequest);
+  EXPECT_EQ(d.size(), 0u);
+}
+
+}  // namespace
+}  // namespace rcxl::directory
