@@ -1,12 +1,17 @@
-// rcxl-sim: the deterministic simulator's command line.
+// rcxl-sim: the deterministic simulator's command line (docs/reproduce.md).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 #include "backends/sim/sim_world.h"
 #include "core/protocol/echo_service.h"
+#include "scenarios/serving_rig.h"
 
 namespace {
+
+using rcxl::scenarios::Json;
 
 // Two nodes ping each other through the core echo protocol on the simulated
 // network; prints the trace hash (same seed => same hash).
@@ -39,6 +44,63 @@ int run_demo(std::uint64_t seed, int pings) {
   return 0;
 }
 
+int run_file(const std::string& path, std::optional<std::uint64_t> seed,
+             const std::string& trace, bool json, const std::string& profiles) {
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "rcxl-sim: cannot read %s\n", path.c_str());
+    return 2;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  Json j = Json::parse(text.str(), nullptr, false);
+  if (j.is_discarded()) {
+    std::fprintf(stderr, "rcxl-sim: %s: not valid JSON\n", path.c_str());
+    return 2;
+  }
+  auto scenario = rcxl::scenarios::parse_scenario(j, path);
+  if (!scenario.ok()) {
+    std::fprintf(stderr, "rcxl-sim: %s\n", scenario.status().message().c_str());
+    return 2;
+  }
+  if (seed) scenario->seed = *seed;
+  auto profile = rcxl::scenarios::load_profile(profiles, scenario->profile);
+  if (!profile.ok()) {
+    std::fprintf(stderr, "rcxl-sim: %s\n", profile.status().message().c_str());
+    return 2;
+  }
+  rcxl::scenarios::RunOptions options;
+  options.record_trace_file = !trace.empty();
+  options.trace_path = trace;
+  auto result = rcxl::scenarios::run_scenario(*scenario, *profile, options);
+  const double ttft = rcxl::scenarios::mean_reuse_ttft_ms(result.records);
+  const double load = rcxl::scenarios::mean_load_ms(result.records);
+  if (json) {
+    Json out = {{"scenario", scenario->name}, {"seed", scenario->seed},
+                {"ok", result.status.ok() && result.invariants.violations.empty()},
+                {"status", result.status.ToString()}, {"mean_reuse_ttft_ms", ttft},
+                {"mean_load_ms", load}, {"virtual_s", result.virtual_seconds},
+                {"wall_s", result.wall_seconds}, {"boots", result.boots_seen},
+                {"violations", result.invariants.violations}, {"counters", result.counters},
+                {"trace_hash", result.trace_hash}};
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("%s (seed %llu): %s\n", scenario->name.c_str(),
+                static_cast<unsigned long long>(scenario->seed), result.status.ToString().c_str());
+    std::printf("  reuse-turn TTFT %.2f ms, KV load %.2f ms, %zu requests, %.1f s virtual in %.2f s\n",
+                ttft, load, result.records.size(), result.virtual_seconds, result.wall_seconds);
+    std::printf("  counters: %s\n", result.counters.dump().c_str());
+    for (const auto& v : result.invariants.violations) std::printf("  VIOLATION: %s\n", v.c_str());
+    std::printf("trace hash: %s\n", result.trace_hash.c_str());
+  }
+  const bool ok = result.status.ok() && result.invariants.violations.empty();
+  if (!ok) {
+    std::fprintf(stderr, "reproduce: rcxl-sim run %s --seed %llu\n", path.c_str(),
+                 static_cast<unsigned long long>(scenario->seed));
+  }
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -49,7 +111,18 @@ int main(int argc, char** argv) {
   auto* demo = app.add_subcommand("demo", "ping between two simulated nodes; prints the trace hash");
   demo->add_option("--seed", seed, "the run's seed (same seed => same trace hash)");
   demo->add_option("--pings", pings, "how many pings")->check(CLI::Range(1, 1000000));
+
+  std::string file, trace, profiles;
+  std::optional<std::uint64_t> run_seed;
+  bool json = false;
+  auto* run = app.add_subcommand("run", "run one scenario file; prints its results and trace hash");
+  run->add_option("FILE", file, "scenario JSON (docs/scenarios.md)")->required();
+  run->add_option("--seed", run_seed, "override the scenario's seed");
+  run->add_option("--trace", trace, "write the trace lines to this file");
+  run->add_flag("--json", json, "print the result as one JSON object");
+  run->add_option("--profiles", profiles, "read profiles from this directory instead of the built-in ones");
   CLI11_PARSE(app, argc, argv);
   if (demo->parsed()) return run_demo(seed, pings);
+  if (run->parsed()) return run_file(file, run_seed, trace, json, profiles);
   return 0;
 }

@@ -33,6 +33,10 @@ struct Config {
   std::uint64_t chunk_size_bytes = 256 * 1024;         // one key's bytes take one page of this
   std::uint64_t region_size_bytes = 64 * 1024 * 1024;  // alloc size; multiple of 4096 and chunk
 
+  // Simulator only: loads keep the first this-many bytes of each chunk and
+  // time the rest (stores pass StoreItem::wire_bytes); 0 = every byte is real.
+  std::uint32_t payload_sample_bytes = 0;
+
   bool read_hints = false;            // R3.4 (vLLM maru_read_hints)
   std::optional<bool> write_hints;    // R4.1; follows read_hints
   std::optional<bool> read_promotes;  // R4.5; follows read_hints

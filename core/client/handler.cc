@@ -146,7 +146,8 @@ void Handler::store(std::vector<StoreItem> items, StoreDone done) {
   strand_->post([this, alive, job] {
     if (alive.expired()) return;
     for (const auto& item : job->items) {
-      if (item.key.empty() || item.bytes.empty() || item.bytes.size() > config_.chunk_size_bytes) {
+      if (item.key.empty() || item.bytes.empty() || item.size() > config_.chunk_size_bytes ||
+          item.size() < item.bytes.size()) {
         return job->done(
             Error(ErrorCode::kBadRequest, "every item needs a key and 1..chunk_size_bytes bytes"));
       }
@@ -176,7 +177,7 @@ void Handler::start_store(std::shared_ptr<StoreJob> job) {
       const Page& page = job->pages[i];
       auto own = regions_->own_regions().find({page.agent, page.region});
       const std::string handle = own == regions_->own_regions().end() ? "" : own->second.handle;
-      job->ranges[page.agent].add({page.region, page.offset, job->items[i].bytes.size()}, handle);
+      job->ranges[page.agent].add({page.region, page.offset, job->items[i].size()}, handle);
       agents.insert(page.agent);
     }
     const bool hints_on = config_.effective_write_hints();
@@ -230,9 +231,11 @@ void Handler::write_and_register(std::shared_ptr<StoreJob> job) {
           job->written[i] = Error(ErrorCode::kBootChanged, "region went back");
           continue;
         }
-        auto& bytes = job->items[i].bytes;
-        ops.push_back({runtime::RdmaOp::Kind::kWrite, std::span<std::byte>(bytes),
-                       own->second.mapping.addr + page.offset, own->second.mapping.rkey});
+        auto& item = job->items[i];
+        runtime::RdmaOp op{runtime::RdmaOp::Kind::kWrite, std::span<std::byte>(item.bytes),
+                           own->second.mapping.addr + page.offset, own->second.mapping.rkey};
+        if (item.wire_bytes) op.length = item.wire_bytes;
+        ops.push_back(op);
         posted.push_back(i);
       }
       if (ops.empty()) return finish_agent();
@@ -271,7 +274,7 @@ void Handler::register_written(std::shared_ptr<StoreJob> job) {
     entries.emplace_back(
         job->items[i].key,
         directory::Location{page.agent, own->second.mapping.boot, page.region,
-                            own->second.read_handle, page.offset, job->items[i].bytes.size()});
+                            own->second.read_handle, page.offset, job->items[i].size()});
     indexes.push_back(i);
   }
   if (entries.empty()) return job->done(*result);
@@ -390,9 +393,12 @@ void Handler::read_batches(std::shared_ptr<LoadJob> job) {
         std::vector<runtime::RdmaOp> ops;
         for (auto i : indexes) {
           const auto& l = job->locations[i];
-          job->buffers[i].resize(l.length);
-          ops.push_back({runtime::RdmaOp::Kind::kRead, std::span<std::byte>(job->buffers[i]),
-                         job->mappings[i].addr + l.offset, job->mappings[i].rkey});
+          const std::uint64_t sample = config_.payload_sample_bytes;
+          job->buffers[i].resize(sample ? std::min<std::uint64_t>(sample, l.length) : l.length);
+          runtime::RdmaOp op{runtime::RdmaOp::Kind::kRead, std::span<std::byte>(job->buffers[i]),
+                             job->mappings[i].addr + l.offset, job->mappings[i].rkey};
+          if (sample) op.length = l.length;
+          ops.push_back(op);
         }
         stats_.reads_posted += ops.size();
         ++stats_.read_batches;

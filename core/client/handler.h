@@ -28,6 +28,11 @@ namespace rcxl::client {
 struct StoreItem {
   std::string key;
   std::vector<std::byte> bytes;  // at most chunk_size_bytes
+  // Simulator only (Config::payload_sample_bytes): the chunk's size on the wire
+  // when `bytes` is a sample of it; 0 means bytes.size().
+  std::uint64_t wire_bytes = 0;
+
+  std::uint64_t size() const { return wire_bytes ? wire_bytes : bytes.size(); }
 };
 
 struct StoreResult {

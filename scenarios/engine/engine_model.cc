@@ -74,6 +74,9 @@ void EngineModel::schedule_pass() {
         Request& req = requests_.at(id);
         RequestRecord& rec = records_[req.record];
         rec.hit_chunks = std::min(hits, req.kv.chunk_keys.size());
+        // What was stored and is gone (a reset, a late store) is stored again.
+        Conversation& conv = conversations_[static_cast<std::size_t>(req.spec.conversation)];
+        conv.stored_chunks = std::min(conv.stored_chunks, rec.hit_chunks);
         if (rec.hit_chunks > 0) {
           req.phase = Phase::kLoading;
           // The worker starts the load when it receives this step's plan.
@@ -118,8 +121,12 @@ void EngineModel::run_step() {
   int budget = params_.max_batched_tokens;
   int running = 0;
   int decodes = 0;
+  std::int64_t decode_context = 0;  // tokens of KV the decodes read this step
   for (auto& [id, r] : requests_) {
-    if (r.phase == Phase::kRunning && r.prefill_left == 0) ++decodes;
+    if (r.phase == Phase::kRunning && r.prefill_left == 0) {
+      ++decodes;
+      decode_context += r.context_tokens + r.decoded;
+    }
   }
   budget -= decodes;
   running = decodes;
@@ -142,8 +149,10 @@ void EngineModel::run_step() {
   if (prefill == 0 && decodes == 0) return;  // idle until an arrival or a load
   gpu_busy_ = true;
   ++steps_;
+  // Roofline: weights stream once per step; prefill is compute-bound; decode
+  // adds the reads of each sequence's KV.
   const Duration compute = std::max(params_.step_base, params_.prefill_per_token * prefill) +
-                           params_.decode_per_seq * decodes;
+                           params_.decode_per_context_token * decode_context;
   strand_->post_after(compute, [this] { end_step(); });
 }
 

@@ -35,8 +35,10 @@ Result<EngineParams> engine_params_from_json(const nlohmann::json& j) {
       s = micros(p.prefill_per_token);
     } else if (key == "step_base_us") {
       s = micros(p.step_base);
-    } else if (key == "decode_per_seq_us") {
-      s = micros(p.decode_per_seq);
+    } else if (key == "decode_per_context_token_ns") {
+      auto v = number(0, 1e6);
+      if (!v.ok()) return v.status();
+      p.decode_per_context_token = runtime::Duration(static_cast<std::int64_t>(*v));
     } else if (key == "scheduler_to_worker_us") {
       s = micros(p.scheduler_to_worker);
     } else if (key == "max_batched_tokens") {

@@ -17,13 +17,13 @@ struct EngineParams {
   int chunk_tokens = 256;
   // A100-80GB class running an 8B model in vLLM: ~10k prefill tokens/s.
   runtime::Duration prefill_per_token = std::chrono::microseconds(100);
-  // Decode step: weights read once per step (~16 GB at ~2 TB/s => ~8 ms) plus
-  // a small per-sequence cost for attention over its context.
+  // Every step reads the weights once (~16 GB at ~2 TB/s HBM => ~8 ms) ...
   runtime::Duration step_base = std::chrono::microseconds(8000);
-  runtime::Duration decode_per_seq = std::chrono::microseconds(60);
+  // ... and each decoding sequence's KV: 128 KiB per context token at ~2 TB/s.
+  runtime::Duration decode_per_context_token = std::chrono::nanoseconds(64);
   // vLLM's chunked-prefill token budget per step, and its sequence cap.
   int max_batched_tokens = 2048;
-  int max_running = 64;
+  int max_running = 256;
   // Scheduler process -> worker process hand-off (vLLM's IPC of the step's plan).
   runtime::Duration scheduler_to_worker = std::chrono::microseconds(300);
 };

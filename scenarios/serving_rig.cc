@@ -1,0 +1,375 @@
+#include "scenarios/serving_rig.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "backends/sim/sim_network.h"
+#include "backends/sim/sim_world.h"
+#include "core/agent/agent.h"
+#include "core/client/handler.h"
+#include "core/client/scheduler_connector.h"
+#include "core/client/worker_connector.h"
+#include "core/directory/directory_server.h"
+#include "core/extension/extension_registry.h"
+#include "devices/cxl_ssd_model/cxl_ssd_extension.h"
+#include "scenarios/embedded/embedded.h"
+#include "scenarios/rcxl_engine_kv.h"
+
+namespace rcxl::scenarios {
+namespace {
+
+using Json = nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr char kSecret[] = "rcxl-sim-secret";
+constexpr std::uint16_t kAgentPort = 7000;
+constexpr std::uint16_t kDirectoryPort = 7100;
+
+// {"k": {"value": v, "source": "..."}} -> {"k": v}; a value without a source is refused.
+Result<Json> unwrap_sourced(const Json& section, const std::string& pointer) {
+  if (!section.is_object()) return Error(ErrorCode::kBadRequest, pointer + ": expected an object");
+  Json out = Json::object();
+  for (const auto& [key, v] : section.items()) {
+    if (!v.is_object() || !v.contains("value") || !v.contains("source") ||
+        !v["source"].is_string() || v["source"].get<std::string>().empty()) {
+      return Error(ErrorCode::kBadRequest, pointer + "/" + key +
+                                               ": expected {\"value\": ..., \"source\": \"where it comes from\"}");
+    }
+    out[key] = v["value"];
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Profile> profile_from_json(const Json& j, const std::string& origin) {
+  Profile p;
+  auto dev = device::load_device_profile(j);
+  if (!dev.ok()) return Error(ErrorCode::kBadRequest, origin + ": " + dev.status().message());
+  p.device = dev.value();
+  if (j.contains("engine")) {
+    auto plain = unwrap_sourced(j["engine"], "/engine");
+    if (!plain.ok()) return Error(ErrorCode::kBadRequest, origin + ": " + plain.status().message());
+    auto engine = engine_params_from_json(*plain);
+    if (!engine.ok()) return Error(ErrorCode::kBadRequest, origin + ": " + engine.status().message());
+    p.engine = engine.value();
+  }
+  if (j.contains("control_link")) {
+    auto plain = unwrap_sourced(j["control_link"], "/control_link");
+    if (!plain.ok()) return Error(ErrorCode::kBadRequest, origin + ": " + plain.status().message());
+    for (const auto& [key, v] : plain->items()) {
+      if (!v.is_number() || v.get<double>() <= 0) {
+        return Error(ErrorCode::kBadRequest, origin + ": /control_link/" + key + ": expected a positive number");
+      }
+      if (key == "latency_ns") {
+        p.control_link.latency = runtime::Duration(v.get<std::int64_t>());
+      } else if (key == "bytes_per_second") {
+        p.control_link.bytes_per_second = v.get<double>();
+      } else {
+        return Error(ErrorCode::kBadRequest, origin + ": /control_link/" + key + ": unknown field");
+      }
+    }
+  }
+  return p;
+}
+
+Result<Profile> load_profile(const std::string& profiles_dir, const std::string& name) {
+  std::string text;
+  std::string origin;
+  if (profiles_dir.empty()) {
+    origin = "profiles/" + name + ".json (built in)";
+    auto embedded = embedded_file("profiles/" + name + ".json");
+    if (!embedded) {
+      std::string known;
+      for (const auto& f : embedded_files()) {
+        if (f.path.rfind("profiles/", 0) == 0) known += (known.empty() ? "" : ", ") + std::string(f.path);
+      }
+      return Error(ErrorCode::kNotFound, "no built-in profile '" + name + "' (have: " + known +
+                                             "); pass --profiles DIR for your own");
+    }
+    text = std::string(*embedded);
+  } else {
+    origin = profiles_dir + "/" + name + ".json";
+    std::ifstream in(origin);
+    if (!in) return Error(ErrorCode::kNotFound, origin + ": no such profile file");
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    text = buffer.str();
+  }
+  Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded()) return Error(ErrorCode::kBadRequest, origin + ": not valid JSON");
+  return profile_from_json(j, origin);
+}
+
+double mean_reuse_ttft_ms(const std::vector<RequestRecord>& records) {
+  double sum = 0;
+  std::size_t n = 0;
+  for (const auto& r : records) {
+    if (!r.reuse_turn()) continue;
+    sum += runtime::to_millis(r.ttft());
+    ++n;
+  }
+  return n ? sum / static_cast<double>(n) : 0;
+}
+
+double mean_load_ms(const std::vector<RequestRecord>& records) {
+  double sum = 0;
+  std::size_t n = 0;
+  for (const auto& r : records) {
+    if (!r.loaded()) continue;
+    sum += runtime::to_millis(r.load_time());
+    ++n;
+  }
+  return n ? sum / static_cast<double>(n) : 0;
+}
+
+namespace {
+
+// Everything of one run, torn down in reverse order of construction.
+class Deployment {
+ public:
+  Deployment(const Scenario& sc, const Profile& profile, const RunOptions& options)
+      : sc_(sc), profile_(profile), options_(options), world_(sc.seed), fabric_(world_, profile.device.nic) {}
+
+  ~Deployment() {
+    engine_.reset();
+    kv_.reset();
+    worker_.reset();
+    scheduler_.reset();
+    worker_handler_.reset();
+    scheduler_handler_.reset();
+    if (agent_) agent_->stop();
+    agent_.reset();
+    if (directory_) directory_->stop();
+  }
+
+  Status build() {
+    world_.network().set_default_link(profile_.control_link);
+    if (options_.record_trace_file && !world_.trace().open_file(options_.trace_path)) {
+      return Error(ErrorCode::kIoError, "cannot write the trace to " + options_.trace_path);
+    }
+    // Directory node.
+    dir_node_ = &world_.add_node("dir");
+    dir_strand_ = dir_node_->make_strand("directory");
+    directory::DirectoryServerOptions dopts;
+    dopts.secret = kSecret;
+    directory_ = std::make_unique<directory::DirectoryServer>(*dir_node_, *dir_strand_, dopts);
+    if (auto a = directory_->start({"dir", kDirectoryPort}); !a.ok()) return a.status();
+    // Memory node: the device is the agent's pool and the RNIC's timing.
+    mem_node_ = &world_.add_node("mem0");
+    mem_nic_ = &fabric_.add_nic("mem0");
+    device::CxlSsdParams dp = profile_.device.device;
+    dp.capacity_bytes = std::min<std::uint64_t>(dp.capacity_bytes, sc_.pool_bytes);
+    device_ = std::make_unique<device::CxlSsdDevice>(world_.loop(), dp);
+    if (auto s = start_agent(); !s.ok()) return s;
+    // GPU node: scheduler and worker processes, each with its own Handler.
+    gpu_node_ = &world_.add_node("gpu0");
+    gpu_nic_ = &fabric_.add_nic("gpu0");
+    client::Config base;
+    base.directory = {"dir", kDirectoryPort};
+    base.agents = {{"mem0", kAgentPort}};
+    base.secret = kSecret;
+    base.chunk_size_bytes = profile_.engine.kv_bytes_per_token *
+                            static_cast<std::uint64_t>(profile_.engine.chunk_tokens);
+    base.region_size_bytes = base.chunk_size_bytes * 32;
+    base.payload_sample_bytes = options_.payload_sample_bytes;
+    base.read_hints = sc_.client.read_hints;
+    base.write_hints = sc_.client.write_hints;
+    base.read_promotes = sc_.client.read_promotes;
+    base.write_wait_ms = sc_.client.write_wait_ms;
+    base.read_hint_on_arrival = sc_.client.read_hint_on_arrival;
+    base.gate_reads = sc_.client.gate_reads;
+    client::Config sched_cfg = base;
+    sched_cfg.client_name = "scheduler";
+    client::Config worker_cfg = base;
+    worker_cfg.client_name = "worker";
+    scheduler_handler_ = std::make_unique<client::Handler>(*gpu_node_, sched_cfg, *gpu_nic_);
+    worker_handler_ = std::make_unique<client::Handler>(*gpu_node_, worker_cfg, *gpu_nic_);
+    scheduler_ = std::make_unique<client::SchedulerConnector>(*scheduler_handler_);
+    worker_ = std::make_unique<client::WorkerConnector>(*gpu_node_, *worker_handler_);
+    kv_ = std::make_unique<RcxlEngineKv>(*scheduler_, *worker_, base.chunk_size_bytes,
+                                         options_.payload_sample_bytes);
+    auto rnd = world_.random("workload");
+    engine_ = std::make_unique<EngineModel>(*gpu_node_, *kv_, profile_.engine,
+                                            make_workload(sc_.workload, *rnd));
+    schedule_faults();
+    return {};
+  }
+
+  RunResult run() {
+    RunResult out;
+    const auto wall0 = std::chrono::steady_clock::now();
+    engine_->start();
+    watch_boots();
+    out.status = world_.run_until([this] { return engine_->done(); },
+                                  runtime::Instant(sc_.time_limit));
+    // Let ends, closes and write-backs settle before the end-of-run checks.
+    if (out.status.ok()) world_.run_for(50ms);
+    out.wall_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    out.virtual_seconds = runtime::to_seconds(world_.loop().now());
+    out.records = engine_->records();
+    out.boots_seen = boots_;
+    out.invariants.stale_reads = kv_->stale_reads();
+    if (out.invariants.stale_reads > 0) {
+      out.invariants.violations.push_back(std::to_string(out.invariants.stale_reads) +
+                                          " load(s) returned bytes that are not the key's");
+    }
+    out.counters = counters();
+    out.trace_hash = world_.trace().hash_hex();
+    return out;
+  }
+
+ private:
+  Status start_agent() {
+    auto registry = ext::ExtensionRegistry::WithBuiltins();
+    registry.add("cxl_ssd", device::make_cxl_ssd_extension);
+    ext::ExtensionContext ctx{mem_node_, device_.get()};
+    Json config = sc_.extension_config;
+    auto extension = registry.create(sc_.extension, ctx, config);
+    if (!extension.ok()) {
+      return Error(extension.status().code(), "extension '" + sc_.extension +
+                                                  "': " + extension.status().message());
+    }
+    agent::AgentConfig ac;
+    ac.listen = {{"mem0", kAgentPort}};
+    ac.auth_secret = kSecret;
+    ac.boot_id = "boot-mem0";
+    agent_ = std::make_unique<agent::Agent>(*mem_node_, *device_, *mem_nic_,
+                                            std::move(extension).value(), ac);
+    return agent_->start();
+  }
+
+  void schedule_faults() {
+    fault_strand_ = mem_node_->make_strand("faults");
+    for (const Fault& f : sc_.faults) {
+      fault_strand_->post_after(f.at, [this, f] { apply(f); });
+    }
+  }
+
+  void apply(const Fault& f) {
+    world_.trace().record(world_.loop().now().count(), "scenario fault " + fault_kind_name(f.kind));
+    auto& net = world_.network();
+    switch (f.kind) {
+      case Fault::Kind::kReset:
+        device_->reset();
+        break;
+      case Fault::Kind::kUnknown:
+        device_->script_unknown_period(world_.loop().now(), world_.loop().now() + f.duration);
+        break;
+      case Fault::Kind::kDropConnections:
+        net.drop_connections(f.node);
+        break;
+      case Fault::Kind::kPartition:
+        net.partition(f.node);
+        fault_strand_->post_after(f.duration, [&net, node = f.node] { net.heal(node); });
+        break;
+      case Fault::Kind::kDelay:
+        net.set_extra_delay(f.node, f.extra);
+        fault_strand_->post_after(f.duration,
+                                  [&net, node = f.node] { net.set_extra_delay(node, {}); });
+        break;
+      case Fault::Kind::kAgentRestart:
+        agent_->stop();
+        agent_.reset();
+        if (auto s = start_agent(); !s.ok()) {
+          restart_failure_ = s.ToString();
+        }
+        break;
+    }
+  }
+
+  // Samples the agent's boot: every distinct value, in order.
+  void watch_boots() {
+    if (!boot_strand_) boot_strand_ = mem_node_->make_strand("boot-watch");
+    if (agent_) {
+      const std::string b = agent_->boot();
+      if (boots_.empty() || boots_.back() != b) boots_.push_back(b);
+    }
+    if (!engine_->done()) boot_strand_->post_after(10ms, [this] { watch_boots(); });
+  }
+
+  Json counters() const {
+    const auto& d = device_->counters();
+    const auto ws = worker_handler_->stats();
+    const auto ss = scheduler_handler_->stats();
+    Json j;
+    j["device"] = {{"hits", d.hits},
+                   {"misses", d.misses},
+                   {"fills", d.fills},
+                   {"write_allocate_fills", d.write_allocate_fills},
+                   {"demand_read_fills", d.demand_read_fills},
+                   {"merged_misses", d.merged_misses},
+                   {"evictions", d.evictions},
+                   {"write_backs", d.write_backs},
+                   {"hinted_bytes_prepared", d.hinted_bytes_prepared},
+                   {"resets", d.resets}};
+    j["worker"] = {{"loads", ws.loads},
+                   {"stores", ws.stores},
+                   {"reads_posted", ws.reads_posted},
+                   {"writes_posted", ws.writes_posted},
+                   {"boot_misses", ws.boot_misses},
+                   {"remote_access_errors", ws.remote_access_errors}};
+    j["scheduler"] = {{"hints_sent", scheduler_->hints_sent()},
+                      {"ends_sent", scheduler_->ends_sent()},
+                      {"lookups", ss.loads}};
+    j["kv"] = {{"failed_loads", kv_->failed_loads()}, {"failed_stores", kv_->failed_stores()}};
+    if (agent_) j["agent"] = agent_metrics_json(*agent_);
+    if (!restart_failure_.empty()) j["agent_restart_failure"] = restart_failure_;
+    return j;
+  }
+
+  static Json agent_metrics_json(const agent::Agent& a) {
+    const auto m = a.metrics();
+    return {{"maps", m.maps},
+            {"maps_refused", m.maps_refused},
+            {"boot_changes", m.boot_changes},
+            {"unknown_periods", m.unknown_periods},
+            {"open_hint_requests", m.open_hint_requests},
+            {"write_waits", m.write_waits},
+            {"hints_accepted", m.hints_accepted},
+            {"hints_refused", m.hints_refused}};
+  }
+
+  const Scenario& sc_;
+  const Profile& profile_;
+  RunOptions options_;
+  sim::SimWorld world_;
+  sim::SimFabric fabric_;
+  sim::SimNode* dir_node_ = nullptr;
+  sim::SimNode* mem_node_ = nullptr;
+  sim::SimNode* gpu_node_ = nullptr;
+  sim::SimNic* mem_nic_ = nullptr;
+  sim::SimNic* gpu_nic_ = nullptr;
+  std::unique_ptr<runtime::Strand> dir_strand_;
+  std::unique_ptr<runtime::Strand> fault_strand_;
+  std::unique_ptr<runtime::Strand> boot_strand_;
+  std::unique_ptr<directory::DirectoryServer> directory_;
+  std::unique_ptr<device::CxlSsdDevice> device_;
+  std::unique_ptr<agent::Agent> agent_;
+  std::unique_ptr<client::Handler> scheduler_handler_;
+  std::unique_ptr<client::Handler> worker_handler_;
+  std::unique_ptr<client::SchedulerConnector> scheduler_;
+  std::unique_ptr<client::WorkerConnector> worker_;
+  std::unique_ptr<RcxlEngineKv> kv_;
+  std::unique_ptr<EngineModel> engine_;
+  std::vector<std::string> boots_;
+  std::string restart_failure_;
+};
+
+}  // namespace
+
+RunResult run_scenario(const Scenario& scenario, const Profile& profile,
+                       const RunOptions& options) {
+  Deployment d(scenario, profile, options);
+  if (Status s = d.build(); !s.ok()) {
+    RunResult r;
+    r.status = s;
+    return r;
+  }
+  return d.run();
+}
+
+}  // namespace rcxl::scenarios

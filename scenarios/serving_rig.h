@@ -1,0 +1,70 @@
+// One simulated deployment of the seed's measurement: a GPU node running the
+// serving-engine model over rcxl's scheduler and worker connectors, a memory
+// node (agent + CXL-SSD device model + region extension), a directory node.
+// Every component is the real core code; only the ground is simulated.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "backends/sim/sim_network.h"
+#include "backends/sim/sim_nic.h"
+#include "core/runtime/status.h"
+#include "devices/cxl_ssd_model/cxl_ssd_device.h"
+#include "devices/cxl_ssd_model/device_profile.h"
+#include "scenarios/engine/engine_model.h"
+#include "scenarios/scenario.h"
+
+namespace rcxl::scenarios {
+
+// The physical classes of one run: device, NIC, engine, control network.
+struct Profile {
+  device::DeviceProfile device;
+  EngineParams engine;
+  sim::LinkParams control_link;  // TCP control plane (hello, map, hints, directory)
+};
+
+// Loads <profiles_dir>/<name>.json (device + nic + engine + control_link), or
+// the copy compiled into the binary when profiles_dir is empty.
+Result<Profile> load_profile(const std::string& profiles_dir, const std::string& name);
+Result<Profile> profile_from_json(const nlohmann::json& j, const std::string& origin);
+
+struct RunOptions {
+  bool record_trace_file = false;
+  std::string trace_path;
+  // Bytes of each KV chunk that are real (key and version); the rest is timed
+  // and changes device page state but is not stored (docs/simulator.md).
+  std::uint32_t payload_sample_bytes = 64;
+  bool progress = false;
+};
+
+// What invariants saw; a run with any violation fails.
+struct InvariantReport {
+  std::uint64_t stale_reads = 0;        // a hit whose bytes are not the latest store of its key
+  std::uint64_t open_hints_at_end = 0;  // hint requests the agent still had open
+  std::vector<std::string> violations;  // people-readable, one per kind
+};
+
+struct RunResult {
+  Status status;  // the run itself (deadlock, time limit, setup)
+  std::vector<RequestRecord> records;
+  InvariantReport invariants;
+  std::vector<std::string> boots_seen;  // distinct boots the agent advertised, in order
+  nlohmann::json counters;              // device, agent, client counters
+  std::string trace_hash;
+  double virtual_seconds = 0;
+  double wall_seconds = 0;
+};
+
+RunResult run_scenario(const Scenario& scenario, const Profile& profile,
+                       const RunOptions& options = {});
+
+// Mean TTFT (ms) over reuse turns; mean KV load time (ms) over loads.
+double mean_reuse_ttft_ms(const std::vector<RequestRecord>& records);
+double mean_load_ms(const std::vector<RequestRecord>& records);
+
+}  // namespace rcxl::scenarios
