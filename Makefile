@@ -19,7 +19,7 @@ build: configure
 
 # The main job: replay the seed's measurements on the simulator.
 run: build
-	@$(BUILD)/apps/rcxl-sim/rcxl-sim demo
+	@$(BUILD)/apps/rcxl-sim/rcxl-sim reproduce --out out/reproduce
 
 # Every test: unit and simulator tests here, then the verbs tests in the SoftRoCE VM.
 test: build

@@ -7,6 +7,7 @@
 
 #include "backends/sim/sim_world.h"
 #include "core/protocol/echo_service.h"
+#include "scenarios/reproduce.h"
 #include "scenarios/serving_rig.h"
 
 namespace {
@@ -101,6 +102,23 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed,
   return ok ? 0 : 1;
 }
 
+int run_reproduce(const rcxl::scenarios::ReproduceOptions& options, bool json) {
+  auto report = rcxl::scenarios::reproduce(options);
+  if (!report.ok()) {
+    std::fprintf(stderr, "rcxl-sim reproduce: %s\n", report.status().message().c_str());
+    return 1;
+  }
+  if (json) {
+    std::printf("%s\n", report->json.dump(2).c_str());
+  } else {
+    std::printf("%s", report->table.c_str());
+    std::printf("pictures: ");
+    for (const auto& p : report->pictures) std::printf("%s ", p.c_str());
+    std::printf("\nresults: %s/reproduce.json\n", options.out_dir.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -121,7 +139,30 @@ int main(int argc, char** argv) {
   run->add_option("--trace", trace, "write the trace lines to this file");
   run->add_flag("--json", json, "print the result as one JSON object");
   run->add_option("--profiles", profiles, "read profiles from this directory instead of the built-in ones");
+  rcxl::scenarios::ReproduceOptions repro;
+  bool repro_json = false, quiet = false;
+  auto* reproduce = app.add_subcommand(
+      "reproduce", "run the seed's measurements P1-P6 (PAPER.md) and print the table");
+  reproduce->add_flag("--json", repro_json, "print one JSON object keyed P1..P6");
+  reproduce->add_option("--out", repro.out_dir, "where the SVG pictures and reproduce.json go")
+      ->capture_default_str();
+  reproduce->add_option("--pairs", repro.pairs, "paired runs per figure")
+      ->check(CLI::Range(1, 50))
+      ->capture_default_str();
+  reproduce->add_option("--seed", repro.first_seed, "seed of the first pair")->capture_default_str();
+  reproduce->add_option("--threads", repro.threads, "runs in parallel (results do not depend on it)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  reproduce->add_option("--profiles", repro.profiles_dir,
+                        "read profiles from this directory instead of the built-in ones");
+  reproduce->add_flag("--quiet", quiet, "no progress lines on stderr");
   CLI11_PARSE(app, argc, argv);
+  if (reproduce->parsed()) {
+    if (!quiet) {
+      repro.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+    }
+    return run_reproduce(repro, repro_json);
+  }
   if (demo->parsed()) return run_demo(seed, pings);
   if (run->parsed()) return run_file(file, run_seed, trace, json, profiles);
   return 0;

@@ -1,0 +1,32 @@
+// `rcxl-sim reproduce`: the seed's measurements P1-P6 (PAPER.md) from one
+// profile, as paired runs with 95% t-intervals, a table, JSON and SVGs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/runtime/status.h"
+
+namespace rcxl::scenarios {
+
+struct ReproduceOptions {
+  int pairs = 5;
+  std::uint64_t first_seed = 1;
+  std::string profiles_dir;  // empty: the built-in profiles
+  std::string out_dir = "rcxl-reproduce";
+  int threads = 2;  // independent runs in parallel; results do not depend on it
+  std::function<void(const std::string&)> progress;  // one line per finished run
+};
+
+struct ReproduceReport {
+  nlohmann::json json;  // keyed P1..P6 (+ "beyond_seed")
+  std::string table;    // what the terminal shows
+  std::vector<std::string> pictures;
+  bool all_within = false;
+};
+
+Result<ReproduceReport> reproduce(const ReproduceOptions& options);
+
+}  // namespace rcxl::scenarios
