@@ -40,6 +40,7 @@ struct Flags {
   std::uint32_t max_connections = 0;
   std::string log_level = "info";
   std::string boot_id;
+  std::string state_file;
 };
 
 int fail(const std::string& message) {
@@ -117,6 +118,9 @@ void add_flags(CLI::App& app, Flags& f) {
       ->check(CLI::PositiveNumber);
   app.add_option("--max-connections", f.max_connections, "0 = no limit")->capture_default_str();
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error")->capture_default_str();
+  app.add_option("--state-file", f.state_file,
+                 "keep the region table in PATH so regions survive an agent restart "
+                 "(e.g. /var/lib/rcxl-agent/regions.json; default: none)");
   app.add_option("--boot-id", f.boot_id,
                  "override the node boot id (default /proc/sys/kernel/random/boot_id)");
 }
@@ -162,9 +166,15 @@ int main(int argc, char** argv) {
   config.sweep_interval = rcxl::runtime::from_seconds(f.sweep_interval_s);
   config.max_frame_bytes = f.max_frame_bytes;
   config.max_connections = f.max_connections;
+  config.state_file = f.state_file;
 
   auto spec = rcxl::verbs::parse_memory_spec(f.memory);
   if (!spec.ok()) return fail("--memory: " + spec.status().message());
+  if (!f.state_file.empty() && spec->kind == rcxl::verbs::MemorySpec::Kind::kAnon) {
+    // Anonymous memory dies with the process: a kept table would promise lost bytes.
+    return fail("--state-file needs memory that outlives the process (file: or dax:), not " +
+                f.memory);
+  }
 
   // Signals are taken by sigwait below: block them before any thread starts.
   sigset_t signals;

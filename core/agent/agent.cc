@@ -1,5 +1,7 @@
 #include "core/agent/agent.h"
 
+#include <algorithm>
+#include <condition_variable>
 #include <deque>
 #include <exception>
 #include <limits>
@@ -46,14 +48,61 @@ class Agent::Session {
   std::unique_ptr<runtime::Strand> strand;
   std::shared_ptr<protocol::FramedConn> conn;
   const std::string challenge;
-  std::deque<Json> queue;  // requests behind the one being served
+  std::deque<Incoming> queue;  // requests behind the one being served
   bool busy = false;
   bool pumping = false;
   bool closing = false;
   bool authenticated = false;
 };
 
+class Agent::Activity {
+ public:
+  // Held while agent code runs; false once the agent is going away.
+  class Scope {
+   public:
+    explicit Scope(const std::shared_ptr<Activity>& activity)
+        : activity_(activity), entered_(activity->enter()) {}
+    ~Scope() {
+      if (entered_) activity_->leave();
+    }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    explicit operator bool() const { return entered_; }
+
+   private:
+    std::shared_ptr<Activity> activity_;
+    bool entered_;
+  };
+
+  // Waits for running agent code (as destroying a strand joins its thread).
+  void close_and_wait() {
+    std::unique_lock lock(mu_);
+    closed_ = true;
+    idle_.wait(lock, [this] { return running_ == 0; });
+  }
+
+ private:
+  bool enter() {
+    std::lock_guard lock(mu_);
+    if (closed_) return false;
+    ++running_;
+    return true;
+  }
+  void leave() {
+    std::lock_guard lock(mu_);
+    if (--running_ == 0) idle_.notify_all();
+  }
+
+  std::mutex mu_;
+  std::condition_variable idle_;
+  int running_ = 0;
+  bool closed_ = false;
+};
+
 namespace {
+
+// More would only hold memory: as many as requests decode at once is enough.
+constexpr std::size_t kSpareDecoders = 8;
 
 Json error_reply(const Json& id, const Status& status) {
   return protocol::error_reply(id, status);
@@ -79,10 +128,14 @@ Agent::Agent(runtime::Runtime& runtime, runtime::MemoryPool& pool, runtime::Nic&
       boot_(config_.boot_id, ext_ && ext_->has_memory_generation(), config_.generation_grace),
       allocator_(pool.size()),
       handle_random_(runtime.random("agent/handles")),
-      challenge_random_(runtime.random("agent/challenges")) {}
+      challenge_random_(runtime.random("agent/challenges")),
+      activity_(std::make_shared<Activity>()) {}
 
 Agent::~Agent() {
   stop();
+  // A connection task (a map inside mapped(), a write_wait answer) may still be
+  // running on its own thread: let it finish; nothing starts after this.
+  activity_->close_and_wait();
   std::map<std::uint64_t, SessionPtr> sessions;
   std::vector<SessionPtr> closed;
   {
@@ -110,6 +163,7 @@ Status Agent::start() {
       }
     }
   }
+  if (Status st = load_regions(); !st.ok()) return st;
   if (ext_) {
     for (const auto& action : ext_->hint_actions()) {
       if (!protocol::action_from_name(action)) {
@@ -135,7 +189,11 @@ Status Agent::start() {
   }
   for (const auto& address : config_.listen) {
     auto listener = rt_.transport().listen(
-        address, *accept_strand_, [this](std::shared_ptr<runtime::Conn> raw) { accept(raw); });
+        address, *accept_strand_, [this, activity = activity_](std::shared_ptr<runtime::Conn> raw) {
+          Activity::Scope scope(activity);
+          if (!scope) return raw->abort();
+          accept(raw);
+        });
     if (!listener.ok()) {
       for (auto& l : listeners_) l->close();
       listeners_.clear();
@@ -272,19 +330,53 @@ void Agent::accept(std::shared_ptr<runtime::Conn> raw) {
     sessions_[id] = session;
   }
   std::weak_ptr<Session> weak = session;
+  framed->set_frame_filter([this, weak, activity = activity_](std::string& frame) {
+    Activity::Scope scope(activity);
+    if (!scope) return true;  // the agent is going away: drop it
+    auto s = weak.lock();
+    return s && decode_fast(s, frame);
+  });
   framed->start(
       *session->strand,
-      [this, weak](Json message) {
-        if (auto s = weak.lock()) on_message(s, std::move(message));
+      [this, weak, activity = activity_](Json message) {
+        Activity::Scope scope(activity);
+        if (!scope) return;
+        if (auto s = weak.lock()) on_message(s, Incoming{std::move(message), std::nullopt});
       },
-      [this, weak](const Status&) {
+      [this, weak, activity = activity_](const Status&) {
+        Activity::Scope scope(activity);
+        if (!scope) return;
         if (auto s = weak.lock()) on_closed(s);
       });
   framed->send(
       {{"op", "greeting"}, {"version", protocol::kProtocolVersion}, {"challenge", challenge}});
 }
 
-void Agent::on_message(const SessionPtr& s, Json message) {
+bool Agent::decode_fast(const SessionPtr& s, std::string& frame) {
+  std::unique_ptr<protocol::FastRequestDecoder> decoder;
+  {
+    std::lock_guard lock(decoders_mu_);
+    if (!decoders_.empty()) {
+      decoder = std::move(decoders_.back());
+      decoders_.pop_back();
+    }
+  }
+  if (!decoder) decoder = std::make_unique<protocol::FastRequestDecoder>();
+  auto decoded = decoder->try_decode(frame);
+  {
+    std::lock_guard lock(decoders_mu_);
+    if (decoders_.size() < kSpareDecoders) decoders_.push_back(std::move(decoder));
+  }
+  if (!decoded) return false;
+  {
+    std::lock_guard lock(mu_);
+    ++metrics_.fast_decoded;
+  }
+  on_message(s, Incoming{Json(), std::move(decoded)});
+  return true;
+}
+
+void Agent::on_message(const SessionPtr& s, Incoming message) {
   if (s->closing) return;
   s->queue.push_back(std::move(message));
   pump(s);
@@ -294,7 +386,7 @@ void Agent::pump(const SessionPtr& s) {
   if (s->pumping) return;
   s->pumping = true;
   while (!s->busy && !s->closing && !s->queue.empty()) {
-    Json message = std::move(s->queue.front());
+    Incoming message = std::move(s->queue.front());
     s->queue.pop_front();
     s->busy = true;
     handle(s, message);
@@ -314,7 +406,9 @@ void Agent::complete(const SessionPtr& s, Json reply, bool close_after) {
 
 void Agent::complete_later(const SessionPtr& s, Json reply) {
   std::weak_ptr<Session> weak = s;
-  s->strand->post([this, weak, reply = std::move(reply)]() mutable {
+  s->strand->post([this, weak, activity = activity_, reply = std::move(reply)]() mutable {
+    Activity::Scope scope(activity);
+    if (!scope) return;
     if (auto live = weak.lock()) complete(live, std::move(reply));
   });
 }
@@ -363,11 +457,19 @@ Status Agent::call_extension(const char* hook, const std::function<Status()>& ca
 
 // ---------------------------------------------------------------- requests
 
-void Agent::handle(const SessionPtr& s, const Json& message) {
-  auto id = protocol::parse_request_id(message);
-  if (!id.ok()) return complete(s, error_reply(Json(), id.status()));
-  auto request = protocol::parse_request(message);
-  if (!request.ok()) return complete(s, error_reply(*id, request.status()));
+void Agent::handle(const SessionPtr& s, Incoming& message) {
+  Result<Json> id = Json();
+  Result<protocol::Request> request = protocol::Request();
+  if (message.decoded) {
+    // The fast path only takes valid requests (fast_request_decoder.h).
+    id = std::move(message.decoded->id);
+    request = std::move(message.decoded->request);
+  } else {
+    id = protocol::parse_request_id(message.message);
+    if (!id.ok()) return complete(s, error_reply(Json(), id.status()));
+    request = protocol::parse_request(message.message);
+    if (!request.ok()) return complete(s, error_reply(*id, request.status()));
+  }
   const bool is_hello = std::holds_alternative<protocol::HelloRequest>(*request);
   if (!is_hello && !s->authenticated) {
     return complete(s, error_reply(*id, Error(ErrorCode::kUnauthenticated, "say hello first")),
@@ -420,6 +522,17 @@ void Agent::handle_alloc(const SessionPtr& s, const Json& id, const protocol::Al
                                       {"read_handle", region->read_handle}});
       regions_[region->info.region] = std::move(region);
     }
+  }
+  if (reply.value("ok", false) && !persist_regions().ok()) {
+    // A region the file does not have could be handed out twice after a restart.
+    std::lock_guard lock(mu_);
+    auto it = regions_.find(reply["region"].get<std::uint64_t>());
+    if (it != regions_.end()) {
+      allocator_.release(it->second->info.pool_offset, it->second->info.size);
+      regions_.erase(it);
+    }
+    reply =
+        error_reply(id, Error(ErrorCode::kInternal, "cannot write the region table --state-file"));
   }
   complete(s, std::move(reply));
 }
@@ -484,7 +597,9 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
       region.map_waiters.push_back([this, weak, id, r] {
         auto live = weak.lock();
         if (!live) return;
-        live->strand->post([this, weak, id, r] {
+        live->strand->post([this, weak, id, r, activity = activity_] {
+          Activity::Scope scope(activity);
+          if (!scope) return;
           if (auto again = weak.lock()) handle_map(again, id, r);
         });
       });
@@ -515,6 +630,7 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
   read_generation();
   std::vector<std::function<void()>> waiters;
   Json reply;
+  bool first_map = false;
   {
     std::lock_guard lock(mu_);
     auto it = regions_.find(r.region);
@@ -534,13 +650,18 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
                       "the boot changed to '" + boot_.boot() + "' while the map ran");
     } else if (!conns_.count(s->id)) {
       failure = Error(ErrorCode::kClosed, "connection closed");
+    } else if (stopped_) {
+      // stop() already deregistered everything: nothing registers after it.
+      failure = Error(ErrorCode::kClosed, "the agent is stopping");
     }
     if (!failure.ok()) {
       if (reg.ok()) (void)nic_.deregister(*reg);
+      if (!region) freed_while_mapping_.erase(r.region);  // the sweep may retire it now
       ++metrics_.maps_refused;
       reply = error_reply(id, failure);
     } else {
       region->reg = *reg;
+      first_map = !region->ever_mapped;
       region->ever_mapped = true;
       region->holders.insert(s->id);
       conns_[s->id].holds.insert(r.region);
@@ -552,6 +673,8 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
     }
   }
   for (auto& waiter : waiters) waiter();
+  // "Mapped before" survives a restart: no fresh=true for it afterwards (R5.2).
+  if (first_map) (void)persist_regions();
   complete(s, std::move(reply));
 }
 
@@ -592,19 +715,27 @@ void Agent::handle_free(const SessionPtr& s, const Json& id, const protocol::Fre
     region.holders.clear();
     deregister_locked(region);
     info = region.info;
-    // An in-flight map finds the region gone and drops its own registration.
+    // An in-flight map finds the region gone and drops its own registration;
+    // retire() waits for that (the extension must not see mapped() after retire()).
+    if (region.map_in_flight) freed_while_mapping_.insert(info.region);
     for (auto& waiter : region.map_waiters) sweep_strand_->post(waiter);
     retiring_[info.region] = info;
     regions_.erase(it);
     return std::nullopt;
   }();
   if (refusal) return complete(s, std::move(*refusal));
+  (void)persist_regions();
   retire_outside_lock({info});
   complete(s, protocol::ok_reply(id));
 }
 
 void Agent::retire_outside_lock(std::vector<ext::RegionInfo> candidates) {
+  bool released = false;
   for (const auto& info : candidates) {
+    {
+      std::lock_guard lock(mu_);
+      if (freed_while_mapping_.count(info.region)) continue;
+    }
     bool agreed = true;
     if (ext_) {
       Status st = call_extension("retire", [&] {
@@ -616,22 +747,117 @@ void Agent::retire_outside_lock(std::vector<ext::RegionInfo> candidates) {
     if (!agreed) continue;
     std::lock_guard lock(mu_);
     // Only the caller that takes it off the list returns it (free and sweep may race).
-    if (retiring_.erase(info.region)) allocator_.release(info.pool_offset, info.size);
+    if (retiring_.erase(info.region)) {
+      allocator_.release(info.pool_offset, info.size);
+      released = true;
+    }
   }
+  if (released) (void)persist_regions();
+}
+
+Status Agent::load_regions() {
+  if (config_.state_file.empty()) return {};
+  const std::string& path = config_.state_file;
+  auto text = rt_.file_system().read_file(path);
+  if (!text.ok() && text.status().code() != ErrorCode::kNotFound) {
+    return Error(ErrorCode::kIoError, "cannot read the region table --state-file " + path + ": " +
+                                          text.status().message());
+  }
+  if (text.ok()) {
+    auto table = decode_region_table(*text);
+    if (!table.ok()) {
+      return Error(ErrorCode::kBadRequest, "the region table --state-file " + path +
+                                               " is corrupt (" + table.status().message() +
+                                               "); not starting: its regions' memory would be "
+                                               "handed out again");
+    }
+    std::lock_guard lock(mu_);
+    next_region_ = std::max(next_region_, table->next_region);
+    if (table->pool_size != pool_.size()) {
+      return Error(ErrorCode::kBadRequest, "the region table --state-file " + path +
+                                               " is for a pool of " +
+                                               std::to_string(table->pool_size) + " bytes, not " +
+                                               std::to_string(pool_.size()));
+    }
+    if (table->boot_id != config_.boot_id) {
+      // The node rebooted: clients see a new boot and give their regions back.
+      log_.warn("region table ", path, " is from boot ", table->boot_id,
+                "; the node rebooted, starting with an empty pool");
+    } else {
+      for (const auto& r : table->regions) {
+        if (!allocator_.reserve(r.pool_offset, r.size)) {
+          return Error(ErrorCode::kBadRequest, "the region table --state-file " + path +
+                                                   " is corrupt (region " +
+                                                   std::to_string(r.region) + " overlaps another)");
+        }
+        ext::RegionInfo info{r.region, r.pool_offset, r.size};
+        if (r.retiring) {
+          retiring_[r.region] = info;
+          continue;
+        }
+        auto region = std::make_unique<Region>();
+        region->info = info;
+        region->owner_handle = r.owner_handle;
+        region->read_handle = r.read_handle;
+        region->ever_mapped = r.mapped_before;
+        regions_[r.region] = std::move(region);
+      }
+      log_.info("region table ", path, ": ", regions_.size(), " regions, ", retiring_.size(),
+                " retiring");
+    }
+  }
+  // Written at once: an unwritable path fails the start, not the first alloc.
+  if (Status st = persist_regions(); !st.ok()) return st;
+  return {};
+}
+
+RegionTable Agent::snapshot_locked() const {
+  RegionTable table{config_.boot_id, pool_.size(), next_region_, {}};
+  for (const auto& [id, region] : regions_) {
+    table.regions.push_back({id, region->info.pool_offset, region->info.size, region->owner_handle,
+                             region->read_handle, region->ever_mapped, false});
+  }
+  for (const auto& [id, info] : retiring_) {
+    // The handles no longer matter: the region is not_found for clients.
+    table.regions.push_back({id, info.pool_offset, info.size, "-", "-", true, true});
+  }
+  return table;
+}
+
+Status Agent::persist_regions() {
+  if (config_.state_file.empty()) return {};
+  std::lock_guard writing(state_mu_);
+  std::string text;
+  {
+    std::lock_guard lock(mu_);
+    text = encode_region_table(snapshot_locked());
+  }
+  Status st = rt_.file_system().write_file(config_.state_file, text);
+  if (!st.ok()) {
+    log_.error("cannot write the region table ", config_.state_file, ": ", st.message());
+    return Error(ErrorCode::kIoError, "cannot write the region table --state-file " +
+                                          config_.state_file + ": " + st.message());
+  }
+  return {};
 }
 
 Status Agent::check_ranges_locked(const protocol::ExtensionRequest& r,
                                   std::vector<ext::Range>& out) const {
   out.reserve(r.ranges.size());
+  // Consecutive ranges mostly share a region: look it up and check its handle once.
+  const Region* last = nullptr;
   for (const auto& range : r.ranges) {
-    auto it = regions_.find(range.region);
-    if (it == regions_.end() || !it->second->reg || it->second->holders.empty()) {
-      return bad_range("region " + std::to_string(range.region) + " is not mapped and held here");
+    if (!last || last->info.region != range.region) {
+      auto it = regions_.find(range.region);
+      if (it == regions_.end() || !it->second->reg || it->second->holders.empty()) {
+        return bad_range("region " + std::to_string(range.region) + " is not mapped and held here");
+      }
+      if (!it->second->handle_matches(r.handles.at(range.region))) {
+        return bad_range("the handle is not region " + std::to_string(range.region) + "'s");
+      }
+      last = it->second.get();
     }
-    const Region& region = *it->second;
-    if (!region.handle_matches(r.handles.at(range.region))) {
-      return bad_range("the handle is not region " + std::to_string(range.region) + "'s");
-    }
+    const Region& region = *last;
     if (range.offset > region.info.size || range.length > region.info.size - range.offset) {
       return bad_range("range [" + std::to_string(range.region) + ", " +
                        std::to_string(range.offset) + ", " + std::to_string(range.length) +
@@ -691,7 +917,9 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
   if (r.action == Action::kWriteWait) {
     ext::WriteWait wait{s->id, r.name, std::move(ranges), r.timeout_ms};
     std::weak_ptr<Session> weak = s;
-    auto done = [this, weak, id, action](Result<ext::Json> answer) {
+    auto done = [this, weak, id, action, activity = activity_](Result<ext::Json> answer) {
+      Activity::Scope scope(activity);  // the extension may answer from any thread, late
+      if (!scope) return;
       auto live = weak.lock();
       if (!live) return;
       Json reply;

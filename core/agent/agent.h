@@ -21,7 +21,9 @@
 #include "core/agent/agent_metrics.h"
 #include "core/agent/boot_tracker.h"
 #include "core/agent/region_allocator.h"
+#include "core/agent/region_table_file.h"
 #include "core/extension/region_extension.h"
+#include "core/protocol/fast_request_decoder.h"
 #include "core/protocol/frame_codec.h"
 #include "core/protocol/framed_conn.h"
 #include "core/protocol/messages.h"
@@ -47,6 +49,10 @@ struct AgentConfig {
   runtime::Duration sweep_interval = 1s;
   std::uint32_t max_frame_bytes = protocol::kDefaultMaxFrameBytes;
   std::uint32_t max_connections = 0;  // 0 = no limit
+  // The region table, rewritten (file_system().write_file) whenever it changes
+  // and loaded at start, so regions survive an agent restart that keeps the
+  // memory. Empty: no persistence.
+  std::string state_file;
 };
 
 class Agent {
@@ -61,7 +67,8 @@ class Agent {
   // listens, starts the poll and the sweep.
   Status start();
   // Stops listening, closes connections, deregisters every mapping, closes the
-  // extension. Idempotent.
+  // extension. Idempotent. (The destructor also waits for agent code still
+  // running on other threads; never destroy the agent from one of its tasks.)
   void stop();
 
   // Where it listens (port 0 resolved).
@@ -85,15 +92,25 @@ class Agent {
   struct Region;
   struct ConnRecord;
   class Session;
+  // Agent code running on connection strands and extension threads (their tasks
+  // hold sessions, not the agent): ~Agent waits until none runs, then no more start.
+  class Activity;
   using SessionPtr = std::shared_ptr<Session>;
+  // A request as it arrived: decoded by the fast path, or a JSON object.
+  struct Incoming {
+    protocol::Json message;
+    std::optional<protocol::DecodedRequest> decoded;
+  };
 
   void accept(std::shared_ptr<runtime::Conn> raw);
-  void on_message(const SessionPtr& s, protocol::Json message);
+  // The simdjson path for `extension` frames; false leaves the frame to nlohmann.
+  bool decode_fast(const SessionPtr& s, std::string& frame);
+  void on_message(const SessionPtr& s, Incoming message);
   void on_closed(const SessionPtr& s);
   void pump(const SessionPtr& s);
   void complete(const SessionPtr& s, protocol::Json reply, bool close_after = false);
   void complete_later(const SessionPtr& s, protocol::Json reply);
-  void handle(const SessionPtr& s, const protocol::Json& message);
+  void handle(const SessionPtr& s, Incoming& message);
 
   void handle_hello(const SessionPtr& s, const protocol::Json& id, const protocol::HelloRequest& r);
   void handle_alloc(const SessionPtr& s, const protocol::Json& id, const protocol::AllocRequest& r);
@@ -114,6 +131,10 @@ class Agent {
   // A boot change: every mapping, hold and open hint request goes (SPEC R6.3).
   void drop_everything_locked();
   void retire_outside_lock(std::vector<ext::RegionInfo> candidates);
+  // The state file: loaded once at start; written after each change, outside mu_.
+  Status load_regions();
+  Status persist_regions();
+  RegionTable snapshot_locked() const;
   void schedule_poll();
   void schedule_sweep();
   void sweep();
@@ -135,6 +156,8 @@ class Agent {
 
   // One generation reader at a time (SPEC R6.2); taken before mu_, never after.
   std::mutex generation_mu_;
+  // One state-file writer at a time, snapshots in order; taken before mu_.
+  std::mutex state_mu_;
   mutable std::mutex mu_;
   BootTracker boot_;
   RegionAllocator allocator_;
@@ -147,8 +170,14 @@ class Agent {
   std::map<std::uint64_t, ConnRecord> conns_;
   std::map<std::uint64_t, SessionPtr> sessions_;
   std::vector<SessionPtr> closed_sessions_;  // destroyed by the sweep, off their own strand
+  // Spare simdjson parsers (each keeps buffers sized to the largest frame it saw).
+  std::mutex decoders_mu_;
+  std::vector<std::unique_ptr<protocol::FastRequestDecoder>> decoders_;
+  // Freed while a map was registering them: not retired before that map is done.
+  std::set<std::uint64_t> freed_while_mapping_;
   std::uint64_t next_region_ = 1;
   std::uint64_t next_conn_ = 1;
+  const std::shared_ptr<Activity> activity_;
   AgentMetrics metrics_;
 };
 

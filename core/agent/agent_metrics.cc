@@ -44,6 +44,8 @@ std::string metrics_text(const AgentMetrics& m) {
   scalar(out, "retiring_regions", "gauge", "Freed regions retire() kept.", m.retiring_regions);
   scalar(out, "extension_errors_total", "counter", "Extension hooks that failed.",
          m.extension_errors);
+  scalar(out, "requests_fast_decoded_total", "counter",
+         "Requests decoded by the simdjson path (the rest by nlohmann).", m.fast_decoded);
   return out.str();
 }
 

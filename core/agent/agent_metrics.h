@@ -22,6 +22,7 @@ struct AgentMetrics {
   std::uint64_t regions = 0;           // gauge: allocated, not freed
   std::uint64_t retiring_regions = 0;  // gauge: freed, retire() said no so far
   std::uint64_t extension_errors = 0;  // failed hooks incl. ignored connection_closed
+  std::uint64_t fast_decoded = 0;      // requests the simdjson path decoded (the rest: nlohmann)
 };
 
 // Prometheus exposition format, metric names prefixed `rcxl_agent_`.

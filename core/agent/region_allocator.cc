@@ -24,6 +24,21 @@ std::optional<std::uint64_t> RegionAllocator::allocate(std::uint64_t size) {
   return std::nullopt;
 }
 
+bool RegionAllocator::reserve(std::uint64_t offset, std::uint64_t size) {
+  if (size == 0) return false;
+  auto it = free_.upper_bound(offset);
+  if (it == free_.begin()) return false;
+  --it;
+  const std::uint64_t start = it->first;
+  const std::uint64_t end = it->first + it->second;
+  if (offset + size < offset || offset + size > end) return false;
+  free_.erase(it);
+  if (offset > start) free_[start] = offset - start;
+  if (offset + size < end) free_[offset + size] = end - offset - size;
+  free_bytes_ -= size;
+  return true;
+}
+
 void RegionAllocator::release(std::uint64_t offset, std::uint64_t size) {
   auto [it, inserted] = free_.emplace(offset, size);
   if (!inserted) return;  // already free: a bug upstream, never double-count

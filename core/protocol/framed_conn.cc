@@ -50,6 +50,7 @@ void FramedConn::on_bytes(std::string_view bytes) {
   const Status status = decoder_.feed(bytes, frames);
   for (auto& frame : frames) {
     if (failed_) return;
+    if (frame_filter_ && frame_filter_(frame)) continue;
     Json message = Json::parse(frame, nullptr, /*allow_exceptions=*/false);
     if (message.is_discarded()) {
       fail(Error(ErrorCode::kBadFrame, "frame is not valid UTF-8 JSON"));

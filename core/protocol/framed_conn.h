@@ -20,6 +20,9 @@ class FramedConn : public std::enable_shared_from_this<FramedConn> {
  public:
   using MessageHandler = std::function<void(Json message)>;
   using CloseHandler = std::function<void(const Status& reason)>;
+  // Sees each frame's text first (on the strand); returns true when it took the
+  // frame, so no JSON object is built for it (the agent's hot decode path).
+  using FrameFilter = std::function<bool(std::string& frame)>;
 
   static std::shared_ptr<FramedConn> Make(std::shared_ptr<runtime::Conn> conn,
                                           std::uint32_t max_frame_bytes = kDefaultMaxFrameBytes);
@@ -27,6 +30,8 @@ class FramedConn : public std::enable_shared_from_this<FramedConn> {
   // Handlers run on `strand`. A bad frame is answered with `bad_frame`, the
   // connection closed, and on_close called with that status.
   void start(runtime::Strand& strand, MessageHandler on_message, CloseHandler on_close);
+  // Optional; set before start().
+  void set_frame_filter(FrameFilter filter) { frame_filter_ = std::move(filter); }
   void send(const Json& message);
   void close();
   void abort();
@@ -44,6 +49,7 @@ class FramedConn : public std::enable_shared_from_this<FramedConn> {
   FrameDecoder decoder_;
   MessageHandler on_message_;
   CloseHandler on_close_;
+  FrameFilter frame_filter_;
   bool failed_ = false;
   Status close_reason_;
 };

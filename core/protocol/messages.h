@@ -44,10 +44,12 @@ struct WireRange {
 struct HelloRequest {
   std::optional<std::string> auth;
   std::string client;
+  bool operator==(const HelloRequest&) const = default;
 };
 
 struct AllocRequest {
   std::uint64_t size = 0;
+  bool operator==(const AllocRequest&) const = default;
 };
 
 struct MapRequest {
@@ -55,16 +57,19 @@ struct MapRequest {
   std::string handle;
   std::string epoch;
   bool fresh = false;
+  bool operator==(const MapRequest&) const = default;
 };
 
 struct ReleaseRequest {
   std::uint64_t region = 0;
   std::string handle;
+  bool operator==(const ReleaseRequest&) const = default;
 };
 
 struct FreeRequest {
   std::uint64_t region = 0;
   std::string handle;
+  bool operator==(const FreeRequest&) const = default;
 };
 
 struct ExtensionRequest {
@@ -77,6 +82,7 @@ struct ExtensionRequest {
   // Region id -> handle; has an entry for every region in `ranges`.
   std::map<std::uint64_t, std::string> handles;
   std::uint32_t timeout_ms = 0;
+  bool operator==(const ExtensionRequest&) const = default;
 };
 
 using Request = std::variant<HelloRequest, AllocRequest, MapRequest, ReleaseRequest, FreeRequest,

@@ -1,0 +1,215 @@
+// An agent process restart without a memory reset (AgentConfig::state_file):
+// regions survive with their bytes, handles and ids; registrations do not (maps
+// register again); a region mapped before is never passed fresh=true again
+// (SPEC R5.1/R5.2); a freed region stays not_found; a bad state file stops the
+// start (never silently reuse memory).
+#include <cstring>
+
+#include "tests/agent/agent_rig.h"
+
+namespace rcxl::agent::testing {
+namespace {
+
+constexpr char kStateFile[] = "/var/lib/rcxl-agent/regions.json";
+
+struct RestartRig : AgentRig {
+  AgentConfig config() const {
+    AgentConfig c = AgentRig::config();
+    c.state_file = kStateFile;
+    return c;
+  }
+  Status start_agent(Json extension_config = Json::object()) {
+    return AgentRig::start(recording(std::move(extension_config)), config());
+  }
+  // The agent process ends; node, pool, NIC and files stay.
+  void kill_agent() {
+    agent.reset();
+    run_for(10ms);
+  }
+
+  std::vector<Status> post(std::vector<runtime::RdmaOp> ops) {
+    if (!qp) {
+      gpu_nic.connect("mem", *data, [this](Result<std::shared_ptr<runtime::QueuePair>> r) {
+        if (r.ok()) qp = r.value();
+      });
+      EXPECT_TRUE(world.run_until([this] { return qp != nullptr; }).ok());
+    }
+    std::optional<std::vector<Status>> out;
+    qp->post(std::move(ops), [&](std::vector<Status> s) { out = std::move(s); });
+    EXPECT_TRUE(world.run_until([&] { return out.has_value(); }).ok());
+    return out.value_or(std::vector<Status>{});
+  }
+
+  std::unique_ptr<runtime::Strand> data = gpu.make_strand("data");
+  std::shared_ptr<runtime::QueuePair> qp;
+};
+
+std::vector<std::byte> bytes_of(const std::string& s) {
+  std::vector<std::byte> out(s.size());
+  std::memcpy(out.data(), s.data(), s.size());
+  return out;
+}
+
+TEST(AgentRestart, R5_1_RegionsAndBytesSurviveAnAgentRestart) {
+  RestartRig rig;
+  ASSERT_TRUE(rig.start_agent().ok());
+  auto owner = rig.hello_client();
+  auto kept = owner->alloc(1 << 20);
+  auto freed = owner->alloc(1 << 20);
+  Json map = owner->map(kept.region, kept.handle, /*fresh=*/true);
+  ASSERT_EQ(code_of(map), "ok") << map.dump();
+  auto data = bytes_of("kv-bytes-that-survive");
+  auto st = rig.post({{runtime::RdmaOp::Kind::kWrite, data, map["addr"].get<std::uint64_t>() + 64,
+                       map["rkey"].get<std::uint32_t>()}});
+  ASSERT_TRUE(st.at(0).ok()) << st[0].ToString();
+  ASSERT_EQ(code_of(owner->call(
+                {{"op", "free"}, {"id", 5}, {"region", freed.region}, {"handle", freed.handle}})),
+            "ok");
+  const std::uint64_t free_before = rig.agent->free_bytes();
+  const std::string boot = owner->boot;
+  owner.reset();
+  rig.kill_agent();
+  rig.qp.reset();
+
+  ASSERT_TRUE(rig.start_agent().ok());
+  EXPECT_EQ(rig.agent->free_bytes(), free_before);
+  auto again = rig.hello_client();
+  EXPECT_EQ(again->boot, boot);  // same node boot, same generation
+  EXPECT_FALSE(rig.agent->registration(kept.region).has_value());  // maps register again
+  // The client's remap after its first map reply carries no fresh (R5.1).
+  Json remap = again->map(kept.region, kept.handle);
+  ASSERT_EQ(code_of(remap), "ok") << remap.dump();
+  std::vector<std::byte> back(data.size());
+  st = rig.post({{runtime::RdmaOp::Kind::kRead, back, remap["addr"].get<std::uint64_t>() + 64,
+                  remap["rkey"].get<std::uint32_t>()}});
+  ASSERT_TRUE(st.at(0).ok()) << st[0].ToString();
+  EXPECT_EQ(back, data);
+  EXPECT_EQ(code_of(again->map(freed.region, freed.handle)), "not_found");
+  EXPECT_EQ(code_of(again->map(kept.region, kept.read_handle)), "ok");  // read handle too
+  // New regions get new ids and never the surviving region's memory.
+  auto next = again->alloc(1 << 20);
+  EXPECT_GT(next.region, freed.region);
+  EXPECT_EQ(rig.agent->free_bytes(), free_before - (1 << 20));
+}
+
+TEST(AgentRestart, R5_2_ARegionMappedBeforeTheRestartIsNeverFreshAgain) {
+  RestartRig rig;
+  ASSERT_TRUE(rig.start_agent().ok());
+  auto owner = rig.hello_client();
+  auto mapped = owner->alloc();
+  auto unmapped = owner->alloc();
+  ASSERT_EQ(code_of(owner->map(mapped.region, mapped.handle, true)), "ok");
+  owner.reset();
+  rig.kill_agent();
+  ASSERT_TRUE(rig.mem.files().write_file("/log", "").ok());
+
+  ASSERT_TRUE(rig.start_agent().ok());
+  auto again = rig.hello_client();
+  // Even a map that (wrongly) says fresh: the memory may hold the owner's data.
+  ASSERT_EQ(code_of(again->map(mapped.region, mapped.handle, true)), "ok");
+  ASSERT_EQ(code_of(again->map(unmapped.region, unmapped.handle, true)), "ok");
+  auto lines = rig.log_lines("mapped");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["region"], mapped.region);
+  EXPECT_EQ(lines[0]["fresh"], false);
+  EXPECT_EQ(lines[1]["region"], unmapped.region);
+  EXPECT_EQ(lines[1]["fresh"], true);  // never mapped: still the first map
+}
+
+TEST(AgentRestart, R2_4_ARetiringRegionStaysReservedUntilRetireAgrees) {
+  RestartRig rig;
+  ASSERT_TRUE(rig.start_agent({{"retire_refusals", 100}}).ok());
+  auto owner = rig.hello_client();
+  auto a = owner->alloc();
+  ASSERT_EQ(
+      code_of(owner->call({{"op", "free"}, {"id", 5}, {"region", a.region}, {"handle", a.handle}})),
+      "ok");
+  EXPECT_EQ(rig.agent->retiring_regions(), 1u);
+  const std::uint64_t free_bytes = rig.agent->free_bytes();
+  owner.reset();
+  rig.kill_agent();
+
+  ASSERT_TRUE(rig.start_agent().ok());  // retire agrees now
+  EXPECT_EQ(rig.agent->retiring_regions(), 1u);
+  EXPECT_EQ(rig.agent->free_bytes(), free_bytes);
+  auto again = rig.hello_client();
+  EXPECT_EQ(code_of(again->map(a.region, a.handle)), "not_found");
+  rig.run_for(2s);  // the sweep asks retire() again
+  EXPECT_EQ(rig.agent->retiring_regions(), 0u);
+  EXPECT_EQ(rig.agent->free_bytes(), free_bytes + (1 << 20));
+  rig.kill_agent();
+  ASSERT_TRUE(rig.start_agent().ok());
+  EXPECT_EQ(rig.agent->retiring_regions(), 0u);  // the file says so too
+}
+
+TEST(AgentRestart, R7_CorruptOrUnreadableStateFileFailsTheStart) {
+  const std::vector<std::string> corrupt = {
+      "{",
+      "[]",
+      R"({"version":2,"boot_id":"b","pool_size":67108864,"next_region":2,"regions":[]})",
+      R"({"version":1,"boot_id":"b","pool_size":67108864,"next_region":2,"regions":[{"region":1}]})",
+      // overlapping extents
+      R"({"version":1,"boot_id":"0b5e7c1a-boot","pool_size":67108864,"next_region":3,"regions":[
+        {"region":1,"offset":0,"size":8192,"handle":"h","read_handle":"r","mapped_before":true,"retiring":false},
+        {"region":2,"offset":4096,"size":4096,"handle":"h","read_handle":"r","mapped_before":true,"retiring":false}]})",
+      // an id at next_region (would be handed out again)
+      R"({"version":1,"boot_id":"b","pool_size":67108864,"next_region":1,"regions":[
+        {"region":1,"offset":0,"size":4096,"handle":"h","read_handle":"r","mapped_before":true,"retiring":false}]})",
+      // past the pool
+      R"({"version":1,"boot_id":"b","pool_size":67108864,"next_region":2,"regions":[
+        {"region":1,"offset":67108864,"size":4096,"handle":"h","read_handle":"r","mapped_before":true,"retiring":false}]})",
+  };
+  for (const auto& text : corrupt) {
+    RestartRig rig;
+    ASSERT_TRUE(rig.mem.files().write_file(kStateFile, text).ok());
+    Status st = rig.start_agent();
+    EXPECT_FALSE(st.ok()) << text;
+    EXPECT_THAT(st.message(), ::testing::HasSubstr(kStateFile)) << st.message();
+    EXPECT_EQ(rig.mem.files().read_file(kStateFile).value(), text);  // left for the operator
+  }
+  RestartRig rig;
+  ASSERT_TRUE(rig.mem.files().write_file(kStateFile, "{}").ok());
+  rig.mem.files().set_unreadable(kStateFile, true);
+  Status st = rig.start_agent();
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("cannot read the region table"));
+}
+
+TEST(AgentRestart, R7_APoolOfAnotherSizeFailsTheStart) {
+  RestartRig rig;
+  ASSERT_TRUE(rig.start_agent().ok());
+  rig.hello_client()->alloc();
+  rig.kill_agent();
+  Json table = Json::parse(rig.mem.files().read_file(kStateFile).value());
+  table["pool_size"] = 1u << 20;
+  ASSERT_TRUE(rig.mem.files().write_file(kStateFile, table.dump()).ok());
+  Status st = rig.start_agent();
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("pool of"));
+}
+
+TEST(AgentRestart, R6_1_ANewNodeBootStartsWithAnEmptyPool) {
+  RestartRig rig;
+  ASSERT_TRUE(rig.start_agent().ok());
+  auto a = rig.hello_client()->alloc();
+  rig.kill_agent();
+  AgentConfig c = rig.config();
+  c.boot_id = "another-boot";
+  ASSERT_TRUE(rig.AgentRig::start(rig.recording(), c).ok());
+  EXPECT_EQ(rig.agent->free_bytes(), 64ull << 20);
+  auto client = rig.hello_client();
+  EXPECT_EQ(code_of(client->map(a.region, a.handle)), "not_found");
+  EXPECT_GT(client->alloc().region, a.region);  // ids are not reused
+}
+
+TEST(AgentRestart, R1_NoStateFileKeepsNothing) {
+  AgentRig rig;  // state_file empty
+  ASSERT_TRUE(rig.start(rig.recording()).ok());
+  auto a = rig.hello_client()->alloc();
+  rig.agent.reset();
+  ASSERT_TRUE(rig.start(rig.recording()).ok());
+  EXPECT_EQ(code_of(rig.hello_client()->map(a.region, a.handle)), "not_found");
+}
+
+}  // namespace
+}  // namespace rcxl::agent::testing

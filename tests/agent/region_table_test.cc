@@ -1,0 +1,51 @@
+// The state file's encoding (AgentConfig::state_file) and the allocator's reserve.
+#include <gtest/gtest.h>
+
+#include "core/agent/region_allocator.h"
+#include "core/agent/region_table_file.h"
+
+namespace rcxl::agent {
+namespace {
+
+TEST(RegionTable, R7_RoundTrips) {
+  RegionTable table{"boot", 1 << 20, 9, {}};
+  table.regions.push_back({3, 0, 8192, "owner", "reader", true, false});
+  table.regions.push_back({7, 65536, 4096, "-", "-", true, true});
+  auto back = decode_region_table(encode_region_table(table));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, table);
+}
+
+TEST(RegionTable, R7_RefusesBadTables) {
+  EXPECT_FALSE(decode_region_table("").ok());
+  EXPECT_FALSE(decode_region_table("{\"version\":1}").ok());
+  RegionTable table{"boot", 1 << 20, 9, {}};
+  table.regions.push_back({3, 0, 8192, "owner", "reader", true, false});
+  table.regions.push_back({3, 8192, 4096, "o", "r", false, false});
+  EXPECT_FALSE(decode_region_table(encode_region_table(table)).ok());  // duplicate id
+  table.regions[1].region = 4;
+  table.regions[1].pool_offset = 100;
+  EXPECT_FALSE(decode_region_table(encode_region_table(table)).ok());  // unaligned
+  table.regions[1].pool_offset = 4096;
+  EXPECT_FALSE(decode_region_table(encode_region_table(table)).ok());  // overlap
+  table.regions[1].pool_offset = 8192;
+  EXPECT_TRUE(decode_region_table(encode_region_table(table)).ok());
+  table.regions[1].owner_handle = "";
+  EXPECT_FALSE(decode_region_table(encode_region_table(table)).ok());
+}
+
+TEST(RegionAllocator, R7_ReserveTakesExactlyAFreeExtent) {
+  RegionAllocator a(1 << 20);
+  EXPECT_TRUE(a.reserve(8192, 4096));
+  EXPECT_FALSE(a.reserve(8192, 4096));
+  EXPECT_FALSE(a.reserve(4096, 8192));
+  EXPECT_FALSE(a.reserve((1 << 20) - 4096, 8192));
+  EXPECT_EQ(a.free_bytes(), (1u << 20) - 4096);
+  EXPECT_EQ(a.allocate(8192), 0u);
+  EXPECT_EQ(a.allocate(4096), 12288u);
+  a.release(8192, 4096);
+  EXPECT_EQ(a.allocate(4096), 8192u);
+}
+
+}  // namespace
+}  // namespace rcxl::agent
