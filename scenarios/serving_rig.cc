@@ -1,6 +1,7 @@
 #include "scenarios/serving_rig.h"
 
 #include <chrono>
+#include <regex>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -218,7 +219,16 @@ class Deployment {
                                           " load(s) returned bytes that are not the key's");
     }
     out.counters = counters();
+    out.invariants.open_hints_at_end =
+        out.counters.value("/agent/open_hint_requests"_json_pointer, std::uint64_t{0});
+    if (out.status.ok() && out.invariants.open_hints_at_end > 0) {
+      out.invariants.violations.push_back(std::to_string(out.invariants.open_hints_at_end) +
+                                          " hint request(s) still open at the agent after the run");
+    }
     out.trace_hash = world_.trace().hash_hex();
+    for (auto& failure : check_expectations(sc_.expect, out)) {
+      out.invariants.violations.push_back("expect: " + failure);
+    }
     return out;
   }
 
@@ -237,6 +247,8 @@ class Deployment {
     ac.listen = {{"mem0", kAgentPort}};
     ac.auth_secret = kSecret;
     ac.boot_id = "boot-mem0";
+    // The region table survives an agent restart, as with the real unit's state dir.
+    ac.state_file = "/var/lib/rcxl-agent/regions.json";
     agent_ = std::make_unique<agent::Agent>(*mem_node_, *device_, *mem_nic_,
                                             std::move(extension).value(), ac);
     return agent_->start();
@@ -360,6 +372,58 @@ class Deployment {
 };
 
 }  // namespace
+
+std::vector<std::string> check_expectations(const Json& expect, const RunResult& run) {
+  std::vector<std::string> failures;
+  for (const auto& [key, want] : expect.items()) {
+    if (key == "counters") {
+      for (const auto& [path, bounds] : want.items()) {
+        // "agent.boot_changes" -> /agent/boot_changes
+        std::string pointer = "/" + path;
+        for (auto& c : pointer) c = c == '.' ? '/' : c;
+        const Json::json_pointer ptr(pointer);
+        if (!run.counters.contains(ptr) || !run.counters[ptr].is_number()) {
+          failures.push_back("counter " + path + " does not exist");
+          continue;
+        }
+        const double v = run.counters[ptr].get<double>();
+        if (bounds.contains("min") && v < bounds["min"].get<double>()) {
+          failures.push_back("counter " + path + " = " + run.counters[ptr].dump() + ", wanted >= " +
+                             bounds["min"].dump());
+        }
+        if (bounds.contains("max") && v > bounds["max"].get<double>()) {
+          failures.push_back("counter " + path + " = " + run.counters[ptr].dump() + ", wanted <= " +
+                             bounds["max"].dump());
+        }
+      }
+    } else if (key == "boots") {
+      // Each pattern must match a later boot than the previous one did.
+      std::size_t at = 0;
+      for (const auto& pattern : want) {
+        const std::regex re(pattern.get<std::string>());
+        while (at < run.boots_seen.size() && !std::regex_match(run.boots_seen[at], re)) ++at;
+        if (at == run.boots_seen.size()) {
+          std::string seen;
+          for (const auto& b : run.boots_seen) seen += (seen.empty() ? "" : ", ") + b;
+          failures.push_back("no boot matching '" + pattern.get<std::string>() +
+                             "' in order; boots seen: " + seen);
+          break;
+        }
+        ++at;
+      }
+    } else if (key == "min_reuse_hits") {
+      std::size_t hits = 0;
+      for (const auto& r : run.records) hits += r.reuse_turn() && r.loaded_chunks > 0;
+      if (hits < want.get<std::size_t>()) {
+        failures.push_back("reuse turns that loaded KV: " + std::to_string(hits) + ", wanted >= " +
+                           want.dump());
+      }
+    } else {
+      failures.push_back("unknown expectation '" + key + "' (known: counters, boots, min_reuse_hits)");
+    }
+  }
+  return failures;
+}
 
 RunResult run_scenario(const Scenario& scenario, const Profile& profile,
                        const RunOptions& options) {

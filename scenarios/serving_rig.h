@@ -63,6 +63,10 @@ struct RunResult {
 RunResult run_scenario(const Scenario& scenario, const Profile& profile,
                        const RunOptions& options = {});
 
+// Checks a scenario's `expect` block against a run; each failure is one line
+// naming the expectation, what was wanted and what the run did.
+std::vector<std::string> check_expectations(const nlohmann::json& expect, const RunResult& run);
+
 // Mean TTFT (ms) over reuse turns; mean KV load time (ms) over loads.
 double mean_reuse_ttft_ms(const std::vector<RequestRecord>& records);
 double mean_load_ms(const std::vector<RequestRecord>& records);

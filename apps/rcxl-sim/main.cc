@@ -7,6 +7,7 @@
 
 #include "backends/sim/sim_world.h"
 #include "core/protocol/echo_service.h"
+#include "scenarios/embedded/embedded.h"
 #include "scenarios/reproduce.h"
 #include "scenarios/serving_rig.h"
 
@@ -46,15 +47,22 @@ int run_demo(std::uint64_t seed, int pings) {
 }
 
 int run_file(const std::string& path, std::optional<std::uint64_t> seed,
-             const std::string& trace, bool json, const std::string& profiles) {
-  std::ifstream in(path);
-  if (!in) {
-    std::fprintf(stderr, "rcxl-sim: cannot read %s\n", path.c_str());
-    return 2;
+             const std::string& trace, bool json, const std::string& profiles,
+             std::optional<std::string_view> embedded = std::nullopt) {
+  std::string text;
+  if (embedded) {
+    text = std::string(*embedded);
+  } else {
+    std::ifstream in(path);
+    if (!in) {
+      std::fprintf(stderr, "rcxl-sim: cannot read %s\n", path.c_str());
+      return 2;
+    }
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    text = buffer.str();
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  Json j = Json::parse(text.str(), nullptr, false);
+  Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded()) {
     std::fprintf(stderr, "rcxl-sim: %s: not valid JSON\n", path.c_str());
     return 2;
@@ -139,6 +147,15 @@ int main(int argc, char** argv) {
   run->add_option("--trace", trace, "write the trace lines to this file");
   run->add_flag("--json", json, "print the result as one JSON object");
   run->add_option("--profiles", profiles, "read profiles from this directory instead of the built-in ones");
+  std::string replay_name;
+  auto* replay = app.add_subcommand("replay", "run a shipped fault scenario by name (--list shows them)");
+  replay->add_option("NAME", replay_name, "e.g. reset_during_load");
+  bool list = false;
+  replay->add_flag("--list", list, "list the shipped scenarios");
+  replay->add_option("--seed", run_seed, "override the scenario's seed");
+  replay->add_option("--trace", trace, "write the trace lines to this file");
+  replay->add_flag("--json", json, "print the result as one JSON object");
+
   rcxl::scenarios::ReproduceOptions repro;
   bool repro_json = false, quiet = false;
   auto* reproduce = app.add_subcommand(
@@ -157,6 +174,24 @@ int main(int argc, char** argv) {
                         "read profiles from this directory instead of the built-in ones");
   reproduce->add_flag("--quiet", quiet, "no progress lines on stderr");
   CLI11_PARSE(app, argc, argv);
+  if (replay->parsed()) {
+    if (list || replay_name.empty()) {
+      for (const auto& f : rcxl::scenarios::embedded_files()) {
+        if (f.path.rfind("replays/", 0) == 0) {
+          std::printf("%s\n", std::string(f.path.substr(8, f.path.size() - 13)).c_str());
+        }
+      }
+      return list ? 0 : 2;
+    }
+    const std::string path = "replays/" + replay_name + ".json";
+    auto text = rcxl::scenarios::embedded_file(path);
+    if (!text) {
+      std::fprintf(stderr, "rcxl-sim: no shipped scenario '%s' (rcxl-sim replay --list)\n",
+                   replay_name.c_str());
+      return 2;
+    }
+    return run_file(path, run_seed, trace, json, "", text);
+  }
   if (reproduce->parsed()) {
     if (!quiet) {
       repro.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };

@@ -1,0 +1,71 @@
+// Every shipped replay (scenarios/replays/*.json) passes its `expect` block and
+// the invariants, and runs twice to the same trace hash.
+#include <gtest/gtest.h>
+
+#include "scenarios/embedded/embedded.h"
+#include "scenarios/serving_rig.h"
+
+namespace rcxl::scenarios {
+namespace {
+
+std::vector<std::string> replay_paths() {
+  std::vector<std::string> out;
+  for (const auto& f : embedded_files()) {
+    if (f.path.rfind("replays/", 0) == 0 && f.path != "replays/seed_serving.json") {
+      out.emplace_back(f.path);
+    }
+  }
+  return out;
+}
+
+class Replay : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Replay, PassesItsExpectationsAndIsDeterministic) {
+  auto text = embedded_file(GetParam());
+  ASSERT_TRUE(text.has_value());
+  auto sc = parse_scenario(Json::parse(*text), GetParam());
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  auto profile = load_profile("", sc->profile);
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  const RunResult first = run_scenario(*sc, *profile);
+  ASSERT_TRUE(first.status.ok()) << first.status.ToString();
+  for (const auto& v : first.invariants.violations) ADD_FAILURE() << v;
+  EXPECT_EQ(first.invariants.stale_reads, 0u);
+  const RunResult second = run_scenario(*sc, *profile);
+  EXPECT_EQ(first.trace_hash, second.trace_hash) << "same scenario and seed, different trace";
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, Replay, ::testing::ValuesIn(replay_paths()),
+                         [](const auto& info) {
+                           std::string name = info.param.substr(8, info.param.size() - 13);
+                           for (auto& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return name;
+                         });
+
+TEST(Replay, AnExpectationThatDoesNotHoldFailsTheRun) {
+  auto sc = parse_scenario(Json::parse(*embedded_file("replays/reset_during_load.json")), "t");
+  ASSERT_TRUE(sc.ok());
+  sc->faults.clear();  // no reset: the expected boot change cannot happen
+  auto profile = load_profile("", sc->profile);
+  const RunResult r = run_scenario(*sc, *profile);
+  ASSERT_TRUE(r.status.ok());
+  ASSERT_FALSE(r.invariants.violations.empty());
+  EXPECT_NE(r.invariants.violations.front().find("expect:"), std::string::npos);
+}
+
+TEST(Replay, ADifferentSeedGivesADifferentTrace) {
+  auto sc = parse_scenario(Json::parse(*embedded_file("replays/reset_during_load.json")), "t");
+  auto profile = load_profile("", sc->profile);
+  const auto a = run_scenario(*sc, *profile).trace_hash;
+  sc->seed += 1;
+  EXPECT_NE(a, run_scenario(*sc, *profile).trace_hash);
+}
+
+TEST(Replay, UnknownProfileNamesTheBuiltInOnes) {
+  auto p = load_profile("", "nope");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("cxl_ssd_default"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rcxl::scenarios
