@@ -161,6 +161,49 @@ TEST(SimNic, ReadStreamsBehindAFillingDeviceInsteadOfWaitingForAllOfIt) {
   EXPECT_GT(took, std::max(fill, wire));        // bounded by the slower of the two
 }
 
+// Records when the RNIC asks for each segment; each takes 50 us to come in.
+class RecordingMemory : public SimMemoryPool, public MemoryTiming {
+ public:
+  RecordingMemory(std::uint64_t size, EventLoop& loop) : SimMemoryPool(size), loop_(loop) {}
+  runtime::Instant access_ready(std::uint64_t offset, std::uint64_t, bool,
+                                runtime::Instant at) override {
+    asks.push_back({offset, at, loop_.now()});
+    return at + 50us;
+  }
+  struct Ask {
+    std::uint64_t offset;
+    runtime::Instant at;
+    runtime::Instant asked_at;
+  };
+  std::vector<Ask> asks;
+
+ private:
+  EventLoop& loop_;
+};
+
+// PAPER P6: the responder fetches a READ's segments in order as its DMA engine
+// reaches them -- never asking the device ahead for later segments or later
+// READs of the QP (a device would otherwise book flash time out of order).
+TEST(SimNic, P6_DeviceIsAskedForEachReadSegmentWhenTheNicFetchesIt) {
+  Rig rig;
+  RecordingMemory pool(8 << 20, rig.world.loop());
+  auto reg = rig.mem_nic.register_memory(pool, 0, 8 << 20, runtime::kAccessRemoteRead);
+  rig.connect();
+  const std::uint64_t seg = rig.fabric.params().stream_segment_bytes;
+  std::vector<std::byte> a(4 * seg), b(4 * seg);
+  auto st = rig.post({{RdmaOp::Kind::kRead, a, reg->addr, reg->rkey},
+                      {RdmaOp::Kind::kRead, b, reg->addr + 4 * seg, reg->rkey}});
+  ASSERT_TRUE(st[0].ok() && st[1].ok());
+  ASSERT_EQ(pool.asks.size(), 8u);
+  for (std::size_t i = 0; i < pool.asks.size(); ++i) {
+    EXPECT_EQ(pool.asks[i].offset, i * seg);            // in order, READ after READ
+    EXPECT_EQ(pool.asks[i].at, pool.asks[i].asked_at);  // asked when fetched, not ahead
+    if (i > 0) {
+      EXPECT_GE(pool.asks[i].at, pool.asks[i - 1].at + 50us);
+    }
+  }
+}
+
 TEST(SimNic, SampledPayloadIsTimedAtFullLengthButStoresOnlyItsRealBytes) {
   Rig rig;
   SimMemoryPool pool(8 << 20);

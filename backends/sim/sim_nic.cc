@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <vector>
 
 #include "backends/sim/memory_timing.h"
@@ -139,22 +140,61 @@ class SimQueuePair final : public runtime::QueuePair,
     });
   }
 
+  // A READ responder serves one READ of the QP at a time, in order (RC). It asks
+  // the device for a segment when it fetches it -- after the previous segment's
+  // data is in -- never for later segments or later READs ahead of time, so the
+  // device sees its demand reads in time order, as a DMA engine issues them.
+  struct PendingRead {
+    RdmaOp op;
+    std::shared_ptr<Batch> batch;
+    std::size_t index = 0;
+    runtime::MemoryPool* pool = nullptr;
+    std::uint64_t offset = 0;
+    std::uint64_t next = 0;  // next segment's byte offset within the READ
+  };
+
   void read_arrived(const RdmaOp& op, std::shared_ptr<Batch> batch, std::size_t index) {
     const auto* exposed = check(op, runtime::kAccessRemoteRead, batch, index);
     if (!exposed) return;
     const std::uint64_t offset = exposed->pool_offset + (op.remote_addr - exposed->reg.addr);
-    auto* timing = dynamic_cast<MemoryTiming*>(exposed->pool);
-    // The device holds each early segment until it is in (PAPER P6); responses
-    // of one QP leave in order at line rate.
-    Instant cursor = std::max(loop().now(), read_tx_free_);
-    for_each_segment(op.wire_length(), [&](std::uint64_t at, std::uint64_t len) {
-      Instant ready = loop().now();
-      if (timing) ready = timing->access_ready(offset + at, len, false, ready);
-      cursor = std::max(ready, cursor) + wire_time(len, params().bytes_per_second);
-    });
-    read_tx_free_ = cursor;
+    reads_.push_back({op, std::move(batch), index, exposed->pool, offset, 0});
+    if (!read_fetching_) fetch_reads();
+  }
+
+  // Fetches segments while the device has them at once; otherwise waits (one
+  // event) for the segment's data before fetching the next, of this READ or the next.
+  void fetch_reads() {
+    read_fetching_ = true;
+    const Instant now = loop().now();
+    while (!reads_.empty()) {
+      PendingRead& r = reads_.front();
+      auto* timing = dynamic_cast<MemoryTiming*>(r.pool);
+      // The response stream may not start before the READ reached the responder.
+      if (r.next == 0) read_tx_free_ = std::max(read_tx_free_, now);
+      const std::uint64_t len =
+          std::min(params().stream_segment_bytes, r.op.wire_length() - r.next);
+      const Instant ready = timing ? timing->access_ready(r.offset + r.next, len, false, now) : now;
+      // The device holds each early segment until it is in (PAPER P6); responses
+      // of one QP leave in order at line rate.
+      read_tx_free_ = std::max(ready, read_tx_free_) + wire_time(len, params().bytes_per_second);
+      r.next += len;
+      if (r.next >= r.op.wire_length()) {
+        finish_read(r);
+        reads_.pop_front();
+      }
+      if (ready > now + kFetchSlack) {
+        auto self = shared_from_this();
+        loop().schedule_at(ready, [self] { self->fetch_reads(); });
+        return;
+      }
+    }
+    read_fetching_ = false;
+  }
+
+  void finish_read(const PendingRead& r) {
     auto self = shared_from_this();
-    loop().schedule_at(cursor, [self, op, batch, index, offset] {
+    loop().schedule_at(read_tx_free_, [self, op = r.op, batch = r.batch, index = r.index,
+                                       offset = r.offset] {
       const auto* still = self->check(op, runtime::kAccessRemoteRead, batch, index);
       if (!still) return;
       if (*self->alive_) (void)still->pool->read(offset, op.local);
@@ -191,6 +231,11 @@ class SimQueuePair final : public runtime::QueuePair,
   Instant last_write_applied_{0};
   Instant read_tx_free_{0};
   Instant last_completion_{0};
+  std::deque<PendingRead> reads_;  // READs of this QP not yet fully fetched
+  bool read_fetching_ = false;
+  // A segment ready within this of its fetch is taken as a plain memory access
+  // (DRAM load-to-use), so all-DRAM reads cost no event per segment.
+  static constexpr Duration kFetchSlack = std::chrono::microseconds(1);
 };
 
 SimFabric::~SimFabric() = default;

@@ -321,15 +321,19 @@ void CxlSsdDevice::promote(Tag tag) {
   auto it = tags_.find(tag);
   if (it == tags_.end()) return;
   TagState& ts = it->second;
+  // Promoted requests go ahead of all others but behind those promoted before
+  // them: a QP's READs are served in order, so the earliest promote loads first.
   auto move_front = [this](std::set<std::int64_t>& keys, std::map<std::int64_t, QueuedSpan>& m) {
     std::set<std::int64_t> moved;
-    std::int64_t key = next_front_key_ - static_cast<std::int64_t>(keys.size());
-    next_front_key_ = key;
     for (std::int64_t old : keys) {  // ascending: keeps the hint's own order
+      if (old < 0) {                 // already promoted: keeps its place
+        moved.insert(old);
+        continue;
+      }
       auto node = m.extract(old);
-      node.key() = key;
+      node.key() = next_front_key_;
       m.insert(std::move(node));
-      moved.insert(key++);
+      moved.insert(next_front_key_++);
     }
     keys = std::move(moved);
   };

@@ -173,12 +173,14 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   std::vector<std::pair<Instant, Instant>> unknown_periods_;
   CxlSsdCounters counters_;
 
-  // Fill queue, in priority order: promoted keys are negative, others positive.
+  // Fill queue, in priority order: promoted keys are negative (in promote
+  // order, from kFirstPromotedKey up), others positive (in hint order).
   std::map<std::int64_t, QueuedSpan> queue_;
   std::map<std::int64_t, QueuedSpan> waiting_;  // pinned spans not yet under the cap
   std::map<Tag, TagState> tags_;
   std::int64_t next_back_key_ = 1;
-  std::int64_t next_front_key_ = 0;
+  static constexpr std::int64_t kFirstPromotedKey = INT64_MIN / 2;
+  std::int64_t next_front_key_ = kFirstPromotedKey;
   std::uint64_t queued_pages_ = 0;
   std::uint64_t pinned_bytes_ = 0;
   std::optional<sim::EventLoop::EventId> pump_event_;

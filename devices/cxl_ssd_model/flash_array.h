@@ -18,9 +18,12 @@ class FlashArray {
   // Reads page `page` into DRAM starting no earlier than `t`; returns when it is in.
   Instant read_page(std::uint64_t page, Instant t);
   // Writes back one dirty page (its share of a program unit); returns when programmed.
+  // Reads suspend programs (ONFI program suspend): they wait only for reads.
   Instant program_page(std::uint64_t page, Instant t);
-  // When the die holding `page` takes its next command.
+  // When the die holding `page` takes its next read.
   Instant die_free_at(std::uint64_t page) const { return die_[unit_of(page)]; }
+  // When the die holding `page` has finished its queued programs.
+  Instant program_done_at(std::uint64_t page) const { return program_[unit_of(page)]; }
   Instant backend_free_at() const { return backend_; }
   // Per-page costs (for docs, tests and the P4 derivation).
   runtime::Duration page_transfer() const { return transfer_; }
@@ -41,7 +44,8 @@ class FlashArray {
   runtime::Duration transfer_;
   runtime::Duration backend_per_page_;
   runtime::Duration program_per_page_;
-  std::vector<Instant> die_;
+  std::vector<Instant> die_;      // reads: sense + data-out
+  std::vector<Instant> program_;  // write-backs, pushed back by reads that suspend them
   std::vector<Instant> channel_;
   Instant backend_{0};
 };

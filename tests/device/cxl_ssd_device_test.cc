@@ -100,15 +100,32 @@ TEST(CxlSsdDevice, DirtyPagesAreWrittenBackOnEviction) {
   EXPECT_EQ(read_string(d, 0, 11), "dirty-bytes");
 }
 
-TEST(CxlSsdDevice, WriteBackOccupiesTheDie) {
+// A write-back occupies its die for its share of tPROG, but a read on that die
+// suspends the program (ONFI program suspend) instead of waiting behind it.
+TEST(CxlSsdDevice, WriteBackIsSuspendedByAReadOnItsDie) {
   sim::EventLoop loop;
   auto params = small_params();
   params.dram_cache_bytes = kPage;
   CxlSsdDevice d(loop, params);
   ASSERT_TRUE(d.write(0, bytes_of("x")).ok());
-  // Page 8 shares page 0's die: its fill waits for page 0's program.
+  // Page 8 shares page 0's die: its fill evicts page 0 and does not wait for the program.
   const Instant ready = d.access_ready(8 * kPage, kPage, false, Instant{0});
-  EXPECT_GE(ready, params.flash_program / 4);
+  EXPECT_EQ(d.counters().write_backs, 1u);
+  EXPECT_LT(ready, Instant(params.flash_program / 4));
+  // The program finishes later by the time the read held the die.
+  const auto transfer = d.flash().page_transfer();
+  EXPECT_GE(d.flash().program_done_at(0),
+            Instant(transfer + params.flash_program / 4) + (ready - Instant{0}) - transfer);
+}
+
+TEST(FlashArray, ProgramsOnOneDieSerialize) {
+  auto params = small_params();
+  FlashArray flash(params);
+  const Instant first = flash.program_page(0, Instant{0});
+  const Instant second = flash.program_page(8, Instant{0});  // same die
+  EXPECT_GE(second - first, params.flash_program / 4);
+  // Reads of that die are not held behind the programs.
+  EXPECT_LT(flash.read_page(16, Instant{0}), first);
 }
 
 TEST(CxlSsdDevice, PinnedPagesAreNeverEvicted) {
@@ -227,6 +244,30 @@ TEST(CxlSsdDevice, R3_PrefetchRunsInHintOrderAndPromoteMovesARequestToTheFront) 
   EXPECT_LT(d.page_state(0).ready_at, d.page_state(32 * kPage).ready_at);
   EXPECT_LT(d.page_state(35 * kPage).ready_at, d.page_state(2 * kPage).ready_at);
   EXPECT_EQ(d.counters().hinted_bytes_prepared, 12 * kPage);
+}
+
+// SPEC R4.5: requests promoted one after another load in that order (a QP's
+// READs are served in order): a later promote does not jump an earlier one.
+TEST(CxlSsdDevice, R4_5_PromotedRequestsArePrefetchedInPromoteOrder) {
+  sim::EventLoop loop;
+  auto params = small_params();
+  params.channels = 1;  // one die: fills strictly in turn
+  params.dram_cache_bytes = 64 * kPage;
+  params.prefetch_horizon = 100ns;
+  CxlSsdDevice d(loop, params);
+  const PoolRange a{0, 4 * kPage};
+  const PoolRange b{16 * kPage, 4 * kPage};
+  const PoolRange c{32 * kPage, 4 * kPage};
+  ASSERT_TRUE(d.prefetch(1, std::span(&a, 1), true).ok());
+  ASSERT_TRUE(d.prefetch(2, std::span(&b, 1), true).ok());
+  ASSERT_TRUE(d.prefetch(3, std::span(&c, 1), true).ok());
+  d.promote(2);
+  d.promote(3);
+  d.promote(2);  // again: keeps its place
+  loop.run_until([] { return false; });
+  EXPECT_EQ(d.fill_queue_pages(), 0u);
+  EXPECT_LT(d.page_state(19 * kPage).ready_at, d.page_state(32 * kPage).ready_at);
+  EXPECT_LT(d.page_state(35 * kPage).ready_at, d.page_state(1 * kPage).ready_at);
 }
 
 // A READ of the request being prefetched rides the prefetch stream; one queued
