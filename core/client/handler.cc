@@ -402,29 +402,67 @@ void Handler::read_batches(std::shared_ptr<LoadJob> job) {
         }
         stats_.reads_posted += ops.size();
         ++stats_.read_batches;
-        (*qp)->post(std::move(ops),
-                    [this, alive, job, agent, indexes, remaining](std::vector<Status> statuses) {
-                      if (alive.expired()) return;
-                      for (std::size_t k = 0; k < indexes.size() && k < statuses.size(); ++k) {
-                        job->read[indexes[k]] = statuses[k];
-                        if (statuses[k].code() == ErrorCode::kRemoteAccess) {
-                          ++stats_.remote_access_errors;
-                          // The registration is gone: map again next time, learning the boot.
-                          regions_->forget_read_mapping(agent, job->locations[indexes[k]].region);
-                        }
-                      }
-                      if (--*remaining == 0) finish_load(job);
-                    });
+        auto on_done = [this, alive, job, agent, indexes, remaining](std::vector<Status> statuses) {
+          if (alive.expired()) return;
+          for (std::size_t k = 0; k < indexes.size() && k < statuses.size(); ++k) {
+            job->read[indexes[k]] = statuses[k];
+            if (statuses[k].code() == ErrorCode::kRemoteAccess) {
+              ++stats_.remote_access_errors;
+              // The registration is gone: map again next time, learning the boot.
+              regions_->forget_read_mapping(agent, job->locations[indexes[k]].region);
+            }
+          }
+          if (--*remaining == 0) finish_load(job);
+        };
+        if (config_.gate_reads) {
+          gated_reads(agent, *qp, std::move(ops), job, indexes, std::move(on_done));
+        } else {
+          (*qp)->post(std::move(ops), std::move(on_done));
+        }
       });
     };
-    if (config_.gate_reads) {
-      // PAPER P3's replaced design: a control round trip before the READs.
-      waits_->gate(agent, config_.client_name + "-gate-" + std::to_string(++seq_), ranges[agent],
-                   post_reads);
-    } else {
-      post_reads();
-    }
+    post_reads();
   }
+}
+
+// PAPER P3's replaced design (#124): every READ waits for a round trip to the
+// memory side first, one READ at a time.
+void Handler::gated_reads(const std::string& agent, std::shared_ptr<runtime::QueuePair> qp,
+                          std::vector<runtime::RdmaOp> ops, std::shared_ptr<LoadJob> job,
+                          std::vector<std::size_t> indexes,
+                          std::function<void(std::vector<Status>)> done) {
+  struct Gated {
+    std::vector<runtime::RdmaOp> ops;
+    std::vector<Status> statuses;
+    std::size_t next = 0;
+  };
+  auto state = std::make_shared<Gated>();
+  state->ops = std::move(ops);
+  auto step = std::make_shared<std::function<void()>>();
+  std::weak_ptr<bool> alive = alive_;
+  *step = [this, alive, agent, qp, job, indexes, state, step, done] {
+    if (alive.expired()) return;
+    if (state->next == state->ops.size()) {
+      auto finish = std::move(done);
+      *step = nullptr;  // breaks the self-reference
+      return finish(state->statuses);
+    }
+    const std::size_t k = state->next++;
+    const auto& l = job->locations[indexes[k]];
+    RangeList one;
+    one.add({l.region, l.offset, l.length}, l.read_handle);
+    const std::string token = config_.client_name + "-gate-" + std::to_string(++seq_);
+    waits_->gate(agent, token, one, [this, alive, agent, qp, state, step, k, token] {
+      if (alive.expired()) return;
+      qp->post({state->ops[k]}, [this, alive, agent, state, step, token](std::vector<Status> s) {
+        if (alive.expired()) return;
+        waits_->end_gate(agent, token);
+        state->statuses.push_back(s.empty() ? Error(ErrorCode::kIoError, "no completion") : s[0]);
+        (*step)();
+      });
+    });
+  };
+  (*step)();
 }
 
 void Handler::finish_load(std::shared_ptr<LoadJob> job) {

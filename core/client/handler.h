@@ -113,6 +113,10 @@ class Handler {
   bool accept_location(LoadJob& job, std::size_t index, const Result<Mapping>& mapping);
   void read_batches(std::shared_ptr<LoadJob> job);
   void finish_load(std::shared_ptr<LoadJob> job);
+  void gated_reads(const std::string& agent, std::shared_ptr<runtime::QueuePair> qp,
+                   std::vector<runtime::RdmaOp> ops, std::shared_ptr<LoadJob> job,
+                   std::vector<std::size_t> indexes,
+                   std::function<void(std::vector<Status>)> done);
   void on_boot_change(const std::string& agent, const std::string& new_boot,
                       const std::vector<OwnRegion>& lost);
   RangesByAgent subset(const RangesByAgent& all, const std::set<std::string>& agents) const;

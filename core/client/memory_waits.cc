@@ -141,13 +141,12 @@ void MemoryWaits::gate(const std::string& agent, const std::string& token, Range
     Peer& p = peers_[agent];
     Json message = {{"op", "extension"}, {"epoch", p.hello.boot}};
     runtime::Duration extra{};
-    if (p.hello.advertises("write_wait")) {
-      message["action"] = "write_wait";
-      message["token"] = token;
-      message["timeout_ms"] = std::clamp<std::uint32_t>(config_.gate_timeout_ms, 1, kMaxTimeoutMs);
+    if (p.hello.advertises("read_hint") && p.hello.advertises("read_hint_end")) {
+      // Not write_wait: a write hint gives no leave to change the pages (R4.1).
+      message["action"] = "read_hint";
+      message["request"] = token;
       auto pieces = ranges.split(config_.max_ranges_per_message);
       if (!pieces.empty()) pieces.front().write_to(message);
-      extra = std::chrono::milliseconds(config_.gate_timeout_ms);
     } else {
       message["action"] = "read_hint_end";  // answers {} and changes nothing
       message["request"] = token;
@@ -159,6 +158,16 @@ void MemoryWaits::gate(const std::string& agent, const std::string& token, Range
         },
         extra);
   });
+}
+
+void MemoryWaits::end_gate(const std::string& agent, const std::string& token) {
+  Peer& p = peer(agent);
+  if (!p.hello.advertises("read_hint_end")) return;
+  Json message = {{"op", "extension"},
+                  {"action", "read_hint_end"},
+                  {"epoch", p.hello.boot},
+                  {"request", token}};
+  p.conn->call(std::move(message), [](const Status&, const Json&) {});
 }
 
 }  // namespace rcxl::client

@@ -45,10 +45,14 @@ class MemoryWaits {
   // agents that were not asked (budget spent) so the store hints them instead.
   void wait(const std::string& token, RangesByAgent ranges, runtime::Duration budget,
             std::function<void(std::set<std::string> not_asked)> done);
-  // PAPER P3: one control round trip before a READ batch (a write_wait over
-  // the batch's ranges when advertised, else a read_hint_end no-op).
+  // PAPER P3, the replaced design (#124): one control round trip before each
+  // READ. With read hints advertised it is a read_hint of that READ's range (the
+  // memory side starts preparing it; the device holds the READ until it is in),
+  // else a read_hint_end no-op. `done` runs once the reply (or failure) is in.
   void gate(const std::string& agent, const std::string& token, RangeList ranges,
             std::function<void()> done);
+  // Ends a gate's read_hint after its READ (fire and forget).
+  void end_gate(const std::string& agent, const std::string& token);
 
   const MemoryWaitsStats& stats() const { return stats_; }
 

@@ -160,27 +160,33 @@ TEST(MemoryWaits, R4_3_AnUnreachableAgentIsNotAskedFor5s) {
   EXPECT_EQ(waits.stats().skipped_backoff, 2u);  // asked again
 }
 
-TEST(Handler, P3_GatedReadsMakeOneRoundTripBeforeEachBatch) {
+TEST(Handler, P3_EveryGatedReadWaitsForItsOwnRoundTrip) {
   ClientRig rig;
-  auto& a = rig.add_memory("mem", {{"actions", kWaits}});
+  auto& a = rig.add_memory("mem", {{"actions", {"read_hint", "read_hint_end", "write_wait"}}});
   Config c = rig.config();
   Handler& writer = rig.handler(c);
   ASSERT_EQ(rig.store(writer, {item("1", "a"), item("2", "b")})->stored, 2u);
+  const auto hints_before = a.log("hint", "read_hint").size();
   const auto waits_before = a.log("write_wait").size();
   c.gate_reads = true;
   Handler& gated = rig.handler(c);
   auto loaded = rig.load(gated, {"1", "2"});
   ASSERT_EQ(loaded->values.size(), 2u);
   EXPECT_EQ(text_of(loaded->values[1]), "b");
-  auto waits = a.log("write_wait");
-  ASSERT_EQ(waits.size(), waits_before + 1);
-  EXPECT_NE(waits.back()["token"].get<std::string>().find("-gate-"), std::string::npos);
-  EXPECT_EQ(waits.back()["ranges"].size(), 2u);
-  EXPECT_EQ(gated.waits().stats().gates, 1u);
+  // One read_hint per READ, each naming only that READ's range, each ended.
+  auto gates = a.log("hint", "read_hint");
+  ASSERT_EQ(gates.size(), hints_before + 2);
+  EXPECT_NE(gates.back()["request"].get<std::string>().find("-gate-"), std::string::npos);
+  EXPECT_EQ(gates.back()["ranges"].size(), 1u);
+  EXPECT_EQ(gated.waits().stats().gates, 2u);
+  rig.world.run_for(10ms);
+  EXPECT_EQ(a.agent->metrics().open_hint_requests, 0u);
+  // A read gate never asks for a write wait (R4.1: no leave to change pages).
+  EXPECT_EQ(a.log("write_wait").size(), waits_before);
   // Without the option: no round trip.
   Handler& plain = rig.handler(rig.config());
   ASSERT_EQ(rig.load(plain, {"1", "2"})->values.size(), 2u);
-  EXPECT_EQ(a.log("write_wait").size(), waits_before + 1);
+  EXPECT_EQ(a.log("hint", "read_hint").size(), hints_before + 2);
 }
 
 }  // namespace
