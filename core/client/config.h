@@ -46,7 +46,6 @@ struct Config {
   // PAPER P3, the replaced design (#124): one control round trip to the agent
   // before each READ batch (docs/client.md says which).
   bool gate_reads = false;
-  std::uint32_t gate_timeout_ms = 1000;
 
   // A control reply later than this (on top of a wait's own timeout) is lost.
   runtime::Duration reply_timeout = std::chrono::seconds(1);
