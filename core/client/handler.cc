@@ -29,8 +29,7 @@ struct Handler::LoadJob {
 
 Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
                  std::shared_ptr<directory::DirectoryClient> directory)
-    : rt_(rt),
-      config_(std::move(config)),
+    : config_(std::move(config)),
       log_(rt.log_sink(), "client"),
       strand_(rt.make_strand("handler")),
       directory_(std::move(directory)) {
@@ -211,7 +210,10 @@ void Handler::write_and_register(std::shared_ptr<StoreJob> job) {
   for (std::size_t i = 0; i < job->items.size(); ++i) by_agent[job->pages[i].agent].push_back(i);
   auto remaining = std::make_shared<std::size_t>(by_agent.size());
   std::weak_ptr<bool> alive = alive_;
-  for (auto& [agent, indexes] : by_agent) {
+  for (auto& entry : by_agent) {
+    // Named copies: lambdas may not capture structured bindings before clang 16.
+    const std::string agent = entry.first;
+    const std::vector<std::size_t> indexes = entry.second;
     qps_->get(agent, [this, alive, job, agent, indexes,
                       remaining](Result<std::shared_ptr<runtime::QueuePair>> qp) {
       if (alive.expired()) return;

@@ -121,7 +121,6 @@ class Handler {
                       const std::vector<OwnRegion>& lost);
   RangesByAgent subset(const RangesByAgent& all, const std::set<std::string>& agents) const;
 
-  runtime::Runtime& rt_;
   Config config_;
   runtime::Logger log_;
   std::unique_ptr<runtime::Strand> strand_;
