@@ -584,7 +584,7 @@ Status NicCore::deregister(const runtime::Registration& registration) {
 
 Status NicCore::register_local(std::span<std::byte> buffer) {
   if (buffer.empty()) return Error(ErrorCode::kBadRequest, "empty local buffer");
-  ibv_mr* mr = ibv_reg_mr(pd_, buffer.data(), buffer.size(), IBV_ACCESS_LOCAL_WRITE);
+  ibv_mr* mr = ibv_reg_mr(pd_, buffer.data(), buffer.size(), static_cast<int>(IBV_ACCESS_LOCAL_WRITE));
   if (!mr) return os_error(ErrorCode::kIoError, "ibv_reg_mr (local buffer)");
   std::lock_guard lock(mr_mu_);
   auto& slot = local_mrs_[reinterpret_cast<std::uintptr_t>(buffer.data())];
@@ -716,7 +716,7 @@ Status NicCore::create_queue_pair(Connection& conn) {
     const std::uint64_t bytes = std::max<std::uint64_t>(conn.ring.capacity(), 4096);
     conn.bounce = static_cast<std::byte*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
     if (!conn.bounce) return Error(ErrorCode::kNoSpace, "staging buffer");
-    conn.bounce_mr = ibv_reg_mr(pd_, conn.bounce, bytes, IBV_ACCESS_LOCAL_WRITE);
+    conn.bounce_mr = ibv_reg_mr(pd_, conn.bounce, bytes, static_cast<int>(IBV_ACCESS_LOCAL_WRITE));
     if (!conn.bounce_mr) return os_error(ErrorCode::kIoError, "ibv_reg_mr (staging buffer)");
   }
   // A CQ per QP sized to its send queue: it can never overflow.

@@ -15,7 +15,7 @@ using namespace std::chrono_literals;
 class IdealKv : public EngineKv {
  public:
   IdealKv(runtime::Runtime& rt, double bytes_per_second, std::uint64_t chunk_bytes)
-      : rt_(rt), strand_(rt.make_strand("kv")), bw_(bytes_per_second), chunk_bytes_(chunk_bytes) {}
+      : strand_(rt.make_strand("kv")), bw_(bytes_per_second), chunk_bytes_(chunk_bytes) {}
 
   void lookup(const KvRequest& r, LookupDone done) override {
     std::size_t hits = 0;
@@ -41,7 +41,6 @@ class IdealKv : public EngineKv {
   int load_dones = 0;
 
  private:
-  runtime::Runtime& rt_;
   std::unique_ptr<runtime::Strand> strand_;
   double bw_;
   std::uint64_t chunk_bytes_;
