@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "apps/rcxl-agent/none_nic.h"
+#include "backends/verbs/posix_file_system.h"
 #include "backends/verbs/open_memory_pool.h"
 #include "backends/verbs/plugin_loader.h"
 #include "backends/verbs/thread_runtime.h"
@@ -48,18 +49,9 @@ int fail(const std::string& message) {
   return 1;
 }
 
+// The ground's own file reader (kNotFound / kIoError with the path).
 Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return rcxl::Error(ErrorCode::kIoError, "cannot read " + path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-std::string trim(std::string text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.erase(0, 1);
-  return text;
+  return rcxl::verbs::PosixFileSystem().read_file(path);
 }
 
 Result<rcxl::runtime::LogLevel> parse_level(const std::string& text) {
@@ -157,7 +149,7 @@ int main(int argc, char** argv) {
   if (f.boot_id.empty()) {
     auto boot_id = read_text("/proc/sys/kernel/random/boot_id");
     if (!boot_id.ok()) return fail("cannot read the boot id: " + boot_id.status().message());
-    f.boot_id = trim(*boot_id);
+    f.boot_id = rcxl::protocol::secret_from_file_contents(*boot_id);  // trailing newline off
   }
   config.boot_id = f.boot_id;
   config.max_hint_requests = f.max_hint_requests;

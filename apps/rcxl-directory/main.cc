@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "backends/verbs/posix_file_system.h"
 #include "backends/verbs/thread_runtime.h"
 #include "core/directory/directory_server.h"
 #include "core/protocol/auth.h"
@@ -32,12 +33,9 @@ int fail(const std::string& message) {
   return 1;
 }
 
+// The ground's own file reader (kNotFound / kIoError with the path).
 Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return rcxl::Error(ErrorCode::kIoError, "cannot read " + path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  return rcxl::verbs::PosixFileSystem().read_file(path);
 }
 
 Result<rcxl::runtime::LogLevel> parse_level(const std::string& text) {
