@@ -15,7 +15,10 @@
 #include "core/directory/directory_server.h"
 #include "core/extension/extension_registry.h"
 #include "devices/cxl_ssd_model/cxl_ssd_extension.h"
+#include "scenarios/checked_extension.h"
+#include "scenarios/checked_nic.h"
 #include "scenarios/embedded/embedded.h"
+#include "scenarios/invariant_monitor.h"
 #include "scenarios/rcxl_engine_kv.h"
 
 namespace rcxl::scenarios {
@@ -161,6 +164,10 @@ class Deployment {
     // Memory node: the device is the agent's pool and the RNIC's timing.
     mem_node_ = &world_.add_node("mem0");
     mem_nic_ = &fabric_.add_nic("mem0");
+    InvariantLimits limits;
+    limits.max_hint_requests = agent::AgentConfig{}.max_hint_requests;
+    monitor_ = std::make_unique<InvariantMonitor>(mem_node_->clock(), limits);
+    checked_mem_nic_ = std::make_unique<CheckedNic>(*mem_nic_, mem_node_->clock(), *monitor_);
     device::CxlSsdParams dp = profile_.device.device;
     dp.capacity_bytes = std::min<std::uint64_t>(dp.capacity_bytes, sc_.pool_bytes);
     device_ = std::make_unique<device::CxlSsdDevice>(world_.loop(), dp);
@@ -168,6 +175,7 @@ class Deployment {
     // GPU node: scheduler and worker processes, each with its own Handler.
     gpu_node_ = &world_.add_node("gpu0");
     gpu_nic_ = &fabric_.add_nic("gpu0");
+    checked_gpu_nic_ = std::make_unique<CheckedNic>(*gpu_nic_, gpu_node_->clock(), *monitor_);
     client::Config base;
     base.directory = {"dir", kDirectoryPort};
     base.agents = {{"mem0", kAgentPort}};
@@ -186,8 +194,8 @@ class Deployment {
     sched_cfg.client_name = "scheduler";
     client::Config worker_cfg = base;
     worker_cfg.client_name = "worker";
-    scheduler_handler_ = std::make_unique<client::Handler>(*gpu_node_, sched_cfg, *gpu_nic_);
-    worker_handler_ = std::make_unique<client::Handler>(*gpu_node_, worker_cfg, *gpu_nic_);
+    scheduler_handler_ = std::make_unique<client::Handler>(*gpu_node_, sched_cfg, *checked_gpu_nic_);
+    worker_handler_ = std::make_unique<client::Handler>(*gpu_node_, worker_cfg, *checked_gpu_nic_);
     scheduler_ = std::make_unique<client::SchedulerConnector>(*scheduler_handler_);
     worker_ = std::make_unique<client::WorkerConnector>(*gpu_node_, *worker_handler_);
     kv_ = std::make_unique<RcxlEngineKv>(*scheduler_, *worker_, base.chunk_size_bytes,
@@ -225,6 +233,7 @@ class Deployment {
       out.invariants.violations.push_back(std::to_string(out.invariants.open_hints_at_end) +
                                           " hint request(s) still open at the agent after the run");
     }
+    check_invariants(out);
     out.trace_hash = world_.trace().hash_hex();
     for (auto& failure : check_expectations(sc_.expect, out)) {
       out.invariants.violations.push_back("expect: " + failure);
@@ -233,6 +242,17 @@ class Deployment {
   }
 
  private:
+  // Issue #6 item 6: the monitor's books, checked at the end of every run.
+  void check_invariants(RunResult& out) {
+    for (const client::Handler* h : {scheduler_handler_.get(), worker_handler_.get()}) {
+      const client::Config& c = h->config();
+      monitor_->check_write_wait(c.client_name, h->stats().longest_write_wait,
+                                 std::chrono::milliseconds(c.write_wait_ms) + c.reply_timeout);
+    }
+    if (out.status.ok()) monitor_->check_all_hints_closed();
+    for (auto& v : monitor_->violations()) out.invariants.violations.push_back(v);
+  }
+
   Status start_agent() {
     auto registry = ext::ExtensionRegistry::WithBuiltins();
     registry.add("cxl_ssd", device::make_cxl_ssd_extension);
@@ -243,14 +263,16 @@ class Deployment {
       return Error(extension.status().code(), "extension '" + sc_.extension +
                                                   "': " + extension.status().message());
     }
+    auto checked = std::make_unique<CheckedExtension>(std::move(extension).value(), *monitor_);
     agent::AgentConfig ac;
     ac.listen = {{"mem0", kAgentPort}};
     ac.auth_secret = kSecret;
     ac.boot_id = "boot-mem0";
     // The region table survives an agent restart, as with the real unit's state dir.
     ac.state_file = "/var/lib/rcxl-agent/regions.json";
-    agent_ = std::make_unique<agent::Agent>(*mem_node_, *device_, *mem_nic_,
-                                            std::move(extension).value(), ac);
+    ac.on_boot_change = [this](const std::string& boot) { monitor_->on_boot_change(boot); };
+    agent_ = std::make_unique<agent::Agent>(*mem_node_, *device_, *checked_mem_nic_,
+                                            std::move(checked), ac);
     return agent_->start();
   }
 
@@ -299,6 +321,7 @@ class Deployment {
     if (agent_) {
       const std::string b = agent_->boot();
       if (boots_.empty() || boots_.back() != b) boots_.push_back(b);
+      monitor_->on_boot(b);
     }
     if (!engine_->done()) boot_strand_->post_after(10ms, [this] { watch_boots(); });
   }
@@ -323,7 +346,8 @@ class Deployment {
                    {"reads_posted", ws.reads_posted},
                    {"writes_posted", ws.writes_posted},
                    {"boot_misses", ws.boot_misses},
-                   {"remote_access_errors", ws.remote_access_errors}};
+                   {"remote_access_errors", ws.remote_access_errors},
+                   {"longest_write_wait_ms", runtime::to_millis(ws.longest_write_wait)}};
     j["scheduler"] = {{"hints_sent", scheduler_->hints_sent()},
                       {"ends_sent", scheduler_->ends_sent()},
                       {"lookups", ss.loads}};
@@ -355,6 +379,10 @@ class Deployment {
   sim::SimNode* gpu_node_ = nullptr;
   sim::SimNic* mem_nic_ = nullptr;
   sim::SimNic* gpu_nic_ = nullptr;
+  // Declared before everything that uses them, so they go last.
+  std::unique_ptr<InvariantMonitor> monitor_;
+  std::unique_ptr<CheckedNic> checked_mem_nic_;
+  std::unique_ptr<CheckedNic> checked_gpu_nic_;
   std::unique_ptr<runtime::Strand> dir_strand_;
   std::unique_ptr<runtime::Strand> fault_strand_;
   std::unique_ptr<runtime::Strand> boot_strand_;

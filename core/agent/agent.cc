@@ -1011,14 +1011,20 @@ void Agent::read_generation() {
     return Status();
   });
   if (!st.ok() || (generation && generation->empty())) generation.reset();
-  std::lock_guard lock(mu_);
-  const std::string before = boot_.boot();
-  const auto change = boot_.observe(generation, rt_.clock().now());
-  if (change == BootTracker::Change::kNone) return;
-  ++metrics_.boot_changes;
-  drop_everything_locked();
-  log_.warn("boot changed from '", before, "' to '", boot_.boot(),
-            "': every mapping, hold and open hint request dropped");
+  std::string after;
+  {
+    std::lock_guard lock(mu_);
+    const std::string before = boot_.boot();
+    const auto change = boot_.observe(generation, rt_.clock().now());
+    if (change == BootTracker::Change::kNone) return;
+    ++metrics_.boot_changes;
+    drop_everything_locked();
+    after = boot_.boot();
+    log_.warn("boot changed from '", before, "' to '", after,
+              "': every mapping, hold and open hint request dropped");
+  }
+  // Outside mu_, under generation_mu_: observers see changes one at a time, in order.
+  if (config_.on_boot_change) config_.on_boot_change(after);
 }
 
 void Agent::schedule_poll() {

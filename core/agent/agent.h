@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,6 +54,9 @@ struct AgentConfig {
   // and loaded at start, so regions survive an agent restart that keeps the
   // memory. Empty: no persistence.
   std::string state_file;
+  // Called after every boot change (R6.3/R6.4) with the new boot, outside the
+  // agent's lock; the simulator's invariant monitor listens here.
+  std::function<void(const std::string& boot)> on_boot_change;
 };
 
 class Agent {

@@ -31,6 +31,7 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
                  std::shared_ptr<directory::DirectoryClient> directory)
     : config_(std::move(config)),
       log_(rt.log_sink(), "client"),
+      clock_(rt.clock()),
       strand_(rt.make_strand("handler")),
       directory_(std::move(directory)) {
   if (!directory_) {
@@ -189,10 +190,13 @@ void Handler::start_store(std::shared_ptr<StoreJob> job) {
       // R4.1: queued before the WRITEs are posted; R4.3: others still get one.
       if (hints_on && !others.empty()) hints_->write_hint(job->token, subset(job->ranges, others));
       if (takes_wait.empty()) return write_and_register(job);
+      const runtime::Instant wait_start = clock_.now();
       waits_->wait(job->token, subset(job->ranges, takes_wait),
                    std::chrono::milliseconds(config_.write_wait_ms),
-                   [this, alive, job, hints_on](std::set<std::string> not_asked) {
+                   [this, alive, job, hints_on, wait_start](std::set<std::string> not_asked) {
                      if (alive.expired()) return;
+                     stats_.longest_write_wait =
+                         std::max(stats_.longest_write_wait, clock_.now() - wait_start);
                      if (hints_on && !not_asked.empty()) {
                        hints_->write_hint(job->token, subset(job->ranges, not_asked));
                      }

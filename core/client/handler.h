@@ -55,6 +55,9 @@ struct HandlerStats {
   std::uint64_t remote_access_errors = 0;
   std::uint64_t regions_allocated = 0;
   std::uint64_t load_hints = 0;  // R3.7
+  // Longest a store held its WRITEs for write waits (R4.3: at most
+  // write_wait_ms + reply_timeout); the simulator asserts it in every run.
+  runtime::Duration longest_write_wait{0};
 };
 
 class Handler {
@@ -123,6 +126,7 @@ class Handler {
 
   Config config_;
   runtime::Logger log_;
+  runtime::Clock& clock_;
   std::unique_ptr<runtime::Strand> strand_;
   std::unique_ptr<runtime::Strand> directory_strand_;  // only when the handler made the client
   std::shared_ptr<directory::DirectoryClient> directory_;

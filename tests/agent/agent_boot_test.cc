@@ -60,6 +60,22 @@ TEST(AgentBoot, R6_3_AGenerationChangeDropsEveryMappingHoldAndHint) {
   EXPECT_NE(old_boot, c->boot);
 }
 
+TEST(AgentBoot, R6_3_BootChangeObserverSeesEachNewBootOnceInOrder) {
+  AgentRig rig;
+  rig.set_generation("1");
+  std::vector<std::string> seen;
+  auto config = rig.config();
+  config.on_boot_change = [&](const std::string& boot) { seen.push_back(boot); };
+  ASSERT_TRUE(rig.start(rig.recording({{"generation_file", "/gen"}}), config).ok());
+  rig.run_for(150ms);
+  EXPECT_TRUE(seen.empty());  // the boot read at start is not a change
+  rig.set_generation("2");
+  rig.run_for(350ms);  // several polls read the same new value
+  rig.set_generation("3");
+  rig.run_for(150ms);
+  EXPECT_EQ(seen, (std::vector<std::string>{kGenBoot + ":2", kGenBoot + ":3"}));
+}
+
 TEST(AgentBoot, R6_4_UnknownPeriodsGiveNewBootsEvenWithTheSameGeneration) {
   AgentRig rig;
   rig.set_generation("5");

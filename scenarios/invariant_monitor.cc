@@ -1,0 +1,146 @@
+#include "scenarios/invariant_monitor.h"
+
+#include <algorithm>
+
+namespace rcxl::scenarios {
+
+namespace {
+
+bool is_unknown_boot(const std::string& boot) {
+  static const std::string kUnknown = ":unknown";
+  return boot.size() >= kUnknown.size() &&
+         boot.compare(boot.size() - kUnknown.size(), kUnknown.size(), kUnknown) == 0;
+}
+
+}  // namespace
+
+InvariantMonitor::InvariantMonitor(const runtime::Clock& clock, InvariantLimits limits)
+    : clock_(clock), limits_(limits) {}
+
+void InvariantMonitor::violate(const std::string& kind, const std::string& example) {
+  Kind& k = violations_[kind];
+  if (k.count++ == 0) k.first_example = example;
+}
+
+// SPEC R5.2: fresh only on the map that maps a region first (the owner's).
+void InvariantMonitor::on_mapped(const ext::RegionInfo& region, bool fresh, bool accepted) {
+  const bool first = !mapped_regions_.count(region.region);
+  if (fresh && !first) {
+    violate("fresh reached the extension on a later map (SPEC R5.2)",
+            "region " + std::to_string(region.region));
+  }
+  if (accepted) mapped_regions_.insert(region.region);
+}
+
+// SPEC R3.3 / R3.4: bounded messages, bounded open requests per connection.
+void InvariantMonitor::on_hint(const ext::Hint& hint, bool accepted) {
+  if (hint.ranges.size() > limits_.max_ranges_per_message) {
+    violate("a hint message carried more ranges than allowed (SPEC R3.4)",
+            hint.action + " with " + std::to_string(hint.ranges.size()) + " ranges");
+  }
+  if (!accepted) return;  // a failed hint leaves nothing open (R3.3)
+  auto& open = open_[hint.conn];
+  if (hint.action == "read_hint") {
+    open.insert(hint.request);
+    if (open.size() > limits_.max_hint_requests) {
+      violate("a connection had more hint requests open than allowed (SPEC R3.3)",
+              "conn " + std::to_string(hint.conn) + ": " + std::to_string(open.size()) + " open");
+    }
+  } else if (hint.action == "read_hint_end") {
+    open.erase(hint.request);
+  }
+  if (open.empty()) open_.erase(hint.conn);
+}
+
+void InvariantMonitor::on_write_wait(const ext::WriteWait& wait) {
+  if (wait.ranges.size() > limits_.max_ranges_per_message) {
+    violate("a write_wait carried more ranges than allowed (SPEC R3.4)",
+            "token " + wait.token + " with " + std::to_string(wait.ranges.size()) + " ranges");
+  }
+}
+
+void InvariantMonitor::on_connection_closed(std::uint64_t conn) {
+  open_.erase(conn);
+}
+
+void InvariantMonitor::on_extension_closed() {
+  open_.clear();
+}
+
+void InvariantMonitor::on_boot_change(const std::string& boot) {
+  open_.clear();
+  on_boot(boot);
+}
+
+void InvariantMonitor::on_register(const runtime::Registration& registration) {
+  dropped_rkeys_.erase(registration.rkey);  // a key may be handed out again
+}
+
+void InvariantMonitor::on_deregister(const runtime::Registration& registration) {
+  dropped_rkeys_[registration.rkey] = clock_.now();
+}
+
+// An op posted after its registration was dropped can never have reached it in time.
+void InvariantMonitor::on_completion(const runtime::RdmaOp& op, runtime::Instant posted,
+                                     const Status& status) {
+  if (!status.ok()) return;
+  auto dropped = dropped_rkeys_.find(op.rkey);
+  if (dropped != dropped_rkeys_.end() && dropped->second <= posted) {
+    violate("RDMA through a dropped registration succeeded",
+            std::string(op.kind == runtime::RdmaOp::Kind::kRead ? "READ" : "WRITE") + " rkey " +
+                std::to_string(op.rkey) + " posted at " + std::to_string(posted.count()) +
+                " ns, deregistered at " + std::to_string(dropped->second.count()) + " ns");
+  }
+}
+
+// SPEC R6.4: after a boot changed away, it never comes back (`~n` exists for that).
+void InvariantMonitor::on_boot(const std::string& boot) {
+  if (!boots_.empty() && boots_.back() == boot) return;
+  if (!is_unknown_boot(boot) && std::find(boots_.begin(), boots_.end(), boot) != boots_.end()) {
+    violate(after_unknown_ ? "a boot repeated after an unknown period (SPEC R6.4)"
+                           : "a boot repeated after it changed (SPEC R6.1)",
+            boot);
+  }
+  if (is_unknown_boot(boot)) after_unknown_ = true;
+  boots_.push_back(boot);
+}
+
+void InvariantMonitor::check_write_wait(const std::string& client, runtime::Duration longest,
+                                        runtime::Duration allowed) {
+  if (longest > allowed) {
+    violate("a store held its WRITEs past write_wait_ms + reply timeout (SPEC R4.3)",
+            client + ": " + std::to_string(runtime::to_millis(longest)) + " ms, allowed " +
+                std::to_string(runtime::to_millis(allowed)) + " ms");
+  }
+}
+
+void InvariantMonitor::check_all_hints_closed() {
+  std::size_t open = 0;
+  std::string example;
+  for (const auto& [conn, requests] : open_) {
+    open += requests.size();
+    if (example.empty() && !requests.empty()) {
+      example = "conn " + std::to_string(conn) + " request " + *requests.begin();
+    }
+  }
+  if (open > 0) {
+    violate("hint requests neither ended nor closed with their connection (SPEC R3.3)",
+            std::to_string(open) + " open, e.g. " + example);
+  }
+}
+
+std::vector<std::string> InvariantMonitor::violations() const {
+  std::vector<std::string> out;
+  for (const auto& [kind, k] : violations_) {
+    out.push_back(kind + ": " + std::to_string(k.count) + "x, first: " + k.first_example);
+  }
+  return out;
+}
+
+std::uint64_t InvariantMonitor::violation_count() const {
+  std::uint64_t n = 0;
+  for (const auto& [kind, k] : violations_) n += k.count;
+  return n;
+}
+
+}  // namespace rcxl::scenarios

@@ -1,0 +1,76 @@
+// The invariants of issue #6 that every simulated run asserts, kept apart from
+// the code they watch: the monitor sees the extension's hooks, the NICs' calls
+// and the agent's boots through decorators and keeps its own books, so a bug in
+// the agent's or the sim RNIC's bookkeeping cannot hide itself.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/extension/region_extension.h"
+#include "core/runtime/clock.h"
+#include "core/runtime/nic.h"
+
+namespace rcxl::scenarios {
+
+struct InvariantLimits {
+  std::uint32_t max_hint_requests = 4096;       // SPEC R3.3, per connection
+  std::uint32_t max_ranges_per_message = 4096;  // SPEC R3.4
+};
+
+class InvariantMonitor {
+ public:
+  InvariantMonitor(const runtime::Clock& clock, InvariantLimits limits);
+
+  // --- extension hooks (CheckedExtension), after the wrapped extension answered
+  void on_mapped(const ext::RegionInfo& region, bool fresh, bool accepted);
+  void on_hint(const ext::Hint& hint, bool accepted);
+  void on_write_wait(const ext::WriteWait& wait);
+  void on_connection_closed(std::uint64_t conn);
+  // The agent stopped: its connections (and their hint requests) are gone.
+  void on_extension_closed();
+
+  // --- NIC calls (CheckedNic)
+  void on_register(const runtime::Registration& registration);
+  void on_deregister(const runtime::Registration& registration);
+  // One op of a batch posted at `posted` completed with `status`.
+  void on_completion(const runtime::RdmaOp& op, runtime::Instant posted, const Status& status);
+
+  // --- the agent's advertised boot, sampled
+  void on_boot(const std::string& boot);
+  // The agent's boot changed (R6.3/R6.4): it dropped every open hint request.
+  void on_boot_change(const std::string& boot);
+
+  // --- end of run
+  // A store held its WRITEs `longest` for waits; SPEC R4.3 allows `allowed`.
+  void check_write_wait(const std::string& client, runtime::Duration longest,
+                        runtime::Duration allowed);
+  // Hint requests still open at the end (SPEC R3.3: ended or closed with their connection).
+  void check_all_hints_closed();
+
+  // One line per kind of violation, with its first example and a count.
+  std::vector<std::string> violations() const;
+  std::uint64_t violation_count() const;
+
+ private:
+  void violate(const std::string& kind, const std::string& example);
+
+  const runtime::Clock& clock_;
+  InvariantLimits limits_;
+  std::set<std::uint64_t> mapped_regions_;                   // every region id mapped so far
+  std::map<std::uint64_t, std::set<std::string>> open_;      // conn -> open hint requests
+  std::map<std::uint32_t, runtime::Instant> dropped_rkeys_;  // rkey -> deregistered at
+  std::vector<std::string> boots_;                           // distinct, in order
+  bool after_unknown_ = false;
+  struct Kind {
+    std::string first_example;
+    std::uint64_t count = 0;
+  };
+  std::map<std::string, Kind> violations_;
+};
+
+}  // namespace rcxl::scenarios

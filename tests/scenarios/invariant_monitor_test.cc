@@ -1,0 +1,236 @@
+// The run-time invariants (issue #6 item 6): each check fires on a planted
+// violation and stays quiet on the legal sequence next to it.
+#include "scenarios/invariant_monitor.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+
+#include "backends/sim/sim_memory_pool.h"
+#include "backends/sim/sim_nic.h"
+#include "backends/sim/sim_world.h"
+#include "scenarios/checked_extension.h"
+#include "scenarios/checked_nic.h"
+
+namespace rcxl::scenarios {
+namespace {
+
+using namespace std::chrono_literals;
+using runtime::RdmaOp;
+
+struct FixedClock : runtime::Clock {
+  runtime::Instant t{0};
+  runtime::Instant now() const override { return t; }
+};
+
+ext::Hint hint(std::uint64_t conn, std::string action, std::string request,
+               std::size_t ranges = 1) {
+  ext::Hint h;
+  h.conn = conn;
+  h.action = std::move(action);
+  h.request = std::move(request);
+  h.ranges.assign(ranges, ext::Range{1, 0, 4096, 0});
+  return h;
+}
+
+TEST(Invariants, R5_2_FreshOnlyOnTheFirstMapOfARegion) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  m.on_mapped({7, 0, 4096}, /*fresh=*/true, true);
+  m.on_mapped({7, 0, 4096}, /*fresh=*/false, true);  // a reader's map
+  EXPECT_EQ(m.violation_count(), 0u);
+  m.on_mapped({7, 0, 4096}, /*fresh=*/true, true);  // fresh again: the device would drop KV
+  ASSERT_EQ(m.violations().size(), 1u);
+  EXPECT_NE(m.violations()[0].find("R5.2"), std::string::npos);
+}
+
+TEST(Invariants, R5_2_ARefusedFirstMapMayBeRetriedFresh) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  m.on_mapped({3, 0, 4096}, true, /*accepted=*/false);
+  m.on_mapped({3, 0, 4096}, true, true);  // R5.1: retries carry fresh
+  EXPECT_EQ(m.violation_count(), 0u);
+}
+
+TEST(Invariants, R3_3_OpenHintsPerConnectionBounded) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {.max_hint_requests = 2, .max_ranges_per_message = 4096});
+  m.on_hint(hint(1, "read_hint", "a"), true);
+  m.on_hint(hint(1, "read_hint", "b"), true);
+  m.on_hint(hint(2, "read_hint", "c"), true);  // another connection has its own budget
+  EXPECT_EQ(m.violation_count(), 0u);
+  m.on_hint(hint(1, "read_hint", "d"), /*accepted=*/false);  // refused: nothing opened
+  EXPECT_EQ(m.violation_count(), 0u);
+  m.on_hint(hint(1, "read_hint", "e"), true);
+  EXPECT_EQ(m.violation_count(), 1u);
+}
+
+TEST(Invariants, R3_3_EveryOpenedHintIsEndedOrClosed) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  m.on_hint(hint(1, "read_hint", "a"), true);
+  m.on_hint(hint(1, "read_promote", "a"), true);  // opens nothing
+  m.on_hint(hint(2, "read_hint", "b"), true);
+  m.on_hint(hint(1, "read_hint_end", "a"), true);
+  m.on_connection_closed(2);
+  m.check_all_hints_closed();
+  EXPECT_EQ(m.violation_count(), 0u);
+  m.on_hint(hint(3, "read_hint", "left-open"), true);
+  m.check_all_hints_closed();
+  ASSERT_EQ(m.violations().size(), 1u);
+  EXPECT_NE(m.violations()[0].find("left-open"), std::string::npos);
+}
+
+TEST(Invariants, R3_3_AStoppedAgentClosesItsConnections) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  m.on_hint(hint(1, "read_hint", "a"), true);
+  m.on_extension_closed();
+  m.check_all_hints_closed();
+  EXPECT_EQ(m.violation_count(), 0u);
+}
+
+TEST(Invariants, R6_3_ABootChangeDropsOpenHintRequests) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  m.on_boot("n:1");
+  m.on_hint(hint(1, "read_hint", "a"), true);
+  m.on_boot_change("n:2");  // its end will be refused as stale_epoch
+  m.on_hint(hint(1, "read_hint", "b"), true);
+  m.check_all_hints_closed();
+  ASSERT_EQ(m.violations().size(), 1u);
+  EXPECT_NE(m.violations()[0].find("request b"), std::string::npos);
+}
+
+TEST(Invariants, R3_4_MessageRangeBound) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  m.on_hint(hint(1, "write_hint", "t", 4096), true);
+  EXPECT_EQ(m.violation_count(), 0u);
+  m.on_hint(hint(1, "write_hint", "t", 4097), true);
+  ext::WriteWait w{1, "t2", std::vector<ext::Range>(4097), 50};
+  m.on_write_wait(w);
+  EXPECT_EQ(m.violations().size(), 2u);
+}
+
+TEST(Invariants, R6_4_ABootNeverRepeatsAfterAnUnknownPeriod) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  for (const char* b : {"n:1", "n:1", "n:unknown", "n:1~1", "n:unknown", "n:1~2", "n:2"})
+    m.on_boot(b);
+  EXPECT_EQ(m.violation_count(), 0u);
+  m.on_boot("n:unknown");
+  m.on_boot("n:1~1");  // the boot of the first period again: clients would trust old regions
+  ASSERT_EQ(m.violations().size(), 1u);
+  EXPECT_NE(m.violations()[0].find("unknown period"), std::string::npos);
+}
+
+TEST(Invariants, R4_3_WritesPostWithinTheWaitBudgetPlusReplyTimeout) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  m.check_write_wait("worker", 1050ms, 50ms + 1s);
+  EXPECT_EQ(m.violation_count(), 0u);
+  m.check_write_wait("worker", 1051ms, 50ms + 1s);
+  EXPECT_EQ(m.violation_count(), 1u);
+}
+
+// A NIC that lies: every op succeeds, registered or not.
+class LyingNic final : public runtime::Nic {
+ public:
+  struct Qp final : runtime::QueuePair {
+    void post(std::vector<RdmaOp> ops, CompletionHandler done) override {
+      done(std::vector<Status>(ops.size()));
+    }
+    std::string peer() const override { return "mem"; }
+  };
+  Result<runtime::Registration> register_memory(runtime::MemoryPool&, std::uint64_t offset,
+                                                std::uint64_t length, unsigned) override {
+    return runtime::Registration{offset, 42, length};
+  }
+  Status deregister(const runtime::Registration&) override { return {}; }
+  std::string endpoint() const override { return "mem"; }
+  void connect(const std::string&, runtime::Strand&, ConnectHandler done) override {
+    done(std::shared_ptr<runtime::QueuePair>(std::make_shared<Qp>()));
+  }
+};
+
+std::optional<std::vector<Status>> post_one(runtime::Nic& nic, runtime::Strand& strand,
+                                            const runtime::Registration& reg,
+                                            std::vector<std::byte>& buf, sim::SimWorld* world) {
+  std::shared_ptr<runtime::QueuePair> qp;
+  nic.connect("mem", strand, [&](Result<std::shared_ptr<runtime::QueuePair>> r) {
+    if (r.ok()) qp = r.value();
+  });
+  if (world) {
+    EXPECT_TRUE(world->run_until([&] { return qp != nullptr; }).ok());
+  }
+  std::optional<std::vector<Status>> out;
+  qp->post({{RdmaOp::Kind::kRead, buf, reg.addr, reg.rkey}},
+           [&](std::vector<Status> s) { out = std::move(s); });
+  if (world) {
+    EXPECT_TRUE(world->run_until([&] { return out.has_value(); }).ok());
+  }
+  return out;
+}
+
+TEST(Invariants, RdmaThroughADroppedRegistrationIsCaughtOnALyingNic) {
+  sim::SimWorld world(3);
+  auto& node = world.add_node("gpu");
+  auto strand = node.make_strand("data");
+  InvariantMonitor m(node.clock(), {});
+  LyingNic lying;
+  CheckedNic nic(lying, node.clock(), m);
+  sim::SimMemoryPool pool(1 << 16);
+  auto reg = nic.register_memory(pool, 0, 4096, runtime::kAccessRemoteRead);
+  ASSERT_TRUE(reg.ok());
+  std::vector<std::byte> buf(64);
+  ASSERT_TRUE(post_one(nic, *strand, *reg, buf, nullptr).has_value());
+  EXPECT_EQ(m.violation_count(), 0u);  // registered: a success is right
+  ASSERT_TRUE(nic.deregister(*reg).ok());
+  ASSERT_TRUE(post_one(nic, *strand, *reg, buf, nullptr).has_value());
+  ASSERT_EQ(m.violations().size(), 1u);
+  EXPECT_NE(m.violations()[0].find("dropped registration"), std::string::npos);
+}
+
+TEST(Invariants, TheSimRnicFailsRdmaThroughADroppedRegistration) {
+  sim::SimWorld world(4);
+  sim::SimFabric fabric(world);
+  auto& gpu = world.add_node("gpu");
+  auto& mem = world.add_node("mem");
+  auto& gpu_nic = fabric.add_nic("gpu");
+  auto& mem_nic = fabric.add_nic("mem");
+  auto strand = gpu.make_strand("data");
+  InvariantMonitor m(mem.clock(), {});
+  CheckedNic checked_mem(mem_nic, mem.clock(), m);
+  CheckedNic checked_gpu(gpu_nic, gpu.clock(), m);
+  sim::SimMemoryPool pool(1 << 16);
+  auto reg = checked_mem.register_memory(pool, 0, 4096, runtime::kAccessRemoteRead);
+  ASSERT_TRUE(reg.ok());
+  ASSERT_TRUE(checked_mem.deregister(*reg).ok());
+  std::vector<std::byte> buf(64);
+  auto st = post_one(checked_gpu, *strand, *reg, buf, &world);
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ((*st)[0].code(), ErrorCode::kRemoteAccess);
+  EXPECT_EQ(m.violation_count(), 0u);
+}
+
+// The decorator passes answers through and reports what the extension accepted.
+TEST(Invariants, CheckedExtensionPassesEveryHookThrough) {
+  struct Refusing final : ext::RegionExtension {
+    std::string name() const override { return "refusing"; }
+    Status hint(const ext::Hint&) override { return Error(ErrorCode::kExtensionFailed, "no"); }
+    std::vector<std::string> hint_actions() const override { return {"read_hint", "x"}; }
+  };
+  FixedClock clock;
+  InvariantMonitor m(clock, {.max_hint_requests = 1, .max_ranges_per_message = 4096});
+  CheckedExtension ext(std::make_unique<Refusing>(), m);
+  EXPECT_EQ(ext.name(), "refusing");
+  EXPECT_EQ(ext.hint_actions().size(), 2u);
+  EXPECT_EQ(ext.hint(hint(1, "read_hint", "a")).code(), ErrorCode::kExtensionFailed);
+  EXPECT_EQ(ext.hint(hint(1, "read_hint", "b")).code(), ErrorCode::kExtensionFailed);
+  m.check_all_hints_closed();
+  EXPECT_EQ(m.violation_count(), 0u);  // refused hints open nothing
+}
+
+}  // namespace
+}  // namespace rcxl::scenarios
