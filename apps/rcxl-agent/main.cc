@@ -54,18 +54,6 @@ Result<std::string> read_text(const std::string& path) {
   return rcxl::verbs::PosixFileSystem().read_file(path);
 }
 
-Result<rcxl::runtime::LogLevel> parse_level(const std::string& text) {
-  static const std::map<std::string, rcxl::runtime::LogLevel> kLevels = {
-      {"trace", rcxl::runtime::LogLevel::kTrace},
-      {"debug", rcxl::runtime::LogLevel::kDebug},
-      {"info", rcxl::runtime::LogLevel::kInfo},
-      {"warn", rcxl::runtime::LogLevel::kWarn},
-      {"error", rcxl::runtime::LogLevel::kError}};
-  auto it = kLevels.find(text);
-  if (it == kLevels.end()) return rcxl::Error(ErrorCode::kBadRequest, "bad --log-level " + text);
-  return it->second;
-}
-
 Result<std::unique_ptr<rcxl::runtime::Nic>> open_nic(const std::string& spec) {
   if (spec == "none") return std::unique_ptr<rcxl::runtime::Nic>(new rcxl::apps::NoneNic());
   if (spec.rfind("verbs:", 0) == 0) {
@@ -125,7 +113,7 @@ int main(int argc, char** argv) {
   add_flags(app, f);
   CLI11_PARSE(app, argc, argv);
 
-  auto level = parse_level(f.log_level);
+  auto level = rcxl::runtime::parse_log_level(f.log_level);
   if (!level.ok()) return fail(level.status().message());
   rcxl::agent::AgentConfig config;
   for (const auto& text : f.listen) {

@@ -38,18 +38,6 @@ Result<std::string> read_text(const std::string& path) {
   return rcxl::verbs::PosixFileSystem().read_file(path);
 }
 
-Result<rcxl::runtime::LogLevel> parse_level(const std::string& text) {
-  static const std::map<std::string, rcxl::runtime::LogLevel> kLevels = {
-      {"trace", rcxl::runtime::LogLevel::kTrace},
-      {"debug", rcxl::runtime::LogLevel::kDebug},
-      {"info", rcxl::runtime::LogLevel::kInfo},
-      {"warn", rcxl::runtime::LogLevel::kWarn},
-      {"error", rcxl::runtime::LogLevel::kError}};
-  auto it = kLevels.find(text);
-  if (it == kLevels.end()) return rcxl::Error(ErrorCode::kBadRequest, "bad --log-level " + text);
-  return it->second;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,7 +58,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  auto level = parse_level(f.log_level);
+  auto level = rcxl::runtime::parse_log_level(f.log_level);
   if (!level.ok()) return fail(level.status().message());
   auto address = rcxl::runtime::Address::Parse(f.listen);
   if (!address.ok()) return fail("--listen: " + address.status().message());

@@ -4,9 +4,15 @@
 
 #include <string_view>
 
+#include "core/runtime/status.h"
+
 namespace rcxl::runtime {
 
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError };
+
+// "trace" | "debug" | "info" | "warn" | "error" (the binaries' --log-level);
+// anything else is bad_request naming the choices.
+Result<LogLevel> parse_log_level(std::string_view text);
 
 class LogSink {
  public:

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/protocol/auth.h"
+#include "tests/child_process.h"
 #include "core/protocol/frame_codec.h"
 #include "tests/agent/tcp_wire.h"
 
@@ -29,74 +30,7 @@ using Json = nlohmann::json;
 namespace fs = std::filesystem;
 using rcxl::testing::Wire;
 
-// A child process with its stdout and stderr on pipes.
-struct Child {
-  pid_t pid = -1;
-  int out = -1;
-  int err = -1;
-
-  static Child Start(const std::vector<std::string>& args) {
-    int out_pipe[2];
-    int err_pipe[2];
-    EXPECT_EQ(pipe(out_pipe), 0);
-    EXPECT_EQ(pipe(err_pipe), 0);
-    Child c;
-    c.pid = fork();
-    if (c.pid == 0) {
-      dup2(out_pipe[1], 1);
-      dup2(err_pipe[1], 2);
-      std::vector<char*> argv;
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(out_pipe[1]);
-    close(err_pipe[1]);
-    c.out = out_pipe[0];
-    c.err = err_pipe[0];
-    return c;
-  }
-  // Reads stdout until a whole line arrives (or 10 s pass).
-  std::string read_line() {
-    std::string line;
-    char ch;
-    while (line.empty() || line.back() != '\n') {
-      pollfd p{out, POLLIN, 0};
-      if (poll(&p, 1, 10000) <= 0 || read(out, &ch, 1) != 1) break;
-      line.push_back(ch);
-    }
-    return line;
-  }
-  std::string read_all_err() {
-    std::string text;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(err, buf, sizeof buf)) > 0) text.append(buf, n);
-    return text;
-  }
-  // Exit status, or -1 when it did not exit within `limit`.
-  int wait_exit(std::chrono::milliseconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (waitpid(pid, &status, WNOHANG) == pid) {
-        pid = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      usleep(10000);
-    }
-    return -1;
-  }
-  ~Child() {
-    if (pid > 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-    if (out >= 0) close(out);
-    if (err >= 0) close(err);
-  }
-};
+using Child = rcxl::testing::ChildProcess;
 
 fs::path scratch_dir() {
   char tmpl[] = "/tmp/rcxl-agent-test-XXXXXX";
@@ -188,6 +122,15 @@ TEST(AgentProcess, R2_1_AnExtensionThatCannotBeLoadedExitsNonZeroNamingIt) {
                               "--memory", "anon:1M", "--region-extension", "no_such_ext"});
   EXPECT_EQ(agent.wait_exit(std::chrono::seconds(5)), 1);
   EXPECT_NE(agent.read_all_err().find("no_such_ext"), std::string::npos);
+}
+
+TEST(AgentProcess, R7_ABadLogLevelExitsNonZeroNamingTheChoices) {
+  Child agent = Child::Start({RCXL_AGENT_BINARY, "--listen", "127.0.0.1:0", "--auth", "none",
+                              "--memory", "anon:1M", "--log-level", "loud"});
+  EXPECT_EQ(agent.wait_exit(std::chrono::seconds(5)), 1);
+  const std::string err = agent.read_all_err();
+  EXPECT_NE(err.find("'loud'"), std::string::npos) << err;
+  EXPECT_NE(err.find("warn"), std::string::npos) << err;
 }
 
 TEST(AgentProcess, R7_AuthNoneIsRefusedOnANonLoopbackListener) {

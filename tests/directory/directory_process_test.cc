@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/protocol/auth.h"
+#include "tests/child_process.h"
 #include "tests/agent/tcp_wire.h"
 
 namespace {
@@ -26,71 +27,7 @@ using Json = nlohmann::json;
 namespace fs = std::filesystem;
 using rcxl::testing::Wire;
 
-struct Child {
-  pid_t pid = -1;
-  int out = -1;
-  int err = -1;
-
-  static Child Start(const std::vector<std::string>& args) {
-    int out_pipe[2];
-    int err_pipe[2];
-    EXPECT_EQ(pipe(out_pipe), 0);
-    EXPECT_EQ(pipe(err_pipe), 0);
-    Child c;
-    c.pid = fork();
-    if (c.pid == 0) {
-      dup2(out_pipe[1], 1);
-      dup2(err_pipe[1], 2);
-      std::vector<char*> argv;
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(out_pipe[1]);
-    close(err_pipe[1]);
-    c.out = out_pipe[0];
-    c.err = err_pipe[0];
-    return c;
-  }
-  std::string read_line() {
-    std::string line;
-    char ch;
-    while (line.empty() || line.back() != '\n') {
-      pollfd p{out, POLLIN, 0};
-      if (poll(&p, 1, 10000) <= 0 || read(out, &ch, 1) != 1) break;
-      line.push_back(ch);
-    }
-    return line;
-  }
-  std::string read_all(int fd) {
-    std::string text;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) text.append(buf, n);
-    return text;
-  }
-  int wait_exit(std::chrono::milliseconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (waitpid(pid, &status, WNOHANG) == pid) {
-        pid = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      usleep(10000);
-    }
-    return -1;
-  }
-  ~Child() {
-    if (pid > 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-    if (out >= 0) close(out);
-    if (err >= 0) close(err);
-  }
-};
+using Child = rcxl::testing::ChildProcess;
 
 TEST(DirectoryProcess, R1_1_HelpNamesTheFlags) {
   Child c = Child::Start({RCXL_DIRECTORY_BINARY, "--help"});
