@@ -24,6 +24,12 @@ class CheckedNic final : public runtime::Nic {
   std::string endpoint() const override { return inner_.endpoint(); }
   bool moves_data() const override { return inner_.moves_data(); }
   void connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) override;
+  Status register_local(std::span<std::byte> buffer) override {
+    return inner_.register_local(buffer);
+  }
+  Status deregister_local(std::span<std::byte> buffer) override {
+    return inner_.deregister_local(buffer);
+  }
 
  private:
   runtime::Nic& inner_;

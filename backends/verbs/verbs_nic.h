@@ -63,8 +63,8 @@ class VerbsNic final : public runtime::Nic {
 
   // Zero-copy: ops whose local buffer lies inside a buffer registered here are
   // posted straight from it instead of through the staging buffer.
-  Status register_local(std::span<std::byte> buffer);
-  Status deregister_local(std::span<std::byte> buffer);
+  Status register_local(std::span<std::byte> buffer) override;
+  Status deregister_local(std::span<std::byte> buffer) override;
 
   const std::string& device() const;
 

@@ -43,6 +43,10 @@ struct Config {
   std::optional<bool> hint_loads;     // R3.7 load-start hints; follows read_hints
   std::uint32_t write_wait_ms = 50;   // R4.3; 0 never waits
   bool read_hint_on_arrival = false;  // R3.8 scheduler connector
+  // Zero copy: each store's and load's buffers are registered with the NIC
+  // (Nic::register_local) while their RDMA runs, instead of a staging copy.
+  // Costs a registration per buffer; the sim RNIC ignores it.
+  bool zero_copy = false;
   // PAPER P3, the replaced design (#124): one control round trip to the agent
   // before each READ batch (docs/client.md says which).
   bool gate_reads = false;

@@ -33,7 +33,8 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
       log_(rt.log_sink(), "client"),
       clock_(rt.clock()),
       strand_(rt.make_strand("handler")),
-      directory_(std::move(directory)) {
+      directory_(std::move(directory)),
+      nic_(nic) {
   if (!directory_) {
     directory_strand_ = rt.make_strand("directory-client");
     directory_ = std::make_shared<directory::DirectoryClient>(
@@ -134,6 +135,22 @@ void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
         }
         reserve_pages(n, 0, std::move(done));
       });
+}
+
+// ---------------------------------------------------------------- zero copy
+
+std::vector<std::span<std::byte>> Handler::register_local(const std::vector<runtime::RdmaOp>& ops) {
+  std::vector<std::span<std::byte>> registered;
+  if (!config_.zero_copy) return registered;
+  for (const auto& op : ops) {
+    // A buffer that cannot be registered still moves, through the staging copy.
+    if (!op.local.empty() && nic_.register_local(op.local).ok()) registered.push_back(op.local);
+  }
+  return registered;
+}
+
+void Handler::release_local(runtime::Nic& nic, const std::vector<std::span<std::byte>>& buffers) {
+  for (const auto& b : buffers) (void)nic.deregister_local(b);
 }
 
 // ---------------------------------------------------------------- store
@@ -246,21 +263,24 @@ void Handler::write_and_register(std::shared_ptr<StoreJob> job) {
       }
       if (ops.empty()) return finish_agent();
       stats_.writes_posted += ops.size();
-      (*qp)->post(std::move(ops),
-                  [this, alive, job, posted, finish_agent, agent](std::vector<Status> statuses) {
-                    if (alive.expired()) return;
-                    bool remote_error = false;
-                    for (std::size_t k = 0; k < posted.size() && k < statuses.size(); ++k) {
-                      job->written[posted[k]] = statuses[k];
-                      if (statuses[k].code() == ErrorCode::kRemoteAccess) {
-                        remote_error = true;
-                        ++stats_.remote_access_errors;
-                      }
-                    }
-                    // A registration that is gone: a map shows whether the boot moved.
-                    if (remote_error) regions_->recheck(agent, job->pages[posted.front()].region);
-                    finish_agent();
-                  });
+      auto registered = register_local(ops);
+      (*qp)->post(std::move(ops), [this, alive, job, posted, finish_agent, agent, nic = &nic_,
+                                   registered](std::vector<Status> statuses) {
+        // Before the liveness check: the NIC outlives the handler.
+        if (!registered.empty()) release_local(*nic, registered);
+        if (alive.expired()) return;
+        bool remote_error = false;
+        for (std::size_t k = 0; k < posted.size() && k < statuses.size(); ++k) {
+          job->written[posted[k]] = statuses[k];
+          if (statuses[k].code() == ErrorCode::kRemoteAccess) {
+            remote_error = true;
+            ++stats_.remote_access_errors;
+          }
+        }
+        // A registration that is gone: a map shows whether the boot moved.
+        if (remote_error) regions_->recheck(agent, job->pages[posted.front()].region);
+        finish_agent();
+      });
     });
   }
 }
@@ -408,7 +428,11 @@ void Handler::read_batches(std::shared_ptr<LoadJob> job) {
         }
         stats_.reads_posted += ops.size();
         ++stats_.read_batches;
-        auto on_done = [this, alive, job, agent, indexes, remaining](std::vector<Status> statuses) {
+        auto registered = register_local(ops);
+        auto on_done = [this, alive, job, agent, indexes, remaining, nic = &nic_,
+                        registered](std::vector<Status> statuses) {
+          // Before the liveness check: the NIC outlives the handler.
+          if (!registered.empty()) release_local(*nic, registered);
           if (alive.expired()) return;
           for (std::size_t k = 0; k < indexes.size() && k < statuses.size(); ++k) {
             job->read[indexes[k]] = statuses[k];

@@ -10,6 +10,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -118,10 +119,13 @@ class Handler {
   void finish_load(std::shared_ptr<LoadJob> job);
   void gated_reads(const std::string& agent, std::shared_ptr<runtime::QueuePair> qp,
                    std::vector<runtime::RdmaOp> ops, std::shared_ptr<LoadJob> job,
-                   std::vector<std::size_t> indexes,
-                   std::function<void(std::vector<Status>)> done);
+                   std::vector<std::size_t> indexes, std::function<void(std::vector<Status>)> done);
   void on_boot_change(const std::string& agent, const std::string& new_boot,
                       const std::vector<OwnRegion>& lost);
+  // Config::zero_copy: registers the buffers of ops about to be posted; the
+  // returned spans go to release_local once the ops completed.
+  std::vector<std::span<std::byte>> register_local(const std::vector<runtime::RdmaOp>& ops);
+  static void release_local(runtime::Nic& nic, const std::vector<std::span<std::byte>>& buffers);
   RangesByAgent subset(const RangesByAgent& all, const std::set<std::string>& agents) const;
 
   Config config_;
@@ -133,6 +137,7 @@ class Handler {
   std::unique_ptr<RegionMapClient> regions_;
   std::unique_ptr<MemoryHints> hints_;
   std::unique_ptr<MemoryWaits> waits_;
+  runtime::Nic& nic_;
   std::unique_ptr<QueuePairs> qps_;
   std::deque<Page> free_pages_;
   std::size_t next_agent_ = 0;

@@ -72,6 +72,18 @@ class Nic {
 
   // --- initiator side
   virtual void connect(const std::string& endpoint, Strand& strand, ConnectHandler done) = 0;
+  // Zero copy: ops whose local buffer lies inside a registered buffer are posted
+  // straight from it; others may go through a staging copy. Deregister only once
+  // no posted op uses the buffer. A NIC that needs no local registration (the
+  // sim RNIC) accepts and ignores both.
+  virtual Status register_local(std::span<std::byte> buffer) {
+    (void)buffer;
+    return {};
+  }
+  virtual Status deregister_local(std::span<std::byte> buffer) {
+    (void)buffer;
+    return {};
+  }
 };
 
 }  // namespace rcxl::runtime

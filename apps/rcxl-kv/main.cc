@@ -1,0 +1,305 @@
+// rcxl-kv: a command-line client of rcxl. Runs the client Handler (SPEC R3-R6)
+// on the thread runtime and the verbs NIC against a directory and agents:
+// store files by key, load keys into files, or bench generated KV.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+
+#include "apps/rcxl-kv/bench.h"
+#include "apps/rcxl-kv/kv_client.h"
+#include "backends/verbs/memory_spec.h"
+#include "backends/verbs/posix_file_system.h"
+#include "backends/verbs/thread_runtime.h"
+#include "backends/verbs/verbs_nic.h"
+#include "core/protocol/auth.h"
+
+namespace {
+
+using rcxl::ErrorCode;
+using rcxl::Result;
+
+// Exit codes (docs/hardware.md): usage and setup errors 1, a key missed 3,
+// bench bytes wrong or stale 4.
+constexpr int kExitError = 1;
+constexpr int kExitMiss = 3;
+constexpr int kExitVerify = 4;
+
+struct Flags {
+  std::string directory;
+  std::vector<std::string> agents;
+  std::string nic;
+  std::string secret_file;
+  std::string auth;
+  std::string chunk_size = "256K";
+  std::string region_size = "64M";
+  bool read_hints = true;
+  std::optional<bool> write_hints;
+  std::optional<bool> promotes;
+  std::uint32_t write_wait_ms = 50;
+  bool zero_copy = false;
+  double timeout_s = 120;
+  std::string client_name = "rcxl-kv";
+  std::string log_level = "warn";
+  // store
+  std::vector<std::string> store_pairs;
+  // load
+  std::vector<std::string> load_keys;
+  std::string out_dir;
+  // bench
+  rcxl::kv::BenchOptions bench;
+  bool bench_zero_copy_reader = false;
+};
+
+int fail(const std::string& message) {
+  std::cerr << "rcxl-kv: " << message << std::endl;
+  return kExitError;
+}
+
+// The device named by --nic verbs:DEV, checked before anything opens it.
+Result<std::string> rdma_device(const std::string& spec) {
+  if (spec.rfind("verbs:", 0) != 0 || spec.size() == 6) {
+    return rcxl::Error(
+        ErrorCode::kBadRequest,
+        "--nic must be verbs:DEVICE (e.g. verbs:mlx5_0, verbs:rxe0), not '" + spec + "'");
+  }
+  const std::string device = spec.substr(6);
+  const auto names = rcxl::verbs::rdma_device_names();
+  if (std::find(names.begin(), names.end(), device) == names.end()) {
+    std::string have;
+    for (const auto& n : names) have += (have.empty() ? "" : ", ") + n;
+    return rcxl::Error(ErrorCode::kNotFound,
+                       "--nic " + spec + ": no RDMA device '" + device + "' on this host (" +
+                           (have.empty() ? "none" : "devices: " + have) +
+                           "); pick one from ibv_devices, or run in the SoftRoCE VM: "
+                           "ci/rxe-vm (docs/hardware.md)");
+  }
+  return device;
+}
+
+Result<rcxl::client::Config> make_config(const Flags& f, bool needs_agents) {
+  rcxl::client::Config c;
+  auto dir = rcxl::runtime::Address::Parse(f.directory);
+  if (!dir.ok())
+    return rcxl::Error(ErrorCode::kBadRequest, "--directory: " + dir.status().message());
+  c.directory = *dir;
+  for (const auto& a : f.agents) {
+    auto address = rcxl::runtime::Address::Parse(a);
+    if (!address.ok()) {
+      return rcxl::Error(ErrorCode::kBadRequest, "--agent: " + address.status().message());
+    }
+    c.agents.push_back(*address);
+  }
+  if (needs_agents && c.agents.empty()) {
+    return rcxl::Error(ErrorCode::kBadRequest,
+                       "storing needs the pool: give --agent HOST:PORT (repeatable)");
+  }
+  if (f.auth == "none") {
+    if (!f.secret_file.empty()) {
+      return rcxl::Error(ErrorCode::kBadRequest, "give --auth none or --secret-file, not both");
+    }
+  } else if (!f.auth.empty()) {
+    return rcxl::Error(ErrorCode::kBadRequest, "--auth takes only 'none'");
+  } else if (f.secret_file.empty()) {
+    return rcxl::Error(ErrorCode::kBadRequest,
+                       "--secret-file PATH (the agents' and directory's secret) or --auth none "
+                       "is required");
+  } else {
+    auto text = rcxl::verbs::PosixFileSystem().read_file(f.secret_file);
+    if (!text.ok()) {
+      return rcxl::Error(ErrorCode::kBadRequest, "--secret-file: " + text.status().message());
+    }
+    c.secret = rcxl::protocol::secret_from_file_contents(*text);
+    if (c.secret.empty()) {
+      return rcxl::Error(ErrorCode::kBadRequest, f.secret_file + " holds an empty secret");
+    }
+  }
+  auto chunk = rcxl::verbs::parse_byte_size(f.chunk_size);
+  if (!chunk.ok())
+    return rcxl::Error(ErrorCode::kBadRequest, "--chunk-size: " + chunk.status().message());
+  auto region = rcxl::verbs::parse_byte_size(f.region_size);
+  if (!region.ok()) {
+    return rcxl::Error(ErrorCode::kBadRequest, "--region-size: " + region.status().message());
+  }
+  if (*region % 4096 != 0 || *region % *chunk != 0) {
+    return rcxl::Error(ErrorCode::kBadRequest,
+                       "--region-size must be a multiple of 4096 and of --chunk-size (" +
+                           f.region_size + " / " + f.chunk_size + ")");
+  }
+  c.chunk_size_bytes = *chunk;
+  c.region_size_bytes = *region;
+  c.read_hints = f.read_hints;
+  c.write_hints = f.write_hints;
+  c.read_promotes = f.promotes;
+  c.write_wait_ms = f.write_wait_ms;
+  c.zero_copy = f.zero_copy;
+  c.client_name = f.client_name;
+  c.reply_timeout = std::chrono::seconds(5);  // TCG VMs and busy hosts answer slowly
+  return c;
+}
+
+int run_store(rcxl::kv::KvClient& kv, const Flags& f, std::uint64_t chunk) {
+  std::vector<rcxl::client::StoreItem> items;
+  rcxl::verbs::PosixFileSystem files;
+  for (std::size_t i = 0; i + 1 < f.store_pairs.size(); i += 2) {
+    auto text = files.read_file(f.store_pairs[i + 1]);
+    if (!text.ok()) return fail("store " + f.store_pairs[i] + ": " + text.status().message());
+    if (text->empty() || text->size() > chunk) {
+      return fail("store " + f.store_pairs[i] + ": " + f.store_pairs[i + 1] + " has " +
+                  std::to_string(text->size()) + " bytes; a value takes 1.." +
+                  std::to_string(chunk) + " (raise --chunk-size)");
+    }
+    rcxl::client::StoreItem item{f.store_pairs[i], {}};
+    item.bytes.resize(text->size());
+    std::memcpy(item.bytes.data(), text->data(), text->size());
+    items.push_back(std::move(item));
+  }
+  auto r = kv.store(std::move(items));
+  if (!r.ok()) return fail("store: " + r.status().ToString());
+  std::cout << "stored " << r->stored << " already_present " << r->already_present << " failed "
+            << r->failed << std::endl;
+  return r->failed == 0 ? 0 : kExitError;
+}
+
+int run_load(rcxl::kv::KvClient& kv, const Flags& f) {
+  std::error_code ec;
+  std::filesystem::create_directories(f.out_dir, ec);
+  if (ec) return fail("--out " + f.out_dir + ": " + ec.message());
+  auto r = kv.load(f.load_keys, f.client_name + "-load");
+  if (!r.ok()) return fail("load: " + r.status().ToString());
+  for (std::size_t i = 0; i < f.load_keys.size(); ++i) {
+    // Keys may hold '/': the file name is the key with those made '_'.
+    std::string name = f.load_keys[i];
+    std::replace(name.begin(), name.end(), '/', '_');
+    if (i >= r->values.size()) {
+      std::cout << f.load_keys[i] << ": miss" << std::endl;
+      continue;
+    }
+    const auto path = std::filesystem::path(f.out_dir) / name;
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(r->values[i].data()),
+              static_cast<std::streamsize>(r->values[i].size()));
+    if (!out) return fail("cannot write " + path.string());
+    std::cout << f.load_keys[i] << ": " << r->values[i].size() << " bytes -> " << path.string()
+              << std::endl;
+  }
+  return r->values.size() == f.load_keys.size() ? 0 : kExitMiss;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "rcxl-kv: store and load KV chunks through rcxl (directory + agents over RDMA).\n"
+      "Exit codes: 0 ok, 1 usage/setup error, 3 a key missed (load), 4 bench bytes wrong "
+      "or stale"};
+  Flags f;
+  app.require_subcommand(1);
+  app.add_option("--directory", f.directory, "rcxl-directory HOST:PORT")->required();
+  app.add_option("--agent", f.agents, "rcxl-agent HOST:PORT of the pool (repeatable; for stores)");
+  app.add_option("--nic", f.nic, "verbs:DEVICE, e.g. verbs:mlx5_0 or verbs:rxe0")->required();
+  app.add_option("--secret-file", f.secret_file, "file holding the shared secret");
+  app.add_option("--auth", f.auth, "'none': no authentication (services run with --auth none)");
+  app.add_option("--chunk-size", f.chunk_size, "bytes per key's page (K/M/G)")
+      ->capture_default_str();
+  app.add_option("--region-size", f.region_size, "bytes per allocated region (K/M/G)")
+      ->capture_default_str();
+  app.add_flag("--read-hints,!--no-read-hints", f.read_hints, "read hints (SPEC R3.4)")
+      ->capture_default_str();
+  // Called only when given (count -1 for the negated form): unset follows read hints.
+  app.add_flag_function(
+      "--write-hints,!--no-write-hints", [&f](std::int64_t count) { f.write_hints = count > 0; },
+      "write hints (SPEC R4.1; default follows read hints)");
+  app.add_flag_function(
+      "--promotes,!--no-promotes", [&f](std::int64_t count) { f.promotes = count > 0; },
+      "read promotes (SPEC R4.5; default follows read hints)");
+  app.add_option("--write-wait-ms", f.write_wait_ms, "write wait per store (SPEC R4.3; 0 = none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 10000));
+  app.add_flag("--zero-copy", f.zero_copy,
+               "register buffers with the NIC instead of the staging copy");
+  app.add_option("--timeout-s", f.timeout_s, "seconds one store or load call may take")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--client-name", f.client_name, "names this client's hints and tokens")
+      ->capture_default_str();
+  app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error")->capture_default_str();
+
+  auto* store = app.add_subcommand("store", "store files: KEY FILE [KEY FILE ...]");
+  store->add_option("pairs", f.store_pairs, "KEY FILE pairs")->required();
+  auto* load = app.add_subcommand("load", "load keys into files under --out (one file per key)");
+  load->add_option("keys", f.load_keys, "keys")->required();
+  load->add_option("--out", f.out_dir, "directory for the loaded values")->required();
+  auto* bench = app.add_subcommand(
+      "bench", "store and load generated KV with a writer and a reader, verifying every byte");
+  bench->add_option("--mib", f.bench.mib, "MiB of KV per round")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--batch", f.bench.batch, "keys per store/load call")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  bench->add_option("--seed", f.bench.seed, "names and bytes of the keys")->capture_default_str();
+  bench->add_option("--between-rounds", f.bench.between_rounds,
+                    "shell command run after round 1 (e.g. reset the node's memory generation); "
+                    "round 2 follows");
+  bench->add_option("--settle-s", f.bench.settle_s, "seconds to wait after that command")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  bench->add_flag("--expect-reset", f.bench.expect_reset,
+                  "the command resets the node: round 1 keys must miss afterwards");
+  bench->add_flag("--zero-copy-reader", f.bench_zero_copy_reader,
+                  "zero copy for the reader only (both paths in one run)");
+  CLI11_PARSE(app, argc, argv);
+
+  if (store->parsed() && f.store_pairs.size() % 2 != 0) {
+    return fail("store takes KEY FILE pairs; got " + std::to_string(f.store_pairs.size()) +
+                " arguments");
+  }
+  if (bench->parsed() && f.bench.expect_reset && f.bench.between_rounds.empty()) {
+    return fail("--expect-reset needs --between-rounds CMD (the command that resets the node)");
+  }
+  auto level = rcxl::runtime::parse_log_level(f.log_level);
+  if (!level.ok()) return fail(level.status().message());
+  auto config = make_config(f, store->parsed() || bench->parsed());
+  if (!config.ok()) return fail(config.status().message());
+  auto device = rdma_device(f.nic);
+  if (!device.ok()) return fail(device.status().message());
+
+  rcxl::verbs::ThreadRuntime rt(rcxl::verbs::ThreadRuntime::Options{*level});
+  rcxl::verbs::VerbsNicOptions nic_options;
+  nic_options.device = *device;
+  nic_options.listen = false;  // initiator only
+  auto nic = rcxl::verbs::VerbsNic::open(nic_options);
+  if (!nic.ok()) return fail("--nic " + f.nic + ": " + nic.status().ToString());
+  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(f.timeout_s * 1000));
+
+  int rc = 0;
+  if (store->parsed()) {
+    rcxl::kv::KvClient kv(rt, *config, **nic, timeout);
+    rc = run_store(kv, f, config->chunk_size_bytes);
+  } else if (load->parsed()) {
+    rcxl::kv::KvClient kv(rt, *config, **nic, timeout);
+    rc = run_load(kv, f);
+  } else {
+    auto writer_config = *config;
+    writer_config.client_name += "-writer";
+    auto reader_config = *config;
+    reader_config.client_name += "-reader";
+    if (f.bench_zero_copy_reader) reader_config.zero_copy = true;
+    rcxl::kv::KvClient writer(rt, writer_config, **nic, timeout);
+    rcxl::kv::KvClient reader(rt, reader_config, **nic, timeout);
+    auto totals = rcxl::kv::run_bench(writer, reader, config->chunk_size_bytes, f.bench, std::cout);
+    if (!totals.ok()) {
+      rc = fail("bench: " + totals.status().ToString());
+    } else if (!totals->ok()) {
+      rc = kExitVerify;
+    } else if (totals->misses > 0) {
+      rc = kExitMiss;
+    }
+  }
+  return rc;
+}

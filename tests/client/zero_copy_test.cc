@@ -1,0 +1,74 @@
+// Config::zero_copy: the Handler registers each op's local buffer with the NIC
+// (Nic::register_local) just before posting and deregisters it once the op
+// completed; bytes move as before. On the simulator, through a NIC decorator
+// that counts what is registered.
+#include <set>
+
+#include "tests/client/client_rig.h"
+
+namespace rcxl::client::testing {
+namespace {
+
+// Forwards to the sim RNIC; records local registrations.
+class CountingNic final : public runtime::Nic {
+ public:
+  explicit CountingNic(runtime::Nic& inner) : inner_(inner) {}
+  Result<runtime::Registration> register_memory(runtime::MemoryPool& pool, std::uint64_t offset,
+                                                std::uint64_t length, unsigned access) override {
+    return inner_.register_memory(pool, offset, length, access);
+  }
+  Status deregister(const runtime::Registration& r) override { return inner_.deregister(r); }
+  std::string endpoint() const override { return inner_.endpoint(); }
+  void connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) override {
+    inner_.connect(endpoint, strand, std::move(done));
+  }
+  Status register_local(std::span<std::byte> buffer) override {
+    ++registered;
+    live.insert(buffer.data());
+    return {};
+  }
+  Status deregister_local(std::span<std::byte> buffer) override {
+    if (live.erase(buffer.data()) == 0) ++unknown_deregistrations;
+    return {};
+  }
+
+  int registered = 0;
+  int unknown_deregistrations = 0;
+  std::set<const std::byte*> live;
+
+ private:
+  runtime::Nic& inner_;
+};
+
+// SPEC R1.6: the data path is the same with zero copy; only local registration differs.
+TEST(Handler, R1_6_ZeroCopyRegistersEachBufferOnlyWhileItsRdmaRuns) {
+  ClientRig rig;
+  rig.add_memory("mem");
+  CountingNic nic(rig.gpu_nic);
+  Config config = rig.config();
+  config.zero_copy = true;
+  Handler h(rig.gpu, config, nic);
+  ASSERT_EQ(rig.store(h, {item("a", "alpha"), item("b", "beta")})->stored, 2u);
+  EXPECT_EQ(nic.registered, 2);  // one per WRITE
+  EXPECT_TRUE(nic.live.empty());
+  auto loaded = rig.load(h, {"a", "b"});
+  ASSERT_EQ(loaded->values.size(), 2u);
+  EXPECT_EQ(text_of(loaded->values[0]), "alpha");
+  EXPECT_EQ(text_of(loaded->values[1]), "beta");
+  EXPECT_EQ(nic.registered, 4);  // and one per READ
+  EXPECT_TRUE(nic.live.empty());
+  EXPECT_EQ(nic.unknown_deregistrations, 0);
+}
+
+TEST(Handler, R1_6_WithoutZeroCopyNoLocalRegistration) {
+  ClientRig rig;
+  rig.add_memory("mem");
+  CountingNic nic(rig.gpu_nic);
+  Handler h(rig.gpu, rig.config(), nic);
+  ASSERT_EQ(rig.store(h, {item("a", "alpha")})->stored, 1u);
+  ASSERT_EQ(rig.load(h, {"a"})->values.size(), 1u);
+  EXPECT_EQ(nic.registered, 0);
+}
+
+}  // namespace
+}  // namespace rcxl::client::testing
