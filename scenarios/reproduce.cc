@@ -1,16 +1,15 @@
 #include "scenarios/reproduce.h"
 
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
-#include <thread>
 
 #include "backends/sim/sim_nic.h"
 #include "backends/sim/sim_world.h"
 #include "devices/cxl_ssd_model/store_bandwidth.h"
+#include "scenarios/batch_runner.h"
+#include "scenarios/configurations.h"
 #include "scenarios/embedded/embedded.h"
 #include "scenarios/report/stats.h"
 #include "scenarios/report/svg_chart.h"
@@ -20,55 +19,6 @@ namespace rcxl::scenarios {
 namespace {
 
 using Json = nlohmann::json;
-
-// The configurations the seed compared (PAPER.md), plus one it did not.
-struct Config {
-  std::string name;
-  std::string label;
-  std::string profile;
-  ClientSettings client;
-};
-
-std::vector<Config> configs() {
-  ClientSettings hints;
-  hints.read_hints = true;  // write hints, waits and promotes follow (SPEC R4)
-  ClientSettings waits_off = hints;
-  waits_off.write_wait_ms = 0;
-  ClientSettings gated;  // the replaced design #124: no hints, a round trip per READ batch
-  gated.gate_reads = true;
-  ClientSettings none;
-  return {
-      {"all_dram", "device DRAM holds everything", "all_dram", hints},
-      {"hints", "CXL-SSD, read hints", "cxl_ssd_default", hints},
-      {"gated", "CXL-SSD, per-READ gate (#124)", "cxl_ssd_default", gated},
-      {"waits_off", "CXL-SSD, hints, write waits off", "cxl_ssd_default", waits_off},
-      {"no_hints", "CXL-SSD, no hints", "cxl_ssd_default", none},
-  };
-}
-
-struct RunSummary {
-  Status status;
-  double ttft_ms = 0;  // mean over reuse turns
-  double load_ms = 0;  // mean over loads
-  std::vector<double> ttfts;
-  std::vector<double> loads;
-  std::vector<std::string> violations;
-  double wall_s = 0;
-};
-
-RunSummary summarize(const RunResult& r) {
-  RunSummary s;
-  s.status = r.status;
-  s.ttft_ms = mean_reuse_ttft_ms(r.records);
-  s.load_ms = mean_load_ms(r.records);
-  for (const auto& rec : r.records) {
-    if (rec.reuse_turn()) s.ttfts.push_back(runtime::to_millis(rec.ttft()));
-    if (rec.loaded()) s.loads.push_back(runtime::to_millis(rec.load_time()));
-  }
-  s.violations = r.invariants.violations;
-  s.wall_s = r.wall_seconds;
-  return s;
-}
 
 Json interval_json(const Interval& ci) { return Json::array({ci.low, ci.high}); }
 
@@ -136,7 +86,7 @@ bool write_file(const std::string& path, const std::string& text) {
 Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   auto base = seed_serving();
   if (!base.ok()) return base.status();
-  const auto cfgs = configs();
+  const auto& cfgs = configurations();
   std::map<std::string, Profile> profiles;
   for (const auto& c : cfgs) {
     if (profiles.count(c.profile)) continue;
@@ -152,32 +102,25 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   for (int p = 0; p < pairs; ++p) {
     for (std::size_t c = 0; c < cfgs.size(); ++c) jobs.emplace_back(c, p);
   }
-  std::atomic<std::size_t> next{0};
-  std::mutex progress_mu;
-  std::size_t finished = 0;
-  auto worker = [&] {
-    for (std::size_t j = next++; j < jobs.size(); j = next++) {
-      const auto [c, p] = jobs[j];
-      Scenario sc = base.value();
-      sc.name = cfgs[c].name;
-      sc.seed = options.first_seed + static_cast<std::uint64_t>(p);
-      sc.profile = cfgs[c].profile;
-      sc.client = cfgs[c].client;
-      results[c][p] = summarize(run_scenario(sc, profiles.at(sc.profile)));
-      std::lock_guard<std::mutex> lock(progress_mu);
-      ++finished;
-      if (options.progress) {
-        options.progress("[" + std::to_string(finished) + "/" + std::to_string(jobs.size()) +
-                         "] pair " + std::to_string(p + 1) + " " + cfgs[c].name + ": reuse TTFT " +
-                         fmt("%.2f", results[c][p].ttft_ms) + " ms, load " +
-                         fmt("%.2f", results[c][p].load_ms) + " ms (" +
-                         fmt("%.1f", results[c][p].wall_s) + " s)");
-      }
-    }
+  auto run = [&](std::size_t j) {
+    const auto [c, p] = jobs[j];
+    Scenario sc = base.value();
+    sc.name = cfgs[c].name;
+    sc.seed = options.first_seed + static_cast<std::uint64_t>(p);
+    sc.profile = cfgs[c].profile;
+    sc.client = cfgs[c].client;
+    results[c][p] = summarize(run_scenario(sc, profiles.at(sc.profile)));
   };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < std::max(1, options.threads); ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+  auto done = [&](std::size_t j, std::size_t finished) {
+    if (!options.progress) return;
+    const auto [c, p] = jobs[j];
+    options.progress("[" + std::to_string(finished) + "/" + std::to_string(jobs.size()) +
+                     "] pair " + std::to_string(p + 1) + " " + cfgs[c].name + ": reuse TTFT " +
+                     fmt("%.2f", results[c][p].ttft_ms) + " ms, load " +
+                     fmt("%.2f", results[c][p].load_ms) + " ms (" +
+                     fmt("%.1f", results[c][p].wall_s) + " s)");
+  };
+  run_parallel(jobs.size(), options.threads, run, done);
   for (std::size_t c = 0; c < cfgs.size(); ++c) {
     for (int p = 0; p < pairs; ++p) {
       const RunSummary& r = results[c][p];
@@ -312,7 +255,9 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   write_file(load_svg, render_line_chart({"KV load time per configuration (all pairs)",
                                           "load time (ms)", "fraction of loads", true},
                                          load_series));
-  Series un{"unprepared pages (filled from flash)", {}, {}}, pr{"prepared by write hints", {}, {}};
+  Series un, pr;
+  un.label = "unprepared pages (filled from flash)";
+  pr.label = "prepared by write hints";
   for (const auto& s : p4.unprepared.samples) un.x.push_back(s.t_ms), un.y.push_back(s.gbps);
   for (const auto& s : p4.prepared.samples) pr.x.push_back(s.t_ms), pr.y.push_back(s.gbps);
   write_file(store_svg, render_line_chart({"Store bandwidth over time (P4)", "time (ms)", "GB/s", false},

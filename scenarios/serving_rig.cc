@@ -212,8 +212,21 @@ class Deployment {
     const auto wall0 = std::chrono::steady_clock::now();
     engine_->start();
     watch_boots();
-    out.status = world_.run_until([this] { return engine_->done(); },
-                                  runtime::Instant(sc_.time_limit));
+    std::uint64_t steps = 0;
+    auto last_report = wall0;
+    out.status = world_.run_until(
+        [&] {
+          // The wall clock is read only every 64 Ki events and decides nothing in the run.
+          if (options_.progress && (++steps & 0xffff) == 0) {
+            const auto now = std::chrono::steady_clock::now();
+            if (now - last_report >= std::chrono::seconds(1)) {
+              last_report = now;
+              report_progress(now - wall0);
+            }
+          }
+          return engine_->done();
+        },
+        runtime::Instant(sc_.time_limit));
     // Let ends, closes and write-backs settle before the end-of-run checks.
     if (out.status.ok()) world_.run_for(50ms);
     out.wall_seconds =
@@ -242,6 +255,18 @@ class Deployment {
   }
 
  private:
+  void report_progress(std::chrono::steady_clock::duration wall) {
+    std::size_t done = 0;
+    for (const auto& r : engine_->records()) done += r.finished.count() > 0;
+    const std::size_t total = static_cast<std::size_t>(sc_.workload.conversations) *
+                              static_cast<std::size_t>(sc_.workload.turns);
+    char line[160];
+    std::snprintf(line, sizeof line, "%s: %zu/%zu requests done, %.1f s virtual, %.1f s wall",
+                  sc_.name.c_str(), done, total, runtime::to_seconds(world_.loop().now()),
+                  std::chrono::duration<double>(wall).count());
+    options_.progress(line);
+  }
+
   // Issue #6 item 6: the monitor's books, checked at the end of every run.
   void check_invariants(RunResult& out) {
     for (const client::Handler* h : {scheduler_handler_.get(), worker_handler_.get()}) {

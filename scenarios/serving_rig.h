@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -39,7 +40,9 @@ struct RunOptions {
   // Bytes of each KV chunk that are real (key and version); the rest is timed
   // and changes device page state but is not stored (docs/simulator.md).
   std::uint32_t payload_sample_bytes = 64;
-  bool progress = false;
+  // About once a wall second: requests done, virtual and wall time (for runs
+  // longer than a second; the CLI prints it on stderr). Never changes the run.
+  std::function<void(const std::string&)> progress;
 };
 
 // What invariants saw; a run with any violation fails.

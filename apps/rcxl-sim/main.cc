@@ -10,6 +10,7 @@
 #include "scenarios/embedded/embedded.h"
 #include "scenarios/reproduce.h"
 #include "scenarios/serving_rig.h"
+#include "scenarios/sweep.h"
 
 namespace {
 
@@ -46,8 +47,9 @@ int run_demo(std::uint64_t seed, int pings) {
   return 0;
 }
 
+// `embedded`: the text of a shipped replay (`path` is then its name in the binary).
 int run_file(const std::string& path, std::optional<std::uint64_t> seed,
-             const std::string& trace, bool json, const std::string& profiles,
+             const std::string& trace, bool json, bool quiet, const std::string& profiles,
              std::optional<std::string_view> embedded = std::nullopt) {
   std::string text;
   if (embedded) {
@@ -81,6 +83,9 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed,
   rcxl::scenarios::RunOptions options;
   options.record_trace_file = !trace.empty();
   options.trace_path = trace;
+  if (!quiet) {
+    options.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  }
   auto result = rcxl::scenarios::run_scenario(*scenario, *profile, options);
   const double ttft = rcxl::scenarios::mean_reuse_ttft_ms(result.records);
   const double load = rcxl::scenarios::mean_load_ms(result.records);
@@ -104,7 +109,10 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed,
   }
   const bool ok = result.status.ok() && result.invariants.violations.empty();
   if (!ok) {
-    std::fprintf(stderr, "reproduce: rcxl-sim run %s --seed %llu\n", path.c_str(),
+    // The one line that runs this again, shipped replays by name.
+    const std::string again =
+        embedded ? "rcxl-sim replay " + path.substr(8, path.size() - 13) : "rcxl-sim run " + path;
+    std::fprintf(stderr, "reproduce: %s --seed %llu\n", again.c_str(),
                  static_cast<unsigned long long>(scenario->seed));
   }
   return ok ? 0 : 1;
@@ -127,6 +135,60 @@ int run_reproduce(const rcxl::scenarios::ReproduceOptions& options, bool json) {
   return 0;
 }
 
+std::string sweep_description() {
+  std::string out =
+      "run a what-if grid: every point of the --param grid under each configuration and seed;\n"
+      "writes OUT/sweep.csv, OUT/sweep.json and OUT/sweep_<metric>.svg (docs/reproduce.md).\n"
+      "Built-in parameters (or any JSON pointer: /device/..., /nic/..., /engine/...,\n"
+      "/control_link/... into the profile, anything else into the scenario):";
+  for (const auto& [name, help] : rcxl::scenarios::sweep_param_help()) {
+    out += "\n  " + name + ": " + help;
+  }
+  return out;
+}
+
+int run_sweep(rcxl::scenarios::SweepOptions options, const std::vector<std::string>& params,
+              bool json) {
+  for (const auto& spec : params) {
+    auto p = rcxl::scenarios::parse_sweep_param(spec);
+    if (!p.ok()) {
+      std::fprintf(stderr, "rcxl-sim sweep: %s\n", p.status().message().c_str());
+      return 2;
+    }
+    options.params.push_back(std::move(p).value());
+  }
+  if (!options.scenario_path.empty()) {
+    std::ifstream in(options.scenario_path);
+    if (!in) {
+      std::fprintf(stderr, "rcxl-sim sweep: cannot read %s\n", options.scenario_path.c_str());
+      return 2;
+    }
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    Json j = Json::parse(buffer.str(), nullptr, false);
+    if (j.is_discarded()) {
+      std::fprintf(stderr, "rcxl-sim sweep: %s: not valid JSON\n", options.scenario_path.c_str());
+      return 2;
+    }
+    options.scenario = j;
+  }
+  auto report = rcxl::scenarios::sweep(options);
+  if (!report.ok()) {
+    std::fprintf(stderr, "rcxl-sim sweep: %s\n", report.status().message().c_str());
+    return report.status().code() == rcxl::ErrorCode::kBadRequest ? 2 : 1;
+  }
+  if (json) {
+    std::printf("%s\n", report->json.dump(2).c_str());
+  } else {
+    std::printf("%s", report->table.c_str());
+    std::printf("pictures: ");
+    for (const auto& p : report->pictures) std::printf("%s ", p.c_str());
+    std::printf("\nresults: %s/sweep.csv\n", options.out_dir.c_str());
+  }
+  for (const auto& f : report->failures) std::fprintf(stderr, "FAILED %s\n", f.c_str());
+  return report->failures.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -147,6 +209,8 @@ int main(int argc, char** argv) {
   run->add_option("--trace", trace, "write the trace lines to this file");
   run->add_flag("--json", json, "print the result as one JSON object");
   run->add_option("--profiles", profiles, "read profiles from this directory instead of the built-in ones");
+  bool run_quiet = false;
+  run->add_flag("--quiet", run_quiet, "no progress lines on stderr");
   std::string replay_name;
   auto* replay = app.add_subcommand("replay", "run a shipped fault scenario by name (--list shows them)");
   replay->add_option("NAME", replay_name, "e.g. reset_during_load");
@@ -155,6 +219,7 @@ int main(int argc, char** argv) {
   replay->add_option("--seed", run_seed, "override the scenario's seed");
   replay->add_option("--trace", trace, "write the trace lines to this file");
   replay->add_flag("--json", json, "print the result as one JSON object");
+  replay->add_flag("--quiet", run_quiet, "no progress lines on stderr");
 
   rcxl::scenarios::ReproduceOptions repro;
   bool repro_json = false, quiet = false;
@@ -173,7 +238,53 @@ int main(int argc, char** argv) {
   reproduce->add_option("--profiles", repro.profiles_dir,
                         "read profiles from this directory instead of the built-in ones");
   reproduce->add_flag("--quiet", quiet, "no progress lines on stderr");
+
+  rcxl::scenarios::SweepOptions sweep_opts;
+  std::vector<std::string> sweep_params;
+  std::string sweep_configs = "hints,no_hints";
+  bool sweep_json = false, sweep_quiet = false;
+  int sweep_conversations = 0, sweep_turns = 0;
+  auto* sweep = app.add_subcommand("sweep", sweep_description());
+  sweep->add_option("--param", sweep_params,
+                    "NAME=V1,V2,... one grid axis (repeat for more; the first is the charts' x "
+                    "axis); values: numbers with K/M/G/T (binary) or true/false. Default: "
+                    "dram_cache_bytes=4G,8G,16G,32G");
+  sweep->add_option("--configs", sweep_configs,
+                    "comma-separated: all_dram, hints, gated, waits_off, no_hints")
+      ->capture_default_str();
+  sweep->add_option("--seeds", sweep_opts.seeds, "runs per point and configuration (seeds from --seed)")
+      ->check(CLI::Range(1, 50))
+      ->capture_default_str();
+  sweep->add_option("--seed", sweep_opts.first_seed, "the first seed")->capture_default_str();
+  sweep->add_option("--threads", sweep_opts.threads, "runs in parallel (results do not depend on it)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  sweep->add_option("--out", sweep_opts.out_dir, "where sweep.csv, sweep.json and the SVGs go")
+      ->capture_default_str();
+  sweep->add_option("--scenario", sweep_opts.scenario_path,
+                    "start every point from this scenario file instead of the built-in "
+                    "seed_serving (its client and profile are set by --configs)");
+  sweep->add_option("--conversations", sweep_conversations,
+                    "override the workload's conversations (a quicker, smaller sweep)")
+      ->check(CLI::Range(1, 100000));
+  sweep->add_option("--turns", sweep_turns, "override the workload's turns per conversation")
+      ->check(CLI::Range(1, 1000));
+  sweep->add_option("--profiles", sweep_opts.profiles_dir,
+                    "read profiles from this directory instead of the built-in ones");
+  sweep->add_flag("--json", sweep_json, "print one JSON object (summary and every run)");
+  sweep->add_flag("--quiet", sweep_quiet, "no progress lines on stderr");
   CLI11_PARSE(app, argc, argv);
+  if (sweep->parsed()) {
+    sweep_opts.configs.clear();
+    std::stringstream names(sweep_configs);
+    for (std::string name; std::getline(names, name, ',');) sweep_opts.configs.push_back(name);
+    if (sweep_conversations > 0) sweep_opts.conversations = sweep_conversations;
+    if (sweep_turns > 0) sweep_opts.turns = sweep_turns;
+    if (!sweep_quiet) {
+      sweep_opts.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+    }
+    return run_sweep(sweep_opts, sweep_params, sweep_json);
+  }
   if (replay->parsed()) {
     if (list || replay_name.empty()) {
       for (const auto& f : rcxl::scenarios::embedded_files()) {
@@ -190,7 +301,7 @@ int main(int argc, char** argv) {
                    replay_name.c_str());
       return 2;
     }
-    return run_file(path, run_seed, trace, json, "", text);
+    return run_file(path, run_seed, trace, json, run_quiet, "", text);
   }
   if (reproduce->parsed()) {
     if (!quiet) {
@@ -199,6 +310,6 @@ int main(int argc, char** argv) {
     return run_reproduce(repro, repro_json);
   }
   if (demo->parsed()) return run_demo(seed, pings);
-  if (run->parsed()) return run_file(file, run_seed, trace, json, profiles);
+  if (run->parsed()) return run_file(file, run_seed, trace, json, run_quiet, profiles);
   return 0;
 }

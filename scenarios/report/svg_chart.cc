@@ -11,16 +11,24 @@ namespace {
 
 constexpr double kWidth = 720, kHeight = 420;
 constexpr double kLeft = 70, kRight = 20, kTop = 40, kBottom = 55;
-constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
+constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c",
+                                   "#ff7f0e", "#9467bd", "#8c564b"};
 
 std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -43,6 +51,50 @@ std::string fmt(double v) {
   return buf;
 }
 
+// Tick positions and labels: 1/2/5 x 10^k steps, or on a log axis (positions
+// in log10) at 1, 2, 5 x 10^k (only 10^k beyond four decades).
+std::vector<std::pair<double, std::string>> ticks(double lo, double hi, bool log) {
+  std::vector<std::pair<double, std::string>> out;
+  if (!log) {
+    const double step = tick_step(hi - lo);
+    for (double t = std::ceil(lo / step) * step; t <= hi + 1e-9; t += step)
+      out.emplace_back(t, fmt(t));
+    return out;
+  }
+  const bool wide = hi - lo > 4;
+  for (double k = std::floor(lo); k <= std::ceil(hi); ++k) {
+    for (double m : {1.0, 2.0, 5.0}) {
+      if (wide && m != 1.0) continue;
+      const double t = k + std::log10(m);
+      if (t >= lo - 1e-9 && t <= hi + 1e-9) out.emplace_back(t, fmt(m * std::pow(10, k)));
+    }
+  }
+  return out;
+}
+
+// The series in log10 on the chosen axes; points that cannot be drawn are left out.
+std::vector<Series> to_log(const std::vector<Series>& in, bool log_x, bool log_y) {
+  std::vector<Series> out;
+  for (const auto& s : in) {
+    Series t;
+    t.label = s.label;
+    t.markers = s.markers;
+    const bool bars = s.y_low.size() == s.x.size() && s.y_high.size() == s.x.size();
+    for (std::size_t k = 0; k < s.x.size(); ++k) {
+      if ((log_x && s.x[k] <= 0) || (log_y && s.y[k] <= 0)) continue;
+      auto ly = [&](double v) { return log_y ? std::log10(v > 0 ? v : s.y[k]) : v; };
+      t.x.push_back(log_x ? std::log10(s.x[k]) : s.x[k]);
+      t.y.push_back(ly(s.y[k]));
+      if (bars) {
+        t.y_low.push_back(ly(s.y_low[k]));
+        t.y_high.push_back(ly(s.y_high[k]));
+      }
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 }  // namespace
 
 Series cdf_series(std::string label, std::vector<double> samples) {
@@ -56,17 +108,29 @@ Series cdf_series(std::string label, std::vector<double> samples) {
   return s;
 }
 
-std::string render_line_chart(const ChartSpec& spec, const std::vector<Series>& series) {
+std::string render_line_chart(const ChartSpec& spec, const std::vector<Series>& input) {
+  const std::vector<Series> series =
+      spec.log_x || spec.log_y ? to_log(input, spec.log_x, spec.log_y) : input;
   double xmin = std::numeric_limits<double>::max(), xmax = std::numeric_limits<double>::lowest();
-  double ymin = 0, ymax = std::numeric_limits<double>::lowest();
+  double ymin = spec.log_y ? std::numeric_limits<double>::max() : 0;
+  double ymax = std::numeric_limits<double>::lowest();
   for (const auto& s : series) {
     for (double v : s.x) xmin = std::min(xmin, v), xmax = std::max(xmax, v);
     for (double v : s.y) ymin = std::min(ymin, v), ymax = std::max(ymax, v);
+    for (double v : s.y_low) ymin = std::min(ymin, v);
+    for (double v : s.y_high) ymax = std::max(ymax, v);
   }
   if (xmin > xmax) xmin = 0, xmax = 1;
+  if (ymin > ymax) ymin = 0, ymax = 1;
   if (ymax <= ymin) ymax = ymin + 1;
   if (xmax <= xmin) xmax = xmin + 1;
-  ymax *= 1.05;
+  if (spec.log_y) {
+    const double pad = 0.05 * (ymax - ymin);
+    ymin -= pad;
+    ymax += pad;
+  } else {
+    ymax *= 1.05;
+  }
   const double pw = kWidth - kLeft - kRight, ph = kHeight - kTop - kBottom;
   auto px = [&](double x) { return kLeft + (x - xmin) / (xmax - xmin) * pw; };
   auto py = [&](double y) { return kTop + ph - (y - ymin) / (ymax - ymin) * ph; };
@@ -78,16 +142,15 @@ std::string render_line_chart(const ChartSpec& spec, const std::vector<Series>& 
     << "<text x=\"" << kWidth / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
     << escape(spec.title) << "</text>\n";
   // Axes and ticks.
-  const double xs = tick_step(xmax - xmin), ys = tick_step(ymax - ymin);
-  for (double t = std::ceil(xmin / xs) * xs; t <= xmax + 1e-9; t += xs) {
+  for (const auto& [t, label] : ticks(xmin, xmax, spec.log_x)) {
     o << "<line x1=\"" << px(t) << "\" y1=\"" << kTop << "\" x2=\"" << px(t) << "\" y2=\""
       << kTop + ph << "\" stroke=\"#eee\"/>\n<text x=\"" << px(t) << "\" y=\"" << kTop + ph + 16
-      << "\" text-anchor=\"middle\">" << fmt(t) << "</text>\n";
+      << "\" text-anchor=\"middle\">" << label << "</text>\n";
   }
-  for (double t = std::ceil(ymin / ys) * ys; t <= ymax + 1e-9; t += ys) {
+  for (const auto& [t, label] : ticks(ymin, ymax, spec.log_y)) {
     o << "<line x1=\"" << kLeft << "\" y1=\"" << py(t) << "\" x2=\"" << kLeft + pw << "\" y2=\""
       << py(t) << "\" stroke=\"#eee\"/>\n<text x=\"" << kLeft - 6 << "\" y=\"" << py(t) + 4
-      << "\" text-anchor=\"end\">" << fmt(t) << "</text>\n";
+      << "\" text-anchor=\"end\">" << label << "</text>\n";
   }
   o << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << pw << "\" height=\"" << ph
     << "\" fill=\"none\" stroke=\"#333\"/>\n"
@@ -99,15 +162,29 @@ std::string render_line_chart(const ChartSpec& spec, const std::vector<Series>& 
   for (std::size_t i = 0; i < series.size(); ++i) {
     const auto& s = series[i];
     const char* color = kColors[i % std::size(kColors)];
-    o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.8\" points=\"";
+    // Past the palette, lines repeat its colours dashed.
+    const std::string dash = i < std::size(kColors) ? "" : " stroke-dasharray=\"6,3\"";
+    o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.8\"" << dash
+      << " points=\"";
     for (std::size_t k = 0; k < s.x.size(); ++k) {
       if (spec.step && k > 0) o << px(s.x[k]) << "," << py(s.y[k - 1]) << " ";
       o << px(s.x[k]) << "," << py(s.y[k]) << " ";
     }
     o << "\"/>\n";
+    const bool bars = s.y_low.size() == s.x.size() && s.y_high.size() == s.x.size();
+    for (std::size_t k = 0; bars && k < s.x.size(); ++k) {
+      o << "<line x1=\"" << px(s.x[k]) << "\" y1=\"" << py(s.y_low[k]) << "\" x2=\"" << px(s.x[k])
+        << "\" y2=\"" << py(s.y_high[k]) << "\" stroke=\"" << color
+        << "\" stroke-width=\"1.2\"/>\n";
+    }
+    for (std::size_t k = 0; s.markers && k < s.x.size(); ++k) {
+      o << "<circle cx=\"" << px(s.x[k]) << "\" cy=\"" << py(s.y[k]) << "\" r=\"3\" fill=\""
+        << color << "\"/>\n";
+    }
     const double ly = kTop + 14 + 16 * static_cast<double>(i);
     o << "<line x1=\"" << kLeft + 10 << "\" y1=\"" << ly - 4 << "\" x2=\"" << kLeft + 34
-      << "\" y2=\"" << ly - 4 << "\" stroke=\"" << color << "\" stroke-width=\"2\"/>\n"
+      << "\" y2=\"" << ly - 4 << "\" stroke=\"" << color << "\" stroke-width=\"2\"" << dash
+      << "/>\n"
       << "<text x=\"" << kLeft + 40 << "\" y=\"" << ly << "\">" << escape(s.label) << "</text>\n";
   }
   o << "</svg>\n";

@@ -1,5 +1,6 @@
-// Small SVG charts for the reproduce report: CDFs of latency per configuration
-// and bandwidth over time. Self-contained files a browser opens directly.
+// Small SVG charts for the reproduce and sweep reports: CDFs of latency per
+// configuration, bandwidth over time, a metric over a parameter grid.
+// Self-contained files a browser opens directly.
 #pragma once
 
 #include <string>
@@ -11,6 +12,10 @@ struct Series {
   std::string label;
   std::vector<double> x;
   std::vector<double> y;
+  // Optional 95% intervals: a vertical bar from y_low[k] to y_high[k] at x[k].
+  std::vector<double> y_low;
+  std::vector<double> y_high;
+  bool markers = false;  // a dot on every point (grids with few points)
 };
 
 struct ChartSpec {
@@ -18,6 +23,9 @@ struct ChartSpec {
   std::string x_label;
   std::string y_label;
   bool step = false;  // CDF-style steps instead of straight segments
+  // Logarithmic axes (ticks at 1, 2, 5 x 10^k); points <= 0 are left out.
+  bool log_x = false;
+  bool log_y = false;
 };
 
 // A line chart of several series with axes, ticks and a legend.

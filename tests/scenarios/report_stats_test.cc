@@ -32,14 +32,49 @@ TEST(ReportStats, QuantileInterpolates) {
 }
 
 TEST(ReportStats, ChartIsAnSvgWithOneLinePerSeriesAndEscapedText) {
-  const std::string svg = render_line_chart(
-      {"TTFT <reuse turns>", "ms", "fraction", true},
-      {cdf_series("all DRAM", {1, 2, 3}), cdf_series("hints", {1.5, 2.5, 3.5})});
+  const std::string svg =
+      render_line_chart({"TTFT <reuse turns>", "ms", "fraction", true},
+                        {cdf_series("all DRAM", {1, 2, 3}), cdf_series("hints", {1.5, 2.5, 3.5})});
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("TTFT &lt;reuse turns&gt;"), std::string::npos);
   std::size_t lines = 0;
-  for (std::size_t p = svg.find("<polyline"); p != std::string::npos; p = svg.find("<polyline", p + 1)) ++lines;
+  for (std::size_t p = svg.find("<polyline"); p != std::string::npos;
+       p = svg.find("<polyline", p + 1))
+    ++lines;
   EXPECT_EQ(lines, 2u);
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+// The sweep's charts: interval bars and dots per point, log axes for wide ranges.
+TEST(ReportStats, R8_SweepChartDrawsIntervalsMarkersAndLogAxes) {
+  Series s;
+  s.label = "hints";
+  s.x = {1, 10, 100};
+  s.y = {2, 200, 2000};
+  s.y_low = {1, 150, 1500};
+  s.y_high = {3, 250, 2500};
+  s.markers = true;
+  ChartSpec linear{"TTFT", "x", "ms", false};
+  const std::string plain = render_line_chart(linear, {s});
+  EXPECT_EQ(count(plain, "<circle"), 3u);
+  EXPECT_EQ(count(plain, "stroke-width=\"1.2\""), 3u) << "one interval bar per point";
+  EXPECT_EQ(count(plain, ">2</text>"), 0u) << "linear ticks step by 20 and 500";
+  ChartSpec log = linear;
+  log.log_x = true;
+  log.log_y = true;
+  const std::string logged = render_line_chart(log, {s});
+  EXPECT_EQ(count(logged, ">2</text>"), 2u) << "1, 2, 5 x 10^k on both log axes";
+  EXPECT_EQ(count(logged, ">20</text>"), 2u);
+  EXPECT_EQ(count(logged, ">1000</text>"), 1u);
+  Series with_zero = s;
+  with_zero.x = {0, 10, 100};
+  EXPECT_EQ(count(render_line_chart(log, {with_zero}), "<circle"), 2u)
+      << "a point at 0 cannot be drawn on a log axis";
 }
 
 }  // namespace

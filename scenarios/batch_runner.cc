@@ -1,0 +1,51 @@
+#include "scenarios/batch_runner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+namespace rcxl::scenarios {
+
+std::string RunSummary::failure() const {
+  if (!status.ok()) return status.ToString();
+  return violations.empty() ? "" : violations.front();
+}
+
+RunSummary summarize(const RunResult& r) {
+  RunSummary s;
+  s.status = r.status;
+  s.ttft_ms = mean_reuse_ttft_ms(r.records);
+  s.load_ms = mean_load_ms(r.records);
+  for (const auto& rec : r.records) {
+    if (rec.reuse_turn()) s.ttfts.push_back(runtime::to_millis(rec.ttft()));
+    if (rec.loaded()) s.loads.push_back(runtime::to_millis(rec.load_time()));
+  }
+  s.violations = r.invariants.violations;
+  s.counters = r.counters;
+  s.virtual_s = r.virtual_seconds;
+  s.wall_s = r.wall_seconds;
+  return s;
+}
+
+void run_parallel(std::size_t jobs, int threads, const std::function<void(std::size_t)>& run,
+                  const std::function<void(std::size_t, std::size_t)>& done) {
+  std::atomic<std::size_t> next{0};
+  std::mutex done_mu;
+  std::size_t finished = 0;
+  auto worker = [&] {
+    for (std::size_t j = next++; j < jobs; j = next++) {
+      run(j);
+      std::lock_guard<std::mutex> lock(done_mu);
+      ++finished;
+      if (done) done(j, finished);
+    }
+  };
+  std::vector<std::thread> pool;
+  const std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(std::max(1, threads)),
+                                              std::max<std::size_t>(1, jobs));
+  for (std::size_t t = 0; t < n; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+}
+
+}  // namespace rcxl::scenarios

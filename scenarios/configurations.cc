@@ -1,0 +1,46 @@
+#include "scenarios/configurations.h"
+
+namespace rcxl::scenarios {
+
+// The configurations the seed compared (PAPER.md), plus one it did not.
+const std::vector<Configuration>& configurations() {
+  static const std::vector<Configuration> kConfigs = [] {
+    ClientSettings hints;
+    hints.read_hints = true;  // write hints, waits and promotes follow (SPEC R4)
+    ClientSettings waits_off = hints;
+    waits_off.write_wait_ms = 0;
+    ClientSettings gated;  // the replaced design #124: no hints, a round trip per READ batch
+    gated.gate_reads = true;
+    ClientSettings none;
+    return std::vector<Configuration>{
+        {"all_dram", "device DRAM holds everything", "all_dram", hints},
+        {"hints", "CXL-SSD, read hints", "cxl_ssd_default", hints},
+        {"gated", "CXL-SSD, per-READ gate (#124)", "cxl_ssd_default", gated},
+        {"waits_off", "CXL-SSD, hints, write waits off", "cxl_ssd_default", waits_off},
+        {"no_hints", "CXL-SSD, no hints", "cxl_ssd_default", none},
+    };
+  }();
+  return kConfigs;
+}
+
+Result<Configuration> find_configuration(const std::string& name) {
+  std::string known;
+  for (const auto& c : configurations()) {
+    if (c.name == name) return c;
+    known += (known.empty() ? "" : ", ") + c.name;
+  }
+  return Error(ErrorCode::kBadRequest,
+               "unknown configuration '" + name + "'; expected one of: " + known);
+}
+
+Json client_json(const ClientSettings& client) {
+  Json j = {{"read_hints", client.read_hints},
+            {"write_wait_ms", client.write_wait_ms},
+            {"read_hint_on_arrival", client.read_hint_on_arrival},
+            {"gate_reads", client.gate_reads}};
+  if (client.write_hints) j["write_hints"] = *client.write_hints;
+  if (client.read_promotes) j["read_promotes"] = *client.read_promotes;
+  return j;
+}
+
+}  // namespace rcxl::scenarios

@@ -1,0 +1,663 @@
+#include "scenarios/sweep.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "scenarios/configurations.h"
+#include "scenarios/embedded/embedded.h"
+#include "scenarios/report/stats.h"
+#include "scenarios/report/svg_chart.h"
+
+namespace rcxl::scenarios {
+namespace {
+
+using Json = nlohmann::json;
+
+// A built-in name is a JSON pointer with a unit: the value times `scale` lands there.
+struct NamedParam {
+  const char* name;
+  const char* pointer;
+  double scale;
+  const char* help;
+};
+
+const std::vector<NamedParam>& named_params() {
+  static const std::vector<NamedParam> kNamed = {
+      {"dram_cache_bytes", "/device/dram_cache_bytes", 1,
+       "the device's DRAM cache in front of flash (profile device.dram_cache_bytes; 16G)"},
+      {"flash_read_ns", "/device/flash_read_ns", 1,
+       "flash tR, one page read from the array (profile device.flash_read_ns; 3000)"},
+      {"hint_lead_ms", "/engine/scheduler_to_worker_us", 1000,
+       "ms from the scheduler's read hint to the worker's first READ of that load "
+       "(profile engine.scheduler_to_worker_us; 0.3)"},
+      {"concurrency", "/workload/conversations", 1,
+       "conversations in flight, each a closed-loop client with one request at a time "
+       "(scenario workload.conversations; 48)"},
+  };
+  return kNamed;
+}
+
+// Profile sections; every other pointer goes into the scenario.
+bool is_profile_section(const std::string& s) {
+  return s == "device" || s == "nic" || s == "engine" || s == "control_link";
+}
+
+std::string known_names() {
+  std::string out;
+  for (const auto& n : named_params()) out += std::string(out.empty() ? "" : ", ") + n.name;
+  return out;
+}
+
+Status bad_param(const std::string& name, const std::string& why) {
+  return Error(ErrorCode::kBadRequest, "--param " + name + ": " + why);
+}
+
+// "4G" -> 4 * 2^30; "0.5" -> 0.5; "true" -> true.
+Result<Json> parse_value(const std::string& name, const std::string& text) {
+  if (text == "true") return Json(true);
+  if (text == "false") return Json(false);
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  double v = std::strtod(begin, &end);
+  if (end == begin || text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) {
+    return bad_param(name,
+                     "'" + text + "' is not a value; write a number (3000, 0.5, 4G) or true/false");
+  }
+  const std::string suffix(end);
+  static const std::map<std::string, double> kSuffix = {{"", 1},
+                                                        {"K", 1024.0},
+                                                        {"M", 1024.0 * 1024},
+                                                        {"G", 1024.0 * 1024 * 1024},
+                                                        {"T", 1024.0 * 1024 * 1024 * 1024}};
+  auto it = kSuffix.find(suffix);
+  if (it == kSuffix.end()) {
+    return bad_param(name, "'" + text + "' has an unknown suffix '" + suffix +
+                               "'; sizes take K, M, G or T (binary: 4G = 4 * 2^30)");
+  }
+  v *= it->second;
+  if (!std::isfinite(v)) return bad_param(name, "'" + text + "' is not a finite number");
+  if (std::floor(v) == v && std::abs(v) < 9e15) {
+    if (v >= 0) return Json(static_cast<std::uint64_t>(v));
+    return Json(static_cast<std::int64_t>(v));
+  }
+  return Json(v);
+}
+
+// Where a parameter lands and in which unit.
+struct Target {
+  bool profile = false;
+  Json::json_pointer pointer;
+  double scale = 1;
+};
+
+Result<Target> target_of(const std::string& name) {
+  Target t;
+  std::string pointer;
+  for (const auto& n : named_params()) {
+    if (name == n.name) {
+      pointer = n.pointer;
+      t.scale = n.scale;
+    }
+  }
+  if (pointer.empty()) {
+    if (name.empty() || name[0] != '/') {
+      return bad_param(name, "unknown parameter; use one of " + known_names() +
+                                 ", or a JSON pointer into the scenario or profile such as "
+                                 "/device/flash_read_ns or /workload/turns");
+    }
+    pointer = name;
+  }
+  try {
+    t.pointer = Json::json_pointer(pointer);
+  } catch (const Json::exception& e) {
+    return bad_param(name, "not a JSON pointer (" + std::string(e.what()) + ")");
+  }
+  // The first token decides between the profile's sections and the scenario.
+  const auto slash = pointer.find('/', 1);
+  const std::string head = pointer.substr(1, slash == std::string::npos ? slash : slash - 1);
+  if (head == "seed" || head == "profile") {
+    return bad_param(
+        name, "/" + head + " is set by " +
+                  (head == "seed" ? std::string("--seed and --seeds") : std::string("--configs")));
+  }
+  t.profile = is_profile_section(head);
+  if (t.profile && std::count(pointer.begin(), pointer.end(), '/') != 2) {
+    return bad_param(name, "profile parameters are /<section>/<field>, e.g. /device/flash_read_ns");
+  }
+  return t;
+}
+
+Json scaled(const Json& v, double scale) {
+  if (scale == 1 || !v.is_number()) return v;
+  const double s = v.get<double>() * scale;
+  if (std::floor(s) == s && std::abs(s) < 9e15) {
+    return s >= 0 ? Json(static_cast<std::uint64_t>(s)) : Json(static_cast<std::int64_t>(s));
+  }
+  return Json(s);
+}
+
+// Sets one parameter in a scenario or profile document.
+Status apply(const SweepParam& param, const Json& value, Json& scenario, Json& profile) {
+  auto t = target_of(param.name);
+  if (!t.ok()) return t.status();
+  const Json v = scaled(value, t->scale);
+  try {
+    if (t->profile) {
+      Json& field = profile[t->pointer];
+      if (field.is_object() && field.contains("value")) {
+        field["value"] = v;
+      } else {
+        field = {{"value", v}, {"source", "rcxl-sim sweep"}};
+      }
+    } else {
+      scenario[t->pointer] = v;
+    }
+  } catch (const Json::exception& e) {
+    return bad_param(param.name, "cannot set it here (" + std::string(e.what()) + ")");
+  }
+  return {};
+}
+
+Result<Json> profile_document(const std::string& dir, const std::string& name) {
+  std::string text;
+  std::string origin =
+      dir.empty() ? "profiles/" + name + ".json (built in)" : dir + "/" + name + ".json";
+  if (dir.empty()) {
+    auto e = embedded_file("profiles/" + name + ".json");
+    if (!e) return Error(ErrorCode::kNotFound, "no built-in profile '" + name + "'");
+    text = std::string(*e);
+  } else {
+    std::ifstream in(origin);
+    if (!in) return Error(ErrorCode::kNotFound, origin + ": no such profile file");
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    text = buffer.str();
+  }
+  Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded()) return Error(ErrorCode::kBadRequest, origin + ": not valid JSON");
+  return j;
+}
+
+// One (point, configuration): what its runs need, validated before any run.
+struct Prepared {
+  Scenario scenario;
+  Profile profile;
+};
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string point_text(const std::vector<SweepParam>& params, const SweepPoint& p) {
+  std::string out;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    out += (i ? " " : "") + params[i].name + "=" + params[i].texts[p.index[i]];
+  }
+  return out;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::uint64_t counter(const Json& counters, const char* pointer) {
+  const Json::json_pointer p(pointer);
+  if (!counters.contains(p) || !counters[p].is_number()) return 0;
+  return counters[p].get<std::uint64_t>();
+}
+
+double quantile_or_zero(const std::vector<double>& xs, double q) {
+  return xs.empty() ? 0 : quantile(xs, q);
+}
+
+// The per-run columns after the parameters, configuration and seed.
+struct Column {
+  const char* name;
+  std::function<std::string(const RunSummary&)> value;
+};
+
+const std::vector<Column>& columns() {
+  auto ms = [](double v) { return fmt("%.3f", v); };
+  auto count = [](const char* pointer) {
+    return [pointer](const RunSummary& r) { return std::to_string(counter(r.counters, pointer)); };
+  };
+  static const std::vector<Column> kColumns = {
+      {"ok", [](const RunSummary& r) { return std::string(r.ok() ? "1" : "0"); }},
+      {"reuse_turns", [](const RunSummary& r) { return std::to_string(r.ttfts.size()); }},
+      {"loads", [](const RunSummary& r) { return std::to_string(r.loads.size()); }},
+      {"ttft_mean_ms", [ms](const RunSummary& r) { return ms(r.ttft_ms); }},
+      {"ttft_p50_ms", [ms](const RunSummary& r) { return ms(quantile_or_zero(r.ttfts, 0.5)); }},
+      {"ttft_p99_ms", [ms](const RunSummary& r) { return ms(quantile_or_zero(r.ttfts, 0.99)); }},
+      {"load_mean_ms", [ms](const RunSummary& r) { return ms(r.load_ms); }},
+      {"load_p50_ms", [ms](const RunSummary& r) { return ms(quantile_or_zero(r.loads, 0.5)); }},
+      {"load_p99_ms", [ms](const RunSummary& r) { return ms(quantile_or_zero(r.loads, 0.99)); }},
+      {"virtual_s", [](const RunSummary& r) { return fmt("%.6f", r.virtual_s); }},
+      {"device_hits", count("/device/hits")},
+      {"device_misses", count("/device/misses")},
+      {"demand_read_fills", count("/device/demand_read_fills")},
+      {"evictions", count("/device/evictions")},
+      {"hinted_bytes_prepared", count("/device/hinted_bytes_prepared")},
+      {"reads_posted", count("/worker/reads_posted")},
+      {"hints_sent", count("/scheduler/hints_sent")},
+  };
+  return kColumns;
+}
+
+// A parameter's value on a chart's x axis; byte sizes in GiB.
+double axis_value(const SweepParam& param, std::size_t i) {
+  const Json& v = param.values[i];
+  const double x = v.is_boolean() ? (v.get<bool>() ? 1 : 0) : v.get<double>();
+  return param.name.size() > 6 && param.name.ends_with("_bytes") ? x / (1024.0 * 1024 * 1024) : x;
+}
+
+std::string axis_label(const SweepParam& param) {
+  return param.name.ends_with("_bytes") ? param.name + " (GiB)" : param.name;
+}
+
+struct Metric {
+  const char* key;
+  const char* title;
+  const char* unit;
+  std::function<double(const RunSummary&)> value;
+};
+
+const std::vector<Metric>& metrics() {
+  static const std::vector<Metric> kMetrics = {
+      {"ttft_mean_ms", "Mean reuse-turn TTFT", "TTFT (ms)",
+       [](const RunSummary& r) { return r.ttft_ms; }},
+      {"ttft_p99_ms", "p99 reuse-turn TTFT", "TTFT p99 (ms)",
+       [](const RunSummary& r) { return quantile_or_zero(r.ttfts, 0.99); }},
+      {"load_mean_ms", "Mean KV load time", "load time (ms)",
+       [](const RunSummary& r) { return r.load_ms; }},
+  };
+  return kMetrics;
+}
+
+bool spans_decades(const std::vector<double>& xs) {
+  if (xs.empty()) return false;
+  const auto [lo, hi] = std::minmax_element(xs.begin(), xs.end());
+  return *lo > 0 && *hi / *lo >= 20;
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  return out.good();
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> sweep_param_help() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& n : named_params()) out.emplace_back(n.name, n.help);
+  return out;
+}
+
+Result<SweepParam> parse_sweep_param(const std::string& spec) {
+  const auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return bad_param(spec, "expected NAME=V1,V2,... (e.g. dram_cache_bytes=4G,8G,16G)");
+  }
+  SweepParam p;
+  p.name = spec.substr(0, eq);
+  if (auto t = target_of(p.name); !t.ok()) return t.status();
+  std::string rest = spec.substr(eq + 1);
+  if (rest.empty()) return bad_param(p.name, "no values; expected NAME=V1,V2,...");
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = rest.find(',', start);
+    const std::string text = rest.substr(start, comma == std::string::npos ? comma : comma - start);
+    auto v = parse_value(p.name, text);
+    if (!v.ok()) return v.status();
+    p.texts.push_back(text);
+    p.values.push_back(*v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return p;
+}
+
+std::vector<SweepPoint> expand_grid(const std::vector<SweepParam>& params) {
+  std::vector<SweepPoint> out{SweepPoint{}};
+  for (const auto& param : params) {
+    std::vector<SweepPoint> next;
+    for (const auto& p : out) {
+      for (std::size_t i = 0; i < param.values.size(); ++i) {
+        SweepPoint q = p;
+        q.index.push_back(i);
+        next.push_back(std::move(q));
+      }
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+Result<SweepReport> sweep(const SweepOptions& options) {
+  SweepReport report;
+  report.params = options.params;
+  if (report.params.empty()) {
+    auto p = parse_sweep_param("dram_cache_bytes=4G,8G,16G,32G");
+    if (!p.ok()) return p.status();
+    report.params.push_back(*p);
+  }
+  for (std::size_t i = 0; i < report.params.size(); ++i) {
+    for (std::size_t k = 0; k < i; ++k) {
+      if (report.params[k].name == report.params[i].name) {
+        return bad_param(report.params[i].name, "given twice; list all its values in one --param");
+      }
+    }
+  }
+  if (options.configs.empty()) return Error(ErrorCode::kBadRequest, "--configs: name at least one");
+  std::vector<Configuration> cfgs;
+  for (const auto& name : options.configs) {
+    auto c = find_configuration(name);
+    if (!c.ok()) return Error(ErrorCode::kBadRequest, "--configs: " + c.status().message());
+    cfgs.push_back(*c);
+  }
+  const int seeds = std::max(1, options.seeds);
+  report.points = expand_grid(report.params);
+  const std::size_t runs = report.points.size() * cfgs.size() * static_cast<std::size_t>(seeds);
+  if (runs > 10000) {
+    return Error(ErrorCode::kBadRequest, "the grid has " + std::to_string(runs) +
+                                             " runs; keep it under 10000 (fewer values or seeds)");
+  }
+
+  // The base scenario: the user's file or the seed's serving workload.
+  Json base;
+  std::string origin = options.scenario_path;
+  if (options.scenario) {
+    base = *options.scenario;
+    if (origin.empty()) origin = "(scenario)";
+  } else {
+    auto text = embedded_file("replays/seed_serving.json");
+    if (!text) return Error(ErrorCode::kNotFound, "built-in replays/seed_serving.json is missing");
+    base = Json::parse(*text);
+    origin = "replays/seed_serving.json (built in)";
+  }
+  if (!base.is_object()) return Error(ErrorCode::kBadRequest, origin + ": expected a JSON object");
+  if (options.conversations) base["workload"]["conversations"] = *options.conversations;
+  if (options.turns) base["workload"]["turns"] = *options.turns;
+  std::map<std::string, Json> profile_docs;
+  for (const auto& c : cfgs) {
+    if (profile_docs.count(c.profile)) continue;
+    auto doc = profile_document(options.profiles_dir, c.profile);
+    if (!doc.ok()) return doc.status();
+    profile_docs.emplace(c.profile, std::move(doc).value());
+  }
+
+  // Scenario + profile of one point under one configuration; `only` limits
+  // the parameters applied (to name the one at fault).
+  auto prepare = [&](const SweepPoint& point, const Configuration& cfg,
+                     std::optional<std::size_t> only) -> Result<Prepared> {
+    Json sc = base;
+    sc["client"] = client_json(cfg.client);
+    sc["profile"] = cfg.profile;
+    Json prof = profile_docs.at(cfg.profile);
+    std::string what;
+    for (std::size_t i = 0; i < report.params.size(); ++i) {
+      if (only && *only != i) continue;
+      const auto& param = report.params[i];
+      if (auto s = apply(param, param.values[point.index[i]], sc, prof); !s.ok()) return s;
+      what += (what.empty() ? "" : " ") + param.name + "=" + param.texts[point.index[i]];
+    }
+    const std::string at = what.empty() ? "" : "--param " + what + ": ";
+    auto scenario = parse_scenario(sc, origin);
+    if (!scenario.ok()) return Error(ErrorCode::kBadRequest, at + scenario.status().message());
+    auto profile = profile_from_json(prof, "profiles/" + cfg.profile + ".json");
+    if (!profile.ok()) return Error(ErrorCode::kBadRequest, at + profile.status().message());
+    scenario->name = cfg.name;
+    return Prepared{std::move(scenario).value(), std::move(profile).value()};
+  };
+  // Every value alone first, so an error names the one parameter at fault.
+  for (const auto& cfg : cfgs) {
+    for (std::size_t i = 0; i < report.params.size(); ++i) {
+      for (std::size_t v = 0; v < report.params[i].values.size(); ++v) {
+        SweepPoint p;
+        p.index.assign(report.params.size(), 0);
+        p.index[i] = v;
+        if (auto r = prepare(p, cfg, i); !r.ok()) return r.status();
+      }
+    }
+  }
+  std::vector<Prepared> prepared;  // point-major, then configuration
+  for (const auto& point : report.points) {
+    for (const auto& cfg : cfgs) {
+      auto r = prepare(point, cfg, std::nullopt);
+      if (!r.ok()) return r.status();
+      prepared.push_back(std::move(r).value());
+    }
+  }
+
+  // Runs: point-major, then configuration, then seed.
+  report.runs.resize(runs);
+  for (std::size_t j = 0; j < runs; ++j) {
+    SweepRun& run = report.runs[j];
+    run.point = j / (cfgs.size() * static_cast<std::size_t>(seeds));
+    run.config = cfgs[(j / static_cast<std::size_t>(seeds)) % cfgs.size()].name;
+    run.seed = options.first_seed + j % static_cast<std::size_t>(seeds);
+  }
+  auto do_run = [&](std::size_t j) {
+    const Prepared& p = prepared[j / static_cast<std::size_t>(seeds)];
+    Scenario sc = p.scenario;
+    sc.seed = report.runs[j].seed;
+    report.runs[j].summary = summarize(run_scenario(sc, p.profile));
+  };
+  auto done = [&](std::size_t j, std::size_t finished) {
+    if (!options.progress) return;
+    const SweepRun& r = report.runs[j];
+    options.progress("[" + std::to_string(finished) + "/" + std::to_string(runs) + "] " +
+                     point_text(report.params, report.points[r.point]) + " " + r.config + " seed " +
+                     std::to_string(r.seed) + ": " +
+                     (r.summary.ok() ? "reuse TTFT " + fmt("%.2f", r.summary.ttft_ms) +
+                                           " ms, load " + fmt("%.2f", r.summary.load_ms) + " ms"
+                                     : "FAILED: " + r.summary.failure()) +
+                     " (" + fmt("%.1f", r.summary.wall_s) + " s)");
+  };
+  run_parallel(runs, options.threads, do_run, done);
+
+  // Failures, each with the one line that reproduces it.
+  for (const SweepRun& r : report.runs) {
+    if (r.summary.ok()) continue;
+    std::string cmd = "rcxl-sim sweep";
+    for (std::size_t i = 0; i < report.params.size(); ++i) {
+      cmd += " --param " + report.params[i].name + "=" +
+             report.params[i].texts[report.points[r.point].index[i]];
+    }
+    cmd += " --configs " + r.config + " --seed " + std::to_string(r.seed) + " --seeds 1";
+    if (!options.scenario_path.empty()) cmd += " --scenario " + options.scenario_path;
+    if (options.conversations) cmd += " --conversations " + std::to_string(*options.conversations);
+    if (options.turns) cmd += " --turns " + std::to_string(*options.turns);
+    if (!options.profiles_dir.empty()) cmd += " --profiles " + options.profiles_dir;
+    report.failures.push_back(point_text(report.params, report.points[r.point]) + " " + r.config +
+                              " seed " + std::to_string(r.seed) + ": " + r.summary.failure() +
+                              "\n  reproduce: " + cmd);
+  }
+
+  // CSV and JSON rows: one per run.
+  std::string& csv = report.csv;
+  Json rows = Json::array();
+  for (const auto& p : report.params) csv += csv_field(p.name) + ",";
+  csv += "config,seed";
+  for (const auto& c : columns()) csv += std::string(",") + c.name;
+  csv += "\n";
+  for (const SweepRun& r : report.runs) {
+    Json row = Json::object();
+    for (std::size_t i = 0; i < report.params.size(); ++i) {
+      const Json& v = report.params[i].values[report.points[r.point].index[i]];
+      csv += csv_field(v.dump()) + ",";
+      row[report.params[i].name] = v;
+    }
+    csv += r.config + "," + std::to_string(r.seed);
+    row["config"] = r.config;
+    row["seed"] = r.seed;
+    for (const auto& c : columns()) {
+      const std::string v = c.value(r.summary);
+      csv += "," + v;
+      row[c.name] = Json::parse(v);
+    }
+    csv += "\n";
+    rows.push_back(row);
+  }
+
+  // Per (point, configuration): mean over seeds with a 95% t-interval.
+  struct Cell {
+    std::size_t point;
+    std::size_t config;
+    std::vector<Interval> metric;  // one per metrics()
+    std::size_t ok_runs = 0;
+  };
+  std::vector<Cell> cells;
+  for (std::size_t p = 0; p < report.points.size(); ++p) {
+    for (std::size_t c = 0; c < cfgs.size(); ++c) {
+      Cell cell{p, c, {}, 0};
+      for (const auto& m : metrics()) {
+        std::vector<double> xs;
+        for (int s = 0; s < seeds; ++s) {
+          const auto& run = report.runs[(p * cfgs.size() + c) * static_cast<std::size_t>(seeds) +
+                                        static_cast<std::size_t>(s)];
+          if (run.summary.ok()) xs.push_back(m.value(run.summary));
+        }
+        cell.ok_runs = xs.size();
+        cell.metric.push_back(t_interval_95(xs));
+      }
+      cells.push_back(std::move(cell));
+    }
+  }
+
+  Json summary = Json::array();
+  std::string& table = report.table;
+  auto pad = [](std::string s, std::size_t w) {
+    if (s.size() < w) s.append(w - s.size(), ' ');
+    return s + " ";
+  };
+  std::vector<std::size_t> widths;
+  for (const auto& p : report.params) {
+    std::size_t w = p.name.size();
+    for (const auto& t : p.texts) w = std::max(w, t.size());
+    widths.push_back(w);
+    table += pad(p.name, w);
+  }
+  table += pad("config", 10);
+  for (const auto& m : metrics()) table += pad(m.key, seeds > 1 ? 28 : 14);
+  table += "\n";
+  for (const Cell& cell : cells) {
+    Json s = Json::object();
+    Json point = Json::object();
+    for (std::size_t i = 0; i < report.params.size(); ++i) {
+      const std::string& text = report.params[i].texts[report.points[cell.point].index[i]];
+      table += pad(text, widths[i]);
+      point[report.params[i].name] = report.params[i].values[report.points[cell.point].index[i]];
+    }
+    s["point"] = point;
+    s["config"] = cfgs[cell.config].name;
+    s["ok_runs"] = cell.ok_runs;
+    table += pad(cfgs[cell.config].name, 10);
+    for (std::size_t m = 0; m < metrics().size(); ++m) {
+      const Interval& ci = cell.metric[m];
+      std::string text = cell.ok_runs == 0 ? "FAILED" : fmt("%.2f", ci.mean);
+      if (seeds > 1 && cell.ok_runs > 0)
+        text += " [" + fmt("%.2f", ci.low) + ", " + fmt("%.2f", ci.high) + "]";
+      table += pad(text, seeds > 1 ? 28 : 14);
+      s[metrics()[m].key] = {{"mean", ci.mean}, {"ci", {ci.low, ci.high}}};
+    }
+    table += "\n";
+    summary.push_back(s);
+  }
+  table += std::to_string(runs) + " runs: " + std::to_string(report.points.size()) + " points x " +
+           std::to_string(cfgs.size()) + " configurations x " + std::to_string(seeds) +
+           " seed(s) from " + std::to_string(options.first_seed) +
+           (seeds > 1 ? "; [95% t-interval over seeds]\n" : "\n");
+
+  Json params = Json::array();
+  for (const auto& p : report.params) params.push_back({{"name", p.name}, {"values", p.texts}});
+  report.json = {{"params", params},
+                 {"configs", options.configs},
+                 {"seeds", seeds},
+                 {"first_seed", options.first_seed},
+                 {"summary", summary},
+                 {"runs", rows},
+                 {"failures", report.failures}};
+
+  // Charts: a metric over the first parameter, one line per configuration and
+  // combination of the other parameters' values.
+  const SweepParam& xparam = report.params.front();
+  std::vector<std::vector<Series>> charts(metrics().size());
+  std::map<std::pair<std::size_t, std::vector<std::size_t>>, std::vector<const Cell*>> lines;
+  for (const Cell& cell : cells) {
+    const auto& idx = report.points[cell.point].index;
+    lines[{cell.config, std::vector<std::size_t>(idx.begin() + 1, idx.end())}].push_back(&cell);
+  }
+  for (const auto& [key, members] : lines) {
+    std::string label = cfgs[key.first].name;
+    for (std::size_t i = 1; i < report.params.size(); ++i) {
+      label += ", " + report.params[i].name + "=" + report.params[i].texts[key.second[i - 1]];
+    }
+    std::vector<const Cell*> sorted = members;
+    std::stable_sort(sorted.begin(), sorted.end(), [&](const Cell* a, const Cell* b) {
+      return axis_value(xparam, report.points[a->point].index[0]) <
+             axis_value(xparam, report.points[b->point].index[0]);
+    });
+    for (std::size_t m = 0; m < metrics().size(); ++m) {
+      Series s;
+      s.label = label;
+      s.markers = true;
+      for (const Cell* cell : sorted) {
+        if (cell->ok_runs == 0) continue;
+        s.x.push_back(axis_value(xparam, report.points[cell->point].index[0]));
+        s.y.push_back(cell->metric[m].mean);
+        if (seeds > 1) {
+          s.y_low.push_back(cell->metric[m].low);
+          s.y_high.push_back(cell->metric[m].high);
+        }
+      }
+      charts[m].push_back(std::move(s));
+    }
+  }
+  if (!options.write_files) return report;
+  std::error_code ec;
+  std::filesystem::create_directories(options.out_dir, ec);
+  if (ec) return Error(ErrorCode::kIoError, options.out_dir + ": " + ec.message());
+  for (std::size_t m = 0; m < metrics().size(); ++m) {
+    const Metric& metric = metrics()[m];
+    const std::string path = options.out_dir + "/sweep_" + metric.key + ".svg";
+    const std::string title = std::string(metric.title) + " over " + xparam.name +
+                              (seeds > 1 ? " (95% intervals over seeds)" : "");
+    // Values over more than ~1.3 decades go on a log axis, so no line flattens the rest.
+    std::vector<double> xs, ys;
+    for (const auto& series : charts[m]) {
+      xs.insert(xs.end(), series.x.begin(), series.x.end());
+      ys.insert(ys.end(), series.y.begin(), series.y.end());
+    }
+    ChartSpec spec{title, axis_label(xparam), metric.unit, false};
+    spec.log_x = spans_decades(xs);
+    spec.log_y = spans_decades(ys);
+    if (spec.log_x) spec.x_label += ", log scale";
+    if (spec.log_y) spec.y_label += ", log scale";
+    if (!write_file(path, render_line_chart(spec, charts[m]))) {
+      return Error(ErrorCode::kIoError, "cannot write " + path);
+    }
+    report.pictures.push_back(path);
+  }
+  for (const auto& [name, text] : {std::pair<std::string, std::string>{"sweep.csv", csv},
+                                   {"sweep.json", report.json.dump(2)}}) {
+    if (!write_file(options.out_dir + "/" + name, text)) {
+      return Error(ErrorCode::kIoError, "cannot write " + options.out_dir + "/" + name);
+    }
+  }
+  return report;
+}
+
+}  // namespace rcxl::scenarios

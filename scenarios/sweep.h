@@ -1,0 +1,79 @@
+// `rcxl-sim sweep`: what-if grids. Every point of a parameter grid is run
+// under each chosen configuration and seed; the report is a CSV with one row
+// per run, SVG charts of a metric over the first parameter, and a table
+// (docs/reproduce.md, "What-if sweeps").
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/runtime/status.h"
+#include "scenarios/batch_runner.h"
+
+namespace rcxl::scenarios {
+
+// One axis of the grid: a named parameter or a JSON pointer, and its values.
+struct SweepParam {
+  std::string name;                    // "dram_cache_bytes" or "/device/flash_read_ns"
+  std::vector<std::string> texts;      // the values as written ("4G")
+  std::vector<nlohmann::json> values;  // parsed (4294967296); before any unit scaling
+};
+
+// Parses "NAME=V1,V2,...". Values: true, false, or a number with an optional
+// binary suffix K, M, G, T (x 1024^n). Errors name the parameter and the fix.
+Result<SweepParam> parse_sweep_param(const std::string& spec);
+// The built-in names, e.g. "dram_cache_bytes", with what each one sets.
+std::vector<std::pair<std::string, std::string>> sweep_param_help();
+
+// One grid point: a value index per parameter.
+struct SweepPoint {
+  std::vector<std::size_t> index;
+};
+// The cartesian product in nested-loop order: the first parameter outermost.
+std::vector<SweepPoint> expand_grid(const std::vector<SweepParam>& params);
+
+struct SweepOptions {
+  std::vector<SweepParam> params;  // empty: dram_cache_bytes=4G,8G,16G,32G
+  std::vector<std::string> configs = {"hints", "no_hints"};
+  int seeds = 1;
+  std::uint64_t first_seed = 1;
+  int threads = 2;  // runs in parallel; results do not depend on it
+  std::string out_dir = "rcxl-sweep";
+  std::string profiles_dir;  // empty: the built-in profiles
+  // The scenario every point starts from; empty: the built-in seed_serving.
+  std::optional<nlohmann::json> scenario;
+  std::string scenario_path;         // for errors and the reproduce line
+  std::optional<int> conversations;  // shorter workloads for quick sweeps
+  std::optional<int> turns;
+  bool write_files = true;
+  std::function<void(const std::string&)> progress;  // one line per finished run
+};
+
+struct SweepRun {
+  std::size_t point = 0;
+  std::string config;
+  std::uint64_t seed = 0;
+  RunSummary summary;
+};
+
+struct SweepReport {
+  std::vector<SweepParam> params;
+  std::vector<SweepPoint> points;
+  std::vector<SweepRun> runs;  // point-major, then configuration, then seed
+  std::string csv;
+  nlohmann::json json;
+  std::string table;
+  std::vector<std::string> pictures;
+  // One line per failed run, each with the command that reproduces it.
+  std::vector<std::string> failures;
+};
+
+// Validates every point (bad values: kBadRequest, nothing run), runs the grid
+// and, with write_files, writes sweep.csv, sweep.json and sweep_<metric>.svg.
+Result<SweepReport> sweep(const SweepOptions& options);
+
+}  // namespace rcxl::scenarios

@@ -1,0 +1,232 @@
+// `rcxl-sim sweep` (issue #6 item 4, SPEC R8's what-if side): parameter
+// parsing, grid order, validation before any run, and results that do not
+// depend on the thread count.
+#include "scenarios/sweep.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <sstream>
+
+namespace rcxl::scenarios {
+namespace {
+
+// A few short conversations: each run takes milliseconds of CPU. The think
+// time lets each turn's store land before the next turn looks it up.
+Json tiny_scenario() {
+  return Json::parse(R"({
+    "name": "tiny",
+    "workload": {"conversations": 3, "turns": 2, "first_prompt_tokens": [600, 800],
+                 "followup_prompt_tokens": [20, 40], "output_tokens": [4, 8],
+                 "start_window_s": 0.05, "think_time_s": 0.2}
+  })");
+}
+
+SweepOptions tiny_options() {
+  SweepOptions o;
+  o.scenario = tiny_scenario();
+  o.scenario_path = "tiny.json";
+  o.write_files = false;
+  return o;
+}
+
+SweepParam param(const std::string& spec) {
+  auto p = parse_sweep_param(spec);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  return p.ok() ? *p : SweepParam{};
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST(Sweep, R8_ParsesNamesValuesAndBinarySuffixes) {
+  const SweepParam dram = param("dram_cache_bytes=4G,512M,1.5K,3000");
+  EXPECT_EQ(dram.name, "dram_cache_bytes");
+  EXPECT_EQ(dram.texts, (std::vector<std::string>{"4G", "512M", "1.5K", "3000"}));
+  EXPECT_EQ(dram.values[0].get<std::uint64_t>(), 4ull << 30);
+  EXPECT_EQ(dram.values[1].get<std::uint64_t>(), 512ull << 20);
+  EXPECT_EQ(dram.values[2].get<std::uint64_t>(), 1536u);
+  EXPECT_EQ(dram.values[3].get<std::uint64_t>(), 3000u);
+  const SweepParam lead = param("hint_lead_ms=0.3,2");
+  EXPECT_DOUBLE_EQ(lead.values[0].get<double>(), 0.3);
+  const SweepParam pointer = param("/client/read_hint_on_arrival=false,true");
+  EXPECT_EQ(pointer.values[1], Json(true));
+  EXPECT_EQ(param("/device/flash_read_ns=5000").values[0].get<std::uint64_t>(), 5000u);
+}
+
+TEST(Sweep, R8_BadParametersAreRefusedNamingTheParameterAndTheFix) {
+  struct Case {
+    std::string spec;
+    std::string names;  // the message must name this ...
+    std::string fix;    // ... and say this
+  };
+  const std::vector<Case> cases = {
+      {"dram=4G", "dram", "dram_cache_bytes"},
+      {"flash_read_ns=fast", "flash_read_ns", "write a number"},
+      {"flash_read_ns=3X", "flash_read_ns", "K, M, G or T"},
+      {"flash_read_ns=1,,2", "flash_read_ns", "write a number"},
+      {"flash_read_ns", "flash_read_ns", "NAME=V1,V2"},
+      {"flash_read_ns=", "flash_read_ns", "no values"},
+      {"=1", "=1", "NAME=V1,V2"},
+      {"/seed=1,2", "/seed", "--seeds"},
+      {"/profile=all_dram", "/profile", "--configs"},
+      {"/device/flash/read_ns=1", "/device/flash/read_ns", "/<section>/<field>"},
+  };
+  for (const auto& c : cases) {
+    auto p = parse_sweep_param(c.spec);
+    ASSERT_FALSE(p.ok()) << c.spec;
+    EXPECT_EQ(p.status().code(), ErrorCode::kBadRequest) << c.spec;
+    EXPECT_NE(p.status().message().find("--param " + c.names), std::string::npos)
+        << c.spec << ": " << p.status().message();
+    EXPECT_NE(p.status().message().find(c.fix), std::string::npos)
+        << c.spec << ": " << p.status().message();
+  }
+}
+
+TEST(Sweep, R8_OutOfRangeValuesAreRefusedBeforeAnyRun) {
+  struct Case {
+    std::string spec;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"dram_cache_bytes=64M,100", "dram_cache_bytes=100"},
+      {"concurrency=2,0", "concurrency=0"},
+      {"/device/bogus_knob=1", "bogus_knob"},
+      {"/workload/bogus=1", "bogus"},
+      {"hint_lead_ms=-1", "hint_lead_ms=-1"},
+  };
+  for (const auto& c : cases) {
+    SweepOptions o = tiny_options();
+    o.params = {param(c.spec)};
+    std::atomic<int> runs{0};
+    o.progress = [&](const std::string&) { ++runs; };
+    auto r = sweep(o);
+    ASSERT_FALSE(r.ok()) << c.spec;
+    EXPECT_EQ(r.status().code(), ErrorCode::kBadRequest) << c.spec;
+    EXPECT_NE(r.status().message().find(c.says), std::string::npos)
+        << c.spec << ": " << r.status().message();
+    EXPECT_EQ(runs.load(), 0) << c.spec << ": nothing runs when a value is bad";
+  }
+  SweepOptions o = tiny_options();
+  o.configs = {"hints", "fast"};
+  auto r = sweep(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("'fast'"), std::string::npos);
+  EXPECT_NE(r.status().message().find("no_hints"), std::string::npos) << "lists the known ones";
+  o = tiny_options();
+  o.params = {param("flash_read_ns=3000"), param("flash_read_ns=4000")};
+  EXPECT_FALSE(sweep(o).ok()) << "one parameter given twice";
+}
+
+TEST(Sweep, R8_GridIsNestedWithTheFirstParameterOutermost) {
+  const auto grid = expand_grid({param("flash_read_ns=1,2"), param("concurrency=1,2,3")});
+  ASSERT_EQ(grid.size(), 6u);
+  const std::vector<std::vector<std::size_t>> want = {{0, 0}, {0, 1}, {0, 2},
+                                                      {1, 0}, {1, 1}, {1, 2}};
+  for (std::size_t i = 0; i < grid.size(); ++i) EXPECT_EQ(grid[i].index, want[i]) << i;
+  EXPECT_EQ(expand_grid({}).size(), 1u) << "no parameter: one point";
+}
+
+// The tiny grid: 2 DRAM sizes x 2 configurations x 2 seeds.
+SweepOptions tiny_grid(int threads) {
+  SweepOptions o = tiny_options();
+  o.params = {param("dram_cache_bytes=64M,1G")};
+  o.seeds = 2;
+  o.threads = threads;
+  return o;
+}
+
+TEST(Sweep, R8_ResultsDoNotDependOnTheThreadCount) {
+  auto one = sweep(tiny_grid(1));
+  auto two = sweep(tiny_grid(2));
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(one->csv, two->csv);
+  EXPECT_EQ(one->table, two->table);
+  EXPECT_TRUE(one->failures.empty()) << one->failures.front();
+}
+
+TEST(Sweep, R8_CsvHasOneRowPerPointConfigurationAndSeed) {
+  auto r = sweep(tiny_grid(2));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto lines = lines_of(r->csv);
+  ASSERT_EQ(lines.size(), 1u + 2 * 2 * 2);
+  EXPECT_EQ(lines[0].rfind("dram_cache_bytes,config,seed,ok,reuse_turns,loads,ttft_mean_ms,"
+                           "ttft_p50_ms,ttft_p99_ms,load_mean_ms,",
+                           0),
+            0u)
+      << lines[0];
+  const auto commas = std::count(lines[0].begin(), lines[0].end(), ',');
+  // Point-major, then configuration (as given: hints, no_hints), then seed.
+  const std::vector<std::string> prefixes = {
+      "67108864,hints,1,1,",      "67108864,hints,2,1,",     "67108864,no_hints,1,1,",
+      "67108864,no_hints,2,1,",   "1073741824,hints,1,1,",   "1073741824,hints,2,1,",
+      "1073741824,no_hints,1,1,", "1073741824,no_hints,2,1,"};
+  for (std::size_t i = 0; i < prefixes.size(); ++i) {
+    EXPECT_EQ(lines[i + 1].rfind(prefixes[i], 0), 0u) << lines[i + 1];
+    EXPECT_EQ(std::count(lines[i + 1].begin(), lines[i + 1].end(), ','), commas) << lines[i + 1];
+  }
+  ASSERT_EQ(r->runs.size(), 8u);
+  for (const auto& run : r->runs) EXPECT_GT(run.summary.ttfts.size(), 0u) << "reuse turns ran";
+}
+
+// A parameter reaches the run: with a DRAM cache of one chunk the KV lives on
+// flash, and slower flash makes un-hinted loads slower.
+TEST(Sweep, R8_FlashReadTimeReachesTheDevice) {
+  SweepOptions o = tiny_options();
+  o.params = {param("flash_read_ns=3000,300000"), param("dram_cache_bytes=32M")};
+  o.configs = {"no_hints"};
+  auto r = sweep(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->runs.size(), 2u);
+  ASSERT_TRUE(r->runs[0].summary.ok() && r->runs[1].summary.ok());
+  EXPECT_GT(r->runs[1].summary.load_ms, r->runs[0].summary.load_ms);
+}
+
+// hint_lead_ms is the engine's scheduler-to-worker hand-off: loads start later.
+TEST(Sweep, R8_HintLeadDelaysTheWorkersReads) {
+  SweepOptions o = tiny_options();
+  o.params = {param("hint_lead_ms=0.3,50")};
+  o.configs = {"hints"};
+  auto r = sweep(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->runs.size(), 2u);
+  ASSERT_EQ(r->runs[0].summary.loads.size(), r->runs[1].summary.loads.size());
+  ASSERT_GT(r->runs[0].summary.loads.size(), 0u);
+  EXPECT_GT(r->runs[1].summary.ttft_ms, r->runs[0].summary.ttft_ms + 40);
+}
+
+// A point whose parameter changes nothing runs exactly what `rcxl-sim run`
+// runs for that configuration: the configuration's client and profile, the seed.
+TEST(Sweep, R8_APointIsTheScenarioUnderItsConfiguration) {
+  SweepOptions o = tiny_options();
+  o.params = {param("/workload/turns=2")};
+  o.configs = {"gated", "hints"};
+  o.first_seed = 7;
+  auto r = sweep(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->runs.size(), 2u);
+  Json j = tiny_scenario();
+  j["client"] = {{"read_hints", true}};
+  auto sc = parse_scenario(j, "tiny.json");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  sc->seed = 7;
+  auto profile = load_profile("", "cxl_ssd_default");
+  ASSERT_TRUE(profile.ok());
+  const RunResult direct = run_scenario(*sc, *profile);
+  EXPECT_EQ(r->runs[1].config, "hints");
+  EXPECT_EQ(r->runs[1].seed, 7u);
+  EXPECT_DOUBLE_EQ(r->runs[1].summary.ttft_ms, mean_reuse_ttft_ms(direct.records));
+  EXPECT_DOUBLE_EQ(r->runs[1].summary.load_ms, mean_load_ms(direct.records));
+  EXPECT_EQ(r->runs[1].summary.counters, direct.counters);
+  EXPECT_EQ(r->runs[0].summary.counters["/scheduler/hints_sent"_json_pointer], 0)
+      << "gated sends no hints";
+}
+
+}  // namespace
+}  // namespace rcxl::scenarios
