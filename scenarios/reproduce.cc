@@ -20,7 +20,9 @@ namespace {
 
 using Json = nlohmann::json;
 
-Json interval_json(const Interval& ci) { return Json::array({ci.low, ci.high}); }
+Json interval_json(const Interval& ci) {
+  return Json::array({ci.low, ci.high});
+}
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -42,7 +44,8 @@ Json early_read(const Profile& profile) {
   device::CxlSsdDevice dev(world.loop(), params);
   const std::uint64_t length = 32ull << 20;
   std::vector<std::byte> expected(length);
-  for (std::size_t i = 0; i < length; ++i) expected[i] = std::byte(static_cast<unsigned char>(i * 131 + 7));
+  for (std::size_t i = 0; i < length; ++i)
+    expected[i] = std::byte(static_cast<unsigned char>(i * 131 + 7));
   Json out = {{"ok", false}};
   if (!dev.write_flash(0, expected).ok()) return out;  // on flash only: nothing in DRAM
   auto reg = mem_nic.register_memory(dev, 0, length, runtime::kAccessRemoteRead);
@@ -126,10 +129,15 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
       const RunSummary& r = results[c][p];
       if (!r.status.ok() || !r.violations.empty()) {
         std::string why = r.status.ok() ? r.violations.front() : r.status.ToString();
-        return Error(ErrorCode::kInternal, "run " + cfgs[c].name + " pair " + std::to_string(p + 1) +
-                                               " failed: " + why + "\n  reproduce: rcxl-sim run " +
-                                               "<seed_serving with this configuration> --seed " +
-                                               std::to_string(options.first_seed + p));
+        // A one-point sweep is exactly this run: seed_serving under the configuration.
+        std::string again =
+            "rcxl-sim sweep --param concurrency=" + std::to_string(base->workload.conversations) +
+            " --configs " + cfgs[c].name + " --seeds 1 --seed " +
+            std::to_string(options.first_seed + p);
+        if (!options.profiles_dir.empty()) again += " --profiles " + options.profiles_dir;
+        return Error(ErrorCode::kInternal, "run " + cfgs[c].name + " pair " +
+                                               std::to_string(p + 1) + " failed: " + why +
+                                               "\n  reproduce: " + again);
       }
     }
   }
@@ -141,12 +149,14 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   };
   auto ratios = [&](const std::string& a, const std::string& b) {
     std::vector<double> out;
-    for (int p = 0; p < pairs; ++p) out.push_back(results[index(a)][p].ttft_ms / results[index(b)][p].ttft_ms);
+    for (int p = 0; p < pairs; ++p)
+      out.push_back(results[index(a)][p].ttft_ms / results[index(b)][p].ttft_ms);
     return t_interval_95(out);
   };
   auto load_deltas = [&](const std::string& a, const std::string& b) {
     std::vector<double> out;
-    for (int p = 0; p < pairs; ++p) out.push_back(results[index(a)][p].load_ms - results[index(b)][p].load_ms);
+    for (int p = 0; p < pairs; ++p)
+      out.push_back(results[index(a)][p].load_ms - results[index(b)][p].load_ms);
     return t_interval_95(out);
   };
 
@@ -163,7 +173,8 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   // Store bandwidth (P4) with the engine's store size: one 32 MiB chunk per WRITE.
   const Profile& ssd = profiles.at("cxl_ssd_default");
   device::StoreBandwidthOptions sbo;
-  sbo.write_bytes = ssd.engine.kv_bytes_per_token * static_cast<std::uint64_t>(ssd.engine.chunk_tokens);
+  sbo.write_bytes =
+      ssd.engine.kv_bytes_per_token * static_cast<std::uint64_t>(ssd.engine.chunk_tokens);
   sbo.batch_bytes = sbo.write_bytes;
   sbo.total_bytes = 64 * sbo.write_bytes;
   const auto p4 = device::measure_store_bandwidth(ssd.device, sbo);
@@ -172,21 +183,35 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   // "Within": inside the seed's 95% interval where it gives one; else within
   // 25% of its value (our rule, docs/reproduce.md).
   auto near = [](double v, double seed) { return std::abs(v - seed) <= 0.25 * std::abs(seed); };
-  j["P1"] = {{"value", p1.mean}, {"ci", interval_json(p1)}, {"pairs", pairs},
-             {"seed", 1.0038}, {"seed_ci", {0.993, 1.015}},
+  j["P1"] = {{"value", p1.mean},
+             {"ci", interval_json(p1)},
+             {"pairs", pairs},
+             {"seed", 1.0038},
+             {"seed_ci", {0.993, 1.015}},
              {"within", p1.mean >= 0.993 && p1.mean <= 1.015}};
-  j["P2"] = {{"value", p2.mean}, {"ci", interval_json(p2)}, {"pairs", pairs}, {"seed", 1.24},
+  j["P2"] = {{"value", p2.mean},
+             {"ci", interval_json(p2)},
+             {"pairs", pairs},
+             {"seed", 1.24},
              {"within", near(p2.mean, 1.24)}};
-  j["P3"] = {{"ratio", p3r.mean}, {"ratio_ci", interval_json(p3r)}, {"delta_ms", p3d.mean},
-             {"delta_ci", interval_json(p3d)}, {"pairs", pairs}, {"seed_ratio", 1.0041},
-             {"seed_delta_ms", 2.04},
-             {"within", near(p3r.mean, 1.0041) && near(p3d.mean, 2.04)}};
-  j["P4"] = {{"unprepared_gbps", p4.unprepared.gbps}, {"prepared_gbps", p4.prepared.gbps},
-             {"pairs", 1}, {"seed_unprepared_gbps", 1.3}, {"seed_prepared_gbps", 10.3},
+  j["P3"] = {{"ratio", p3r.mean},     {"ratio_ci", interval_json(p3r)},
+             {"delta_ms", p3d.mean},  {"delta_ci", interval_json(p3d)},
+             {"pairs", pairs},        {"seed_ratio", 1.0041},
+             {"seed_delta_ms", 2.04}, {"within", near(p3r.mean, 1.0041) && near(p3d.mean, 2.04)}};
+  j["P4"] = {{"unprepared_gbps", p4.unprepared.gbps},
+             {"prepared_gbps", p4.prepared.gbps},
+             {"pairs", 1},
+             {"seed_unprepared_gbps", 1.3},
+             {"seed_prepared_gbps", 10.3},
              {"within", near(p4.unprepared.gbps, 1.3) && near(p4.prepared.gbps, 10.3)}};
-  j["P5"] = {{"value", p5.mean}, {"ci", interval_json(p5)}, {"pairs", pairs}, {"seed", 0.990},
-             {"seed_ci", {0.957, 1.024}}, {"within", p5.mean >= 0.957 && p5.mean <= 1.024}};
-  j["P6"] = {{"ok", p6["ok"]}, {"value", p6["ok"]}, {"pairs", 1}, {"detail", p6}, {"within", p6["ok"]}};
+  j["P5"] = {{"value", p5.mean},
+             {"ci", interval_json(p5)},
+             {"pairs", pairs},
+             {"seed", 0.990},
+             {"seed_ci", {0.957, 1.024}},
+             {"within", p5.mean >= 0.957 && p5.mean <= 1.024}};
+  j["P6"] = {
+      {"ok", p6["ok"]}, {"value", p6["ok"]}, {"pairs", 1}, {"detail", p6}, {"within", p6["ok"]}};
   j["beyond_seed"] = {{"no_hints_ttft_ratio", nohints.mean},
                       {"no_hints_ttft_ci", interval_json(nohints)},
                       {"no_hints_load_delta_ms", nohints_load.mean}};
@@ -197,11 +222,13 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
       t.push_back(results[c][p].ttft_ms);
       l.push_back(results[c][p].load_ms);
     }
-    per_config[cfgs[c].name] = {{"label", cfgs[c].label}, {"mean_reuse_ttft_ms", t}, {"mean_load_ms", l}};
+    per_config[cfgs[c].name] = {
+        {"label", cfgs[c].label}, {"mean_reuse_ttft_ms", t}, {"mean_load_ms", l}};
   }
   j["runs"] = per_config;
   report.all_within = true;
-  for (const char* k : {"P1", "P2", "P3", "P4", "P5", "P6"}) report.all_within &= j[k]["within"].get<bool>();
+  for (const char* k : {"P1", "P2", "P3", "P4", "P5", "P6"})
+    report.all_within &= j[k]["within"].get<bool>();
 
   // The table.
   auto row = [](const std::string& id, const std::string& what, const std::string& seed,
@@ -219,18 +246,21 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   t.replace(t.rfind("within"), 6, "within?");
   t += row("P1", "reuse TTFT, hinted CXL-SSD / all-DRAM", "1.0038x [0.993, 1.015]",
            ci_text(p1, "%.4f") + "x", j["P1"]["within"]);
-  t += row("P2", "mean KV load, hinted - all-DRAM (ms)", "+1.24", ci_text(p2, "%+.2f"), j["P2"]["within"]);
+  t += row("P2", "mean KV load, hinted - all-DRAM (ms)", "+1.24", ci_text(p2, "%+.2f"),
+           j["P2"]["within"]);
   t += row("P3", "per-READ gate: TTFT ratio, load delta", "1.0041x, +2.04 ms",
            fmt("%.4f", p3r.mean) + "x, " + fmt("%+.2f", p3d.mean) + " ms", j["P3"]["within"]);
   t += row("P4", "store GB/s, unprepared vs prepared", "1.3 vs 10.3",
-           fmt("%.2f", p4.unprepared.gbps) + " vs " + fmt("%.2f", p4.prepared.gbps), j["P4"]["within"]);
+           fmt("%.2f", p4.unprepared.gbps) + " vs " + fmt("%.2f", p4.prepared.gbps),
+           j["P4"]["within"]);
   t += row("P5", "TTFT, write waits off / on", "0.990x [0.957, 1.024]", ci_text(p5, "%.4f") + "x",
            j["P5"]["within"]);
-  t += row("P6", "early READ held until filled, right bytes", "yes",
-           p6["ok"].get<bool>() ? "yes (" + fmt("%.2f", p6["latency_ms"].get<double>()) + " ms)" : "NO",
-           j["P6"]["within"]);
-  t += "\nbeyond the seed: no-hint TTFT / all-DRAM = " + ci_text(nohints, "%.4f") +
-       "x, load " + fmt("%+.2f", nohints_load.mean) + " ms\n";
+  t += row(
+      "P6", "early READ held until filled, right bytes", "yes",
+      p6["ok"].get<bool>() ? "yes (" + fmt("%.2f", p6["latency_ms"].get<double>()) + " ms)" : "NO",
+      j["P6"]["within"]);
+  t += "\nbeyond the seed: no-hint TTFT / all-DRAM = " + ci_text(nohints, "%.4f") + "x, load " +
+       fmt("%+.2f", nohints_load.mean) + " ms\n";
   t += std::to_string(pairs) + " pairs (seeds " + std::to_string(options.first_seed) + ".." +
        std::to_string(options.first_seed + pairs - 1) + "), 95% t-intervals\n";
 
@@ -260,8 +290,9 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   pr.label = "prepared by write hints";
   for (const auto& s : p4.unprepared.samples) un.x.push_back(s.t_ms), un.y.push_back(s.gbps);
   for (const auto& s : p4.prepared.samples) pr.x.push_back(s.t_ms), pr.y.push_back(s.gbps);
-  write_file(store_svg, render_line_chart({"Store bandwidth over time (P4)", "time (ms)", "GB/s", false},
-                                          {un, pr}));
+  write_file(
+      store_svg,
+      render_line_chart({"Store bandwidth over time (P4)", "time (ms)", "GB/s", false}, {un, pr}));
   report.pictures = {ttft_svg, load_svg, store_svg};
   write_file(options.out_dir + "/reproduce.json", j.dump(2));
   return report;
