@@ -94,6 +94,7 @@ Status CxlSsdDevice::write_flash(std::uint64_t offset, std::span<const std::byte
   for (std::uint64_t p = offset / page_bytes(); p * page_bytes() < offset + in.size(); ++p) {
     std::uint8_t& f = table_.flags_mut(static_cast<Page>(p));
     f &= static_cast<std::uint8_t>(~PageTable::kTrimmed);
+    f |= PageTable::kFlashBytes;
   }
   return {};
 }
@@ -205,8 +206,10 @@ void CxlSsdDevice::evict(Page page, Instant at) {
         flash_bytes_.write(base + o, std::span(copy).first(len));
       }
       dram_bytes_.drop(base, page_bytes());
-    } else {
+      f |= PageTable::kFlashBytes;
+    } else if (f & PageTable::kFlashBytes) {
       flash_bytes_.drop(base, page_bytes());  // never-stored bytes stay zeros on flash
+      f &= static_cast<std::uint8_t>(~PageTable::kFlashBytes);
     }
     flash_.program_page(page, at);
     ++counters_.write_backs;
@@ -282,20 +285,11 @@ void CxlSsdDevice::enqueue(Tag tag, PageSpan span, std::int64_t key) {
 }
 
 void CxlSsdDevice::pin(const PageSpan& span) {
-  for (Page p = span.first; p < span.end; ++p) {
-    std::uint16_t& pins = table_.pins_mut(p);
-    if (pins < UINT16_MAX) ++pins;
-    table_.lru_remove(p);
-  }
+  for (Page p = span.first; p < span.end; ++p) table_.pin(p);
 }
 
 void CxlSsdDevice::unpin(const PageSpan& span) {
-  for (Page p = span.first; p < span.end; ++p) {
-    std::uint16_t& pins = table_.pins_mut(p);
-    if (pins > 0 && --pins == 0 && (table_.flags(p) & PageTable::kResident)) {
-      table_.lru_push_front(p);
-    }
-  }
+  for (Page p = span.first; p < span.end; ++p) table_.unpin(p);
 }
 
 void CxlSsdDevice::admit_waiting() {
@@ -362,12 +356,12 @@ void CxlSsdDevice::release(Tag tag) {
 
 void CxlSsdDevice::pump() {
   const Instant limit = now() + params_.prefetch_horizon;
-  while (!queue_.empty() && issue_front(limit)) {
+  while (!queue_.empty() && issue_front(limit, true)) {
   }
   if (!queue_.empty()) schedule_pump();
 }
 
-bool CxlSsdDevice::issue_front(Instant limit) {
+bool CxlSsdDevice::issue_front(Instant limit, bool whole_span) {
   auto it = queue_.begin();
   QueuedSpan& q = it->second;
   if (q.pages.first == q.pages.end) {
@@ -378,19 +372,22 @@ bool CxlSsdDevice::issue_front(Instant limit) {
     queue_.erase(it);
     return true;
   }
-  const Page p = q.pages.first;
-  const std::uint8_t f = table_.flags(p);
-  if (!(f & PageTable::kResident)) {
-    // Commit fills only a little ahead, so promotes and demand misses still count.
-    if (!(f & PageTable::kTrimmed) &&
-        (flash_.die_free_at(p) > limit || flash_.backend_free_at() > limit)) {
-      return false;
+  // Page by page: the same as one call per page, without the queue lookup.
+  do {
+    const Page p = q.pages.first;
+    const std::uint8_t f = table_.flags(p);
+    if (!(f & PageTable::kResident)) {
+      // Commit fills only a little ahead, so promotes and demand misses still count.
+      if (!(f & PageTable::kTrimmed) &&
+          (flash_.die_free_at(p) > limit || flash_.backend_free_at() > limit)) {
+        return false;
+      }
+      fill_page(p, now());
+      counters_.hinted_bytes_prepared += page_bytes();
     }
-    fill_page(p, now());
-    counters_.hinted_bytes_prepared += page_bytes();
-  }
-  ++q.pages.first;
-  --queued_pages_;
+    ++q.pages.first;
+    --queued_pages_;
+  } while (whole_span && q.pages.first != q.pages.end);
   return true;
 }
 
@@ -409,7 +406,7 @@ bool CxlSsdDevice::pull_forward(Page page) {
   }
   if (!queued_here) return false;
   while (!(table_.flags(page) & PageTable::kResident) && !queue_.empty()) {
-    (void)issue_front(Instant::max());
+    (void)issue_front(Instant::max(), false);
   }
   if (!queue_.empty()) schedule_pump();
   return true;

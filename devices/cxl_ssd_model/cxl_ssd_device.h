@@ -148,9 +148,10 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   void enqueue(Tag tag, PageSpan span, std::int64_t key);
   void admit_waiting();
   void pump();
-  // Issues the front page of the queue unless its die or the backend is busy
-  // past `limit`; false when it did not.
-  bool issue_front(Instant limit);
+  // Issues the front page of the queue (with `whole_span`, then the rest of its
+  // span in order) unless its die or the backend is busy past `limit`; false
+  // when it stopped there.
+  bool issue_front(Instant limit, bool whole_span);
   // A READ missed `page` of the request being prefetched now: the prefetcher
   // commits its queue through that page at once (same order, same flash).
   bool pull_forward(Page page);

@@ -7,6 +7,10 @@ namespace rcxl::device {
 
 namespace {
 
+bool is_pow2(std::uint64_t v) {
+  return v != 0 && (v & (v - 1)) == 0;
+}
+
 runtime::Duration time_for(std::uint64_t bytes, double bytes_per_second) {
   return runtime::Duration(static_cast<std::int64_t>(std::ceil(bytes * 1e9 / bytes_per_second)));
 }
@@ -16,6 +20,9 @@ runtime::Duration time_for(std::uint64_t bytes, double bytes_per_second) {
 FlashArray::FlashArray(const CxlSsdParams& p)
     : channels_(p.channels),
       ways_(p.ways),
+      pow2_(is_pow2(p.channels) && is_pow2(p.ways)),
+      channel_mask_(std::uint64_t{p.channels} - 1),
+      unit_mask_(std::uint64_t{p.channels} * p.ways - 1),
       read_(p.flash_read),
       transfer_(time_for(p.page_bytes, p.channel_bytes_per_second)),
       backend_per_page_(time_for(p.page_bytes, p.internal_bytes_per_second)),
@@ -28,7 +35,7 @@ FlashArray::FlashArray(const CxlSsdParams& p)
 FlashArray::Instant FlashArray::read_page(std::uint64_t page, Instant t) {
   const std::size_t unit = unit_of(page);
   Instant& die = die_[unit];
-  Instant& channel = channel_[page % channels_];
+  Instant& channel = channel_[channel_of(page)];
   const Instant start = std::max(t, die);
   const Instant sensed = start + read_;
   // Data-out needs the channel; the die stays busy until its register is drained.
@@ -46,7 +53,7 @@ FlashArray::Instant FlashArray::read_page(std::uint64_t page, Instant t) {
 
 FlashArray::Instant FlashArray::program_page(std::uint64_t page, Instant t) {
   Instant& program = program_[unit_of(page)];
-  Instant& channel = channel_[page % channels_];
+  Instant& channel = channel_[channel_of(page)];
   const Instant in_end = std::max(t, channel) + transfer_;
   channel = in_end;
   program = std::max(in_end, program) + program_per_page_;

@@ -32,7 +32,15 @@ class FlashArray {
   void abort_all(Instant now);
 
  private:
+  // A 64-bit division costs more than the rest of a fill, so power-of-two
+  // geometries (every shipped profile) use shifts and masks: same result.
+  std::uint64_t channel_of(std::uint64_t page) const {
+    return pow2_ ? page & channel_mask_ : page % channels_;
+  }
   std::size_t unit_of(std::uint64_t page) const {
+    if (pow2_) {
+      return static_cast<std::size_t>(page & unit_mask_);  // way * channels + channel
+    }
     const std::uint64_t channel = page % channels_;
     const std::uint64_t way = (page / channels_) % ways_;
     return static_cast<std::size_t>(way * channels_ + channel);
@@ -40,6 +48,9 @@ class FlashArray {
 
   std::uint64_t channels_;
   std::uint64_t ways_;
+  bool pow2_;                   // channels and ways are powers of two
+  std::uint64_t channel_mask_;  // channels - 1 (pow2_ only)
+  std::uint64_t unit_mask_;     // channels * ways - 1 (pow2_ only)
   runtime::Duration read_;
   runtime::Duration transfer_;
   runtime::Duration backend_per_page_;

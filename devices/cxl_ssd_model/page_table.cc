@@ -6,43 +6,45 @@ PageTable::PageTable(std::uint64_t pages)
     : pages_(pages), chunks_((pages + kChunkPages - 1) / kChunkPages) {}
 
 void PageTable::lru_push_front(Page p) {
-  Chunk& c = chunk(p);
-  const Page i = p & kChunkMask;
-  if (c.flags[i] & kInLru) return;
-  c.flags[i] |= kInLru;
-  c.prev[i] = kNone;
-  c.next[i] = head_;
-  if (head_ != kNone) chunk(head_).prev[head_ & kChunkMask] = p;
+  Entry& e = entry(p);
+  if (!(e.flags & kInLru)) push_front(p, e);
+}
+
+void PageTable::lru_remove(Page p) {
+  Entry& e = entry(p);
+  if (e.flags & kInLru) unlink(p, e);
+}
+
+void PageTable::push_front(Page p, Entry& e) {
+  e.flags |= kInLru;
+  e.prev = kNone;
+  e.next = head_;
+  if (head_ != kNone) entry(head_).prev = p;
   head_ = p;
   if (tail_ == kNone) tail_ = p;
 }
 
-void PageTable::lru_remove(Page p) {
-  Chunk& c = chunk(p);
-  const Page i = p & kChunkMask;
-  if (!(c.flags[i] & kInLru)) return;
-  c.flags[i] &= static_cast<std::uint8_t>(~kInLru);
-  const Page prev = c.prev[i];
-  const Page next = c.next[i];
-  if (prev != kNone) {
-    chunk(prev).next[prev & kChunkMask] = next;
+void PageTable::unlink(Page /*p*/, Entry& e) {
+  e.flags &= static_cast<std::uint8_t>(~kInLru);
+  if (e.prev != kNone) {
+    entry(e.prev).next = e.next;
   } else {
-    head_ = next;
+    head_ = e.next;
   }
-  if (next != kNone) {
-    chunk(next).prev[next & kChunkMask] = prev;
+  if (e.next != kNone) {
+    entry(e.next).prev = e.prev;
   } else {
-    tail_ = prev;
+    tail_ = e.prev;
   }
 }
 
 void PageTable::drop_all_frames() {
   for (auto& c : chunks_) {
     if (!c) continue;
-    for (Page i = 0; i < kChunkPages; ++i) {
-      c->flags[i] &= kTrimmed;
-      c->pins[i] = 0;
-      c->ready_at[i] = 0;
+    for (Entry& e : *c) {
+      e.flags &= kTrimmed | kFlashBytes;
+      e.pins = 0;
+      e.ready_at = 0;
     }
   }
   head_ = tail_ = kNone;

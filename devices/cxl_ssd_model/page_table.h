@@ -20,6 +20,9 @@ class PageTable {
     kTrimmed = 4,    // flash holds no copy: a miss needs no flash read (reads zeros)
     kInLru = 8,      // resident and evictable (not pinned)
     kHasBytes = 16,  // dirty with its bytes stored (payload-sampled writes store none)
+    // The flash byte store may hold bytes of this page (set on every store
+    // there, cleared when they are dropped): eviction skips the drop without it.
+    kFlashBytes = 32,
   };
 
   explicit PageTable(std::uint64_t pages);
@@ -27,20 +30,20 @@ class PageTable {
   std::uint64_t pages() const { return pages_; }
   // Flags of a page never touched are 0: not resident, flash-backed.
   std::uint8_t flags(Page p) const {
-    const Chunk* c = chunks_[p >> kChunkShift].get();
-    return c ? c->flags[p & kChunkMask] : 0;
+    const Entry* e = find(p);
+    return e ? e->flags : 0;
   }
-  std::uint8_t& flags_mut(Page p) { return chunk(p).flags[p & kChunkMask]; }
+  std::uint8_t& flags_mut(Page p) { return entry(p).flags; }
   std::int64_t ready_at(Page p) const {
-    const Chunk* c = chunks_[p >> kChunkShift].get();
-    return c ? c->ready_at[p & kChunkMask] : 0;
+    const Entry* e = find(p);
+    return e ? e->ready_at : 0;
   }
-  void set_ready_at(Page p, std::int64_t t) { chunk(p).ready_at[p & kChunkMask] = t; }
+  void set_ready_at(Page p, std::int64_t t) { entry(p).ready_at = t; }
   std::uint16_t pins(Page p) const {
-    const Chunk* c = chunks_[p >> kChunkShift].get();
-    return c ? c->pins[p & kChunkMask] : 0;
+    const Entry* e = find(p);
+    return e ? e->pins : 0;
   }
-  std::uint16_t& pins_mut(Page p) { return chunk(p).pins[p & kChunkMask]; }
+  std::uint16_t& pins_mut(Page p) { return entry(p).pins; }
 
   // LRU: front = most recently used; only unpinned resident pages are on it.
   void lru_push_front(Page p);
@@ -50,25 +53,46 @@ class PageTable {
     lru_push_front(p);
   }
   Page lru_back() const { return tail_; }
+  // One more pin (saturating); a pinned page leaves the LRU.
+  void pin(Page p) {
+    Entry& e = entry(p);
+    if (e.pins < UINT16_MAX) ++e.pins;
+    if (e.flags & kInLru) unlink(p, e);
+  }
+  // One pin less; a resident page whose last pin went joins the LRU front.
+  void unpin(Page p) {
+    Entry& e = entry(p);
+    if (e.pins > 0 && --e.pins == 0 && (e.flags & kResident)) push_front(p, e);
+  }
 
-  // Reset: every page loses its frame, pin and dirt; trimmed stays (flash state).
+  // Reset: every page loses its frame, pin and dirt; trimmed and flash-bytes
+  // stay (flash state).
   void drop_all_frames();
 
  private:
   static constexpr int kChunkShift = 15;  // 32768 pages = 128 MiB of 4 KiB pages
   static constexpr Page kChunkPages = Page{1} << kChunkShift;
   static constexpr Page kChunkMask = kChunkPages - 1;
-  struct Chunk {
-    std::array<std::uint8_t, kChunkPages> flags{};
-    std::array<std::uint16_t, kChunkPages> pins{};
-    std::array<std::int64_t, kChunkPages> ready_at{};
-    std::array<Page, kChunkPages> prev{};
-    std::array<Page, kChunkPages> next{};
+  // One page's state in one cache line's share (24 bytes): a page operation
+  // touches one line instead of one per field.
+  struct Entry {
+    std::int64_t ready_at = 0;
+    Page prev = 0;
+    Page next = 0;
+    std::uint16_t pins = 0;
+    std::uint8_t flags = 0;
   };
-  Chunk& chunk(Page p) {
+  using Chunk = std::array<Entry, kChunkPages>;
+  const Entry* find(Page p) const {
+    const Chunk* c = chunks_[p >> kChunkShift].get();
+    return c ? &(*c)[p & kChunkMask] : nullptr;
+  }
+  void push_front(Page p, Entry& e);
+  void unlink(Page p, Entry& e);
+  Entry& entry(Page p) {
     auto& c = chunks_[p >> kChunkShift];
     if (!c) c = std::make_unique<Chunk>();
-    return *c;
+    return (*c)[p & kChunkMask];
   }
 
   std::uint64_t pages_;

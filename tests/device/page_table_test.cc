@@ -1,0 +1,212 @@
+// The device model's data structures kept fast without changing its results:
+// the page table's LRU against a plain list, the flash die mapping on any
+// geometry, and evictions that skip the flash byte store when it holds nothing.
+#include "devices/cxl_ssd_model/page_table.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <list>
+#include <random>
+#include <vector>
+
+#include "backends/sim/event_loop.h"
+#include "devices/cxl_ssd_model/cxl_ssd_device.h"
+#include "devices/cxl_ssd_model/flash_array.h"
+
+namespace rcxl::device {
+namespace {
+
+using namespace std::chrono_literals;
+using Page = PageTable::Page;
+
+// The reference: a list, front = most recently used, with the same rules.
+struct ReferenceLru {
+  std::list<Page> order;
+  std::vector<int> pins;
+  std::vector<bool> resident;
+  explicit ReferenceLru(std::size_t pages) : pins(pages, 0), resident(pages, false) {}
+  bool on(Page p) const { return std::find(order.begin(), order.end(), p) != order.end(); }
+  void push_front(Page p) {
+    if (!on(p)) order.push_front(p);
+  }
+  void remove(Page p) { order.remove(p); }
+};
+
+// Pages spread over several 32768-page chunks, some far apart, so the links
+// cross chunks the way a 64 GiB pool's do.
+Page page_at(std::mt19937& rng, std::size_t slots) {
+  const Page slot = static_cast<Page>(rng() % slots);
+  return (slot % 4) * 40000 + slot / 4;
+}
+
+TEST(PageTable, LruOrderMatchesAListOnRandomOperations) {
+  constexpr std::size_t kSlots = 64;
+  std::mt19937 rng(20261130);
+  PageTable table(200000);
+  ReferenceLru ref(200000);
+  for (int step = 0; step < 20000; ++step) {
+    const Page p = page_at(rng, kSlots);
+    switch (rng() % 6) {
+      case 0:  // a fill: resident, on the LRU unless pinned
+        table.flags_mut(p) |= PageTable::kResident;
+        ref.resident[p] = true;
+        if (table.pins(p) == 0) table.lru_push_front(p);
+        if (ref.pins[p] == 0) ref.push_front(p);
+        break;
+      case 1:  // an access
+        if (table.flags(p) & PageTable::kInLru) table.lru_touch(p);
+        if (ref.on(p)) {
+          ref.remove(p);
+          ref.push_front(p);
+        }
+        break;
+      case 2:
+        table.pin(p);
+        ++ref.pins[p];
+        ref.remove(p);
+        break;
+      case 3:
+        table.unpin(p);
+        if (ref.pins[p] > 0 && --ref.pins[p] == 0 && ref.resident[p]) ref.push_front(p);
+        break;
+      case 4: {  // an eviction from the back
+        const Page victim = table.lru_back();
+        if (ref.order.empty()) {
+          ASSERT_EQ(victim, PageTable::kNone);
+          break;
+        }
+        ASSERT_EQ(victim, ref.order.back());
+        table.lru_remove(victim);
+        table.flags_mut(victim) &= static_cast<std::uint8_t>(~PageTable::kResident);
+        ref.order.pop_back();
+        ref.resident[victim] = false;
+        break;
+      }
+      default:  // a trim of a page
+        table.lru_remove(p);
+        ref.remove(p);
+        break;
+    }
+    ASSERT_EQ(table.pins(p), ref.pins[p]) << "step " << step;
+    ASSERT_EQ((table.flags(p) & PageTable::kInLru) != 0, ref.on(p)) << "step " << step;
+  }
+  // The whole order, drained from the back.
+  while (!ref.order.empty()) {
+    ASSERT_EQ(table.lru_back(), ref.order.back());
+    table.lru_remove(ref.order.back());
+    ref.order.pop_back();
+  }
+  EXPECT_EQ(table.lru_back(), PageTable::kNone);
+}
+
+TEST(PageTable, ResetKeepsOnlyFlashState) {
+  PageTable table(100000);
+  table.flags_mut(70000) |=
+      PageTable::kResident | PageTable::kDirty | PageTable::kTrimmed | PageTable::kFlashBytes;
+  table.pin(70000);
+  table.set_ready_at(70000, 42);
+  table.drop_all_frames();
+  EXPECT_EQ(table.flags(70000), PageTable::kTrimmed | PageTable::kFlashBytes);
+  EXPECT_EQ(table.pins(70000), 0);
+  EXPECT_EQ(table.ready_at(70000), 0);
+  EXPECT_EQ(table.lru_back(), PageTable::kNone);
+}
+
+// Page p lives on channel p mod channels, way (p / channels) mod ways, for
+// power-of-two geometries (shifts) and others (division) alike.
+void expect_die_mapping(std::uint32_t channels, std::uint32_t ways) {
+  CxlSsdParams params;
+  params.channels = channels;
+  params.ways = ways;
+  params.internal_bytes_per_second = 1e15;  // the backend never binds here
+  const std::uint64_t dies = std::uint64_t{channels} * ways;
+  for (std::uint64_t page : {std::uint64_t{0}, std::uint64_t{5}, std::uint64_t{1000003}}) {
+    const std::uint64_t channel = page % channels;
+    const std::uint64_t way = (page / channels) % ways;
+    FlashArray same_die(params);
+    const Instant first = same_die.read_page(page, Instant{0});
+    // The next page on that die waits for the whole first read.
+    const std::uint64_t next_on_die = page + dies;
+    EXPECT_EQ(same_die.read_page(next_on_die, Instant{0}), first + same_die.uncontended_read())
+        << channels << "x" << ways << " page " << page;
+    // A page on another die of the same channel senses in parallel and only
+    // waits for the channel's transfer.
+    if (ways > 1) {
+      FlashArray other_way(params);
+      (void)other_way.read_page(page, Instant{0});
+      const std::uint64_t next_way = page + channels;
+      ASSERT_EQ(next_way % channels, channel);
+      ASSERT_NE((next_way / channels) % ways, way);
+      EXPECT_EQ(other_way.read_page(next_way, Instant{0}), first + other_way.page_transfer());
+    }
+    // The die's next read is booked on that die only.
+    EXPECT_EQ(same_die.die_free_at(page), same_die.die_free_at(next_on_die));
+    EXPECT_NE(same_die.die_free_at(page + 1), same_die.die_free_at(page));
+  }
+}
+
+TEST(FlashArray, PagesInterleaveOverChannelsThenWaysOnAnyGeometry) {
+  expect_die_mapping(16, 4);  // the default profile: shifts and masks
+  expect_die_mapping(8, 1);
+  expect_die_mapping(3, 2);  // not powers of two: division
+  expect_die_mapping(5, 3);
+}
+
+CxlSsdParams two_frame_params() {
+  CxlSsdParams p;
+  p.capacity_bytes = 1 << 20;
+  p.dram_cache_bytes = 2 * 4096;
+  p.dram_access = 0ns;
+  return p;
+}
+
+std::string read_string(const CxlSsdDevice& d, std::uint64_t offset, std::size_t n) {
+  std::vector<std::byte> out(n);
+  EXPECT_TRUE(d.read(offset, out).ok());
+  return std::string(reinterpret_cast<const char*>(out.data()), n);
+}
+
+// A page dirty without stored bytes (payload-sampled WRITE) reads as zeros once
+// evicted, also when flash held bytes of it from before a reset.
+TEST(CxlSsdDevice, SampledDirtyPageEvictionDropsOlderFlashBytes) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, two_frame_params());
+  const char old_bytes[] = "old";
+  ASSERT_TRUE(d.write_flash(0, std::as_bytes(std::span(old_bytes, 3))).ok());
+  d.reset();  // flash keeps its bytes across a reset
+  EXPECT_EQ(read_string(d, 0, 3), "old");
+  (void)d.access_ready(0, 4096, true, Instant{0});
+  d.accessed(0, 4096, true, Instant{0});  // dirty, no bytes kept
+  for (std::uint64_t page = 1; page <= 2; ++page) {
+    (void)d.access_ready(page * 4096, 4096, false, Instant{0});
+  }
+  EXPECT_FALSE(d.page_state(0).resident);
+  EXPECT_EQ(d.counters().write_backs, 1u);
+  EXPECT_EQ(read_string(d, 0, 3), std::string(3, '\0'));
+}
+
+// Bytes written back by an eviction are read from flash afterwards, and a later
+// sampled write-back of the same page drops them.
+TEST(CxlSsdDevice, WrittenBackBytesSurviveUntilASampledWriteBack) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, two_frame_params());
+  const char bytes[] = "kv";
+  ASSERT_TRUE(d.write(4096, std::as_bytes(std::span(bytes, 2))).ok());
+  for (std::uint64_t page = 2; page <= 3; ++page) {
+    (void)d.access_ready(page * 4096, 4096, false, Instant{0});
+  }
+  EXPECT_FALSE(d.page_state(4096).resident);
+  EXPECT_EQ(read_string(d, 4096, 2), "kv");
+  (void)d.access_ready(4096, 4096, true, Instant{0});
+  d.accessed(4096, 4096, true, Instant{0});
+  for (std::uint64_t page = 4; page <= 5; ++page) {
+    (void)d.access_ready(page * 4096, 4096, false, Instant{0});
+  }
+  EXPECT_FALSE(d.page_state(4096).resident);
+  EXPECT_EQ(read_string(d, 4096, 2), std::string(2, '\0'));
+}
+
+}  // namespace
+}  // namespace rcxl::device
