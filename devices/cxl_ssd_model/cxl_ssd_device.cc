@@ -111,6 +111,17 @@ Instant CxlSsdDevice::access_ready(std::uint64_t offset, std::uint64_t length, b
     counters_.hits += last - first + 1;
     return ready;
   }
+  // A range already on the LRU in page order (the usual re-access) is all hits
+  // and merges, and moves to the front in one splice: no fill can interleave.
+  if (table_.lru_touch_run(first, last)) {
+    for (Page p = first;; ++p) {
+      const Instant in(table_.ready_at(p));
+      ++(in > at ? counters_.merged_misses : counters_.hits);
+      ready = std::max(ready, in + params_.dram_access);
+      if (p == last) break;
+    }
+    return ready;
+  }
   for (Page p = first;; ++p) {
     std::uint8_t f = table_.flags(p);
     // Pages of the request being prefetched ride the prefetch stream.

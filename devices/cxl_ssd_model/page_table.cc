@@ -15,6 +15,30 @@ void PageTable::lru_remove(Page p) {
   if (e.flags & kInLru) unlink(p, e);
 }
 
+bool PageTable::lru_touch_run(Page first, Page last) {
+  Entry* back = find_mut(last);
+  if (!back || !(back->flags & kInLru)) return false;
+  Entry& front = *back;
+  // Links join only pages on the LRU, so the chain last, last-1, .., first is on it.
+  for (Page p = last; p != first; --p) {
+    if (back->next != p - 1) return false;
+    back = &entry(p - 1);
+  }
+  if (head_ == last) return true;
+  // Unlink the segment (it is not the head, so front.prev exists), then relink at the front.
+  entry(front.prev).next = back->next;
+  if (back->next != kNone) {
+    entry(back->next).prev = front.prev;
+  } else {
+    tail_ = front.prev;
+  }
+  front.prev = kNone;
+  back->next = head_;
+  entry(head_).prev = first;
+  head_ = last;
+  return true;
+}
+
 void PageTable::push_front(Page p, Entry& e) {
   e.flags |= kInLru;
   e.prev = kNone;

@@ -53,6 +53,11 @@ class PageTable {
     lru_push_front(p);
   }
   Page lru_back() const { return tail_; }
+  // When pages first..last sit on the LRU as one segment, last nearest the
+  // front (what touching or filling them in ascending order leaves), moves the
+  // segment to the front at once: the same order as lru_touch(p) for p
+  // ascending. Otherwise false, and nothing changes.
+  bool lru_touch_run(Page first, Page last);
   // One more pin (saturating); a pinned page leaves the LRU.
   void pin(Page p) {
     Entry& e = entry(p);
@@ -85,6 +90,10 @@ class PageTable {
   using Chunk = std::array<Entry, kChunkPages>;
   const Entry* find(Page p) const {
     const Chunk* c = chunks_[p >> kChunkShift].get();
+    return c ? &(*c)[p & kChunkMask] : nullptr;
+  }
+  Entry* find_mut(Page p) {
+    Chunk* c = chunks_[p >> kChunkShift].get();
     return c ? &(*c)[p & kChunkMask] : nullptr;
   }
   void push_front(Page p, Entry& e);

@@ -101,6 +101,116 @@ TEST(PageTable, LruOrderMatchesAListOnRandomOperations) {
   EXPECT_EQ(table.lru_back(), PageTable::kNone);
 }
 
+// True when first..last are on the reference list as one segment, last nearest the front.
+bool is_segment(const ReferenceLru& ref, Page first, Page last) {
+  auto it = std::find(ref.order.begin(), ref.order.end(), last);
+  for (Page p = last;; --p) {
+    if (it == ref.order.end() || *it != p) return false;
+    if (p == first) return true;
+    ++it;
+  }
+}
+
+// Touching a run in one splice leaves the order lru_touch(p) for p ascending
+// leaves, and refuses (changing nothing) whenever the pages are not one segment.
+// Ranges of neighbouring pages, also across a chunk boundary, fill in page order.
+TEST(PageTable, LruTouchRunMatchesPerPageTouchesOnRandomOperations) {
+  std::mt19937 rng(20261201);
+  PageTable table(200000);
+  ReferenceLru ref(200000);
+  // Two windows of neighbouring pages; the second crosses the 32768-page chunk edge.
+  auto window_page = [](Page i) { return i < 32 ? i : Page{32768 - 16} + (i - 32); };
+  int runs_touched = 0;
+  for (int step = 0; step < 20000; ++step) {
+    // Ranges within 4-page blocks (the second window's blocks 7 and 8 straddle
+    // the chunk edge), mostly whole blocks or their tails, so segments recur.
+    const Page block = 4 * static_cast<Page>(rng() % 16);
+    const Page i = block + (rng() % 2 ? 0 : static_cast<Page>(rng() % 4));
+    const Page end = rng() % 2 ? block + 4 : i + 1 + static_cast<Page>(rng() % (block + 4 - i));
+    const Page first = window_page(i);
+    const Page last = window_page(end - 1);
+    switch (rng() % 12) {
+      case 0:  // a range trimmed, then filled in page order
+      case 1:
+      case 2:
+        for (Page p = first;; ++p) {
+          table.lru_remove(p);
+          ref.remove(p);
+          if (p == last) break;
+        }
+        for (Page p = first;; ++p) {
+          table.flags_mut(p) |= PageTable::kResident;
+          ref.resident[p] = true;
+          if (table.pins(p) == 0) table.lru_push_front(p);
+          if (ref.pins[p] == 0) ref.push_front(p);
+          if (p == last) break;
+        }
+        break;
+      case 3:  // a range accessed: one splice when it is a segment
+      case 4:
+      case 5: {
+        const bool segment = is_segment(ref, first, last);
+        const bool spliced = table.lru_touch_run(first, last);
+        ASSERT_EQ(spliced, segment) << "step " << step;
+        runs_touched += spliced && first != last;
+        if (!segment) break;
+        for (Page p = first;; ++p) {
+          ref.remove(p);
+          ref.push_front(p);
+          if (p == last) break;
+        }
+        break;
+      }
+      case 6:
+        table.pin(first);
+        ++ref.pins[first];
+        ref.remove(first);
+        break;
+      case 7:  // unpins outnumber pins, so most pages end up unpinned
+      case 8:
+        table.unpin(first);
+        if (ref.pins[first] > 0 && --ref.pins[first] == 0 && ref.resident[first]) {
+          ref.push_front(first);
+        }
+        break;
+      case 9:  // an eviction from the back
+      case 10: {
+        const Page victim = table.lru_back();
+        if (ref.order.empty()) {
+          ASSERT_EQ(victim, PageTable::kNone);
+          break;
+        }
+        ASSERT_EQ(victim, ref.order.back()) << "step " << step;
+        table.lru_remove(victim);
+        table.flags_mut(victim) &= static_cast<std::uint8_t>(~PageTable::kResident);
+        ref.order.pop_back();
+        ref.resident[victim] = false;
+        break;
+      }
+      default:  // a single page accessed
+        if (table.flags(first) & PageTable::kInLru) table.lru_touch(first);
+        if (ref.on(first)) {
+          ref.remove(first);
+          ref.push_front(first);
+        }
+        break;
+    }
+    ASSERT_EQ(table.lru_back(), ref.order.empty() ? PageTable::kNone : ref.order.back())
+        << "step " << step;
+    for (Page p = first;; ++p) {
+      ASSERT_EQ((table.flags(p) & PageTable::kInLru) != 0, ref.on(p)) << "step " << step;
+      if (p == last) break;
+    }
+  }
+  EXPECT_GT(runs_touched, 100);  // multi-page splices really ran
+  while (!ref.order.empty()) {
+    ASSERT_EQ(table.lru_back(), ref.order.back());
+    table.lru_remove(ref.order.back());
+    ref.order.pop_back();
+  }
+  EXPECT_EQ(table.lru_back(), PageTable::kNone);
+}
+
 TEST(PageTable, ResetKeepsOnlyFlashState) {
   PageTable table(100000);
   table.flags_mut(70000) |=
