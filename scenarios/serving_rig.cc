@@ -1,9 +1,9 @@
 #include "scenarios/serving_rig.h"
 
 #include <chrono>
-#include <regex>
 #include <cstdio>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "backends/sim/sim_network.h"
@@ -38,8 +38,9 @@ Result<Json> unwrap_sourced(const Json& section, const std::string& pointer) {
   for (const auto& [key, v] : section.items()) {
     if (!v.is_object() || !v.contains("value") || !v.contains("source") ||
         !v["source"].is_string() || v["source"].get<std::string>().empty()) {
-      return Error(ErrorCode::kBadRequest, pointer + "/" + key +
-                                               ": expected {\"value\": ..., \"source\": \"where it comes from\"}");
+      return Error(
+          ErrorCode::kBadRequest,
+          pointer + "/" + key + ": expected {\"value\": ..., \"source\": \"where it comes from\"}");
     }
     out[key] = v["value"];
   }
@@ -57,7 +58,8 @@ Result<Profile> profile_from_json(const Json& j, const std::string& origin) {
     auto plain = unwrap_sourced(j["engine"], "/engine");
     if (!plain.ok()) return Error(ErrorCode::kBadRequest, origin + ": " + plain.status().message());
     auto engine = engine_params_from_json(*plain);
-    if (!engine.ok()) return Error(ErrorCode::kBadRequest, origin + ": " + engine.status().message());
+    if (!engine.ok())
+      return Error(ErrorCode::kBadRequest, origin + ": " + engine.status().message());
     p.engine = engine.value();
   }
   if (j.contains("control_link")) {
@@ -65,7 +67,8 @@ Result<Profile> profile_from_json(const Json& j, const std::string& origin) {
     if (!plain.ok()) return Error(ErrorCode::kBadRequest, origin + ": " + plain.status().message());
     for (const auto& [key, v] : plain->items()) {
       if (!v.is_number() || v.get<double>() <= 0) {
-        return Error(ErrorCode::kBadRequest, origin + ": /control_link/" + key + ": expected a positive number");
+        return Error(ErrorCode::kBadRequest,
+                     origin + ": /control_link/" + key + ": expected a positive number");
       }
       if (key == "latency_ns") {
         p.control_link.latency = runtime::Duration(v.get<std::int64_t>());
@@ -79,7 +82,8 @@ Result<Profile> profile_from_json(const Json& j, const std::string& origin) {
   return p;
 }
 
-Result<Profile> load_profile(const std::string& profiles_dir, const std::string& name) {
+Result<Json> load_profile_document(const std::string& profiles_dir, const std::string& name,
+                                   std::string* origin_out) {
   std::string text;
   std::string origin;
   if (profiles_dir.empty()) {
@@ -88,7 +92,8 @@ Result<Profile> load_profile(const std::string& profiles_dir, const std::string&
     if (!embedded) {
       std::string known;
       for (const auto& f : embedded_files()) {
-        if (f.path.rfind("profiles/", 0) == 0) known += (known.empty() ? "" : ", ") + std::string(f.path);
+        if (f.path.rfind("profiles/", 0) == 0)
+          known += (known.empty() ? "" : ", ") + std::string(f.path);
       }
       return Error(ErrorCode::kNotFound, "no built-in profile '" + name + "' (have: " + known +
                                              "); pass --profiles DIR for your own");
@@ -104,7 +109,15 @@ Result<Profile> load_profile(const std::string& profiles_dir, const std::string&
   }
   Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded()) return Error(ErrorCode::kBadRequest, origin + ": not valid JSON");
-  return profile_from_json(j, origin);
+  if (origin_out) *origin_out = origin;
+  return j;
+}
+
+Result<Profile> load_profile(const std::string& profiles_dir, const std::string& name) {
+  std::string origin;
+  auto j = load_profile_document(profiles_dir, name, &origin);
+  if (!j.ok()) return j.status();
+  return profile_from_json(*j, origin);
 }
 
 double mean_reuse_ttft_ms(const std::vector<RequestRecord>& records) {
@@ -135,7 +148,11 @@ namespace {
 class Deployment {
  public:
   Deployment(const Scenario& sc, const Profile& profile, const RunOptions& options)
-      : sc_(sc), profile_(profile), options_(options), world_(sc.seed), fabric_(world_, profile.device.nic) {}
+      : sc_(sc),
+        profile_(profile),
+        options_(options),
+        world_(sc.seed),
+        fabric_(world_, profile.device.nic) {}
 
   ~Deployment() {
     engine_.reset();
@@ -194,7 +211,8 @@ class Deployment {
     sched_cfg.client_name = "scheduler";
     client::Config worker_cfg = base;
     worker_cfg.client_name = "worker";
-    scheduler_handler_ = std::make_unique<client::Handler>(*gpu_node_, sched_cfg, *checked_gpu_nic_);
+    scheduler_handler_ =
+        std::make_unique<client::Handler>(*gpu_node_, sched_cfg, *checked_gpu_nic_);
     worker_handler_ = std::make_unique<client::Handler>(*gpu_node_, worker_cfg, *checked_gpu_nic_);
     scheduler_ = std::make_unique<client::SchedulerConnector>(*scheduler_handler_);
     worker_ = std::make_unique<client::WorkerConnector>(*gpu_node_, *worker_handler_);
@@ -285,8 +303,8 @@ class Deployment {
     Json config = sc_.extension_config;
     auto extension = registry.create(sc_.extension, ctx, config);
     if (!extension.ok()) {
-      return Error(extension.status().code(), "extension '" + sc_.extension +
-                                                  "': " + extension.status().message());
+      return Error(extension.status().code(),
+                   "extension '" + sc_.extension + "': " + extension.status().message());
     }
     auto checked = std::make_unique<CheckedExtension>(std::move(extension).value(), *monitor_);
     agent::AgentConfig ac;
@@ -441,12 +459,12 @@ std::vector<std::string> check_expectations(const Json& expect, const RunResult&
         }
         const double v = run.counters[ptr].get<double>();
         if (bounds.contains("min") && v < bounds["min"].get<double>()) {
-          failures.push_back("counter " + path + " = " + run.counters[ptr].dump() + ", wanted >= " +
-                             bounds["min"].dump());
+          failures.push_back("counter " + path + " = " + run.counters[ptr].dump() +
+                             ", wanted >= " + bounds["min"].dump());
         }
         if (bounds.contains("max") && v > bounds["max"].get<double>()) {
-          failures.push_back("counter " + path + " = " + run.counters[ptr].dump() + ", wanted <= " +
-                             bounds["max"].dump());
+          failures.push_back("counter " + path + " = " + run.counters[ptr].dump() +
+                             ", wanted <= " + bounds["max"].dump());
         }
       }
     } else if (key == "boots") {
@@ -468,11 +486,12 @@ std::vector<std::string> check_expectations(const Json& expect, const RunResult&
       std::size_t hits = 0;
       for (const auto& r : run.records) hits += r.reuse_turn() && r.loaded_chunks > 0;
       if (hits < want.get<std::size_t>()) {
-        failures.push_back("reuse turns that loaded KV: " + std::to_string(hits) + ", wanted >= " +
-                           want.dump());
+        failures.push_back("reuse turns that loaded KV: " + std::to_string(hits) +
+                           ", wanted >= " + want.dump());
       }
     } else {
-      failures.push_back("unknown expectation '" + key + "' (known: counters, boots, min_reuse_hits)");
+      failures.push_back("unknown expectation '" + key +
+                         "' (known: counters, boots, min_reuse_hits)");
     }
   }
   return failures;

@@ -32,6 +32,11 @@ struct Profile {
 // Loads <profiles_dir>/<name>.json (device + nic + engine + control_link), or
 // the copy compiled into the binary when profiles_dir is empty.
 Result<Profile> load_profile(const std::string& profiles_dir, const std::string& name);
+// The same file as JSON, before it is checked (sweeps edit it first); `origin`
+// gets where it came from, for error messages.
+Result<nlohmann::json> load_profile_document(const std::string& profiles_dir,
+                                             const std::string& name,
+                                             std::string* origin = nullptr);
 Result<Profile> profile_from_json(const nlohmann::json& j, const std::string& origin);
 
 struct RunOptions {

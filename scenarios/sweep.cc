@@ -165,26 +165,6 @@ Status apply(const SweepParam& param, const Json& value, Json& scenario, Json& p
   return {};
 }
 
-Result<Json> profile_document(const std::string& dir, const std::string& name) {
-  std::string text;
-  std::string origin =
-      dir.empty() ? "profiles/" + name + ".json (built in)" : dir + "/" + name + ".json";
-  if (dir.empty()) {
-    auto e = embedded_file("profiles/" + name + ".json");
-    if (!e) return Error(ErrorCode::kNotFound, "no built-in profile '" + name + "'");
-    text = std::string(*e);
-  } else {
-    std::ifstream in(origin);
-    if (!in) return Error(ErrorCode::kNotFound, origin + ": no such profile file");
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    text = buffer.str();
-  }
-  Json j = Json::parse(text, nullptr, false);
-  if (j.is_discarded()) return Error(ErrorCode::kBadRequest, origin + ": not valid JSON");
-  return j;
-}
-
 // One (point, configuration): what its runs need, validated before any run.
 struct Prepared {
   Scenario scenario;
@@ -393,7 +373,7 @@ Result<SweepReport> sweep(const SweepOptions& options) {
   std::map<std::string, Json> profile_docs;
   for (const auto& c : cfgs) {
     if (profile_docs.count(c.profile)) continue;
-    auto doc = profile_document(options.profiles_dir, c.profile);
+    auto doc = load_profile_document(options.profiles_dir, c.profile);
     if (!doc.ok()) return doc.status();
     profile_docs.emplace(c.profile, std::move(doc).value());
   }
