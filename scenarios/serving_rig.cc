@@ -120,26 +120,33 @@ Result<Profile> load_profile(const std::string& profiles_dir, const std::string&
   return profile_from_json(*j, origin);
 }
 
-double mean_reuse_ttft_ms(const std::vector<RequestRecord>& records) {
+namespace {
+
+// Mean of `value` (ms) over the records `counts` keeps; 0 when none does.
+template <typename Counts, typename Value>
+double mean_ms(const std::vector<RequestRecord>& records, Counts counts, Value value) {
   double sum = 0;
   std::size_t n = 0;
   for (const auto& r : records) {
-    if (!r.reuse_turn()) continue;
-    sum += runtime::to_millis(r.ttft());
+    if (!counts(r)) continue;
+    sum += runtime::to_millis(value(r));
     ++n;
   }
   return n ? sum / static_cast<double>(n) : 0;
 }
 
+}  // namespace
+
+double mean_reuse_ttft_ms(const std::vector<RequestRecord>& records) {
+  return mean_ms(
+      records, [](const RequestRecord& r) { return r.reuse_turn(); },
+      [](const RequestRecord& r) { return r.ttft(); });
+}
+
 double mean_load_ms(const std::vector<RequestRecord>& records) {
-  double sum = 0;
-  std::size_t n = 0;
-  for (const auto& r : records) {
-    if (!r.loaded()) continue;
-    sum += runtime::to_millis(r.load_time());
-    ++n;
-  }
-  return n ? sum / static_cast<double>(n) : 0;
+  return mean_ms(
+      records, [](const RequestRecord& r) { return r.loaded(); },
+      [](const RequestRecord& r) { return r.load_time(); });
 }
 
 namespace {

@@ -173,7 +173,7 @@ std::optional<std::vector<Status>> post_one(runtime::Nic& nic, runtime::Strand& 
   return out;
 }
 
-TEST(Invariants, RdmaThroughADroppedRegistrationIsCaughtOnALyingNic) {
+TEST(Invariants, R6_3_RdmaThroughADroppedRegistrationIsCaughtOnALyingNic) {
   sim::SimWorld world(3);
   auto& node = world.add_node("gpu");
   auto strand = node.make_strand("data");
@@ -192,7 +192,7 @@ TEST(Invariants, RdmaThroughADroppedRegistrationIsCaughtOnALyingNic) {
   EXPECT_NE(m.violations()[0].find("dropped registration"), std::string::npos);
 }
 
-TEST(Invariants, TheSimRnicFailsRdmaThroughADroppedRegistration) {
+TEST(Invariants, R6_3_TheSimRnicFailsRdmaThroughADroppedRegistration) {
   sim::SimWorld world(4);
   sim::SimFabric fabric(world);
   auto& gpu = world.add_node("gpu");
@@ -215,7 +215,7 @@ TEST(Invariants, TheSimRnicFailsRdmaThroughADroppedRegistration) {
 }
 
 // The decorator passes answers through and reports what the extension accepted.
-TEST(Invariants, CheckedExtensionPassesEveryHookThrough) {
+TEST(Invariants, R3_3_CheckedExtensionPassesEveryHookThrough) {
   struct Refusing final : ext::RegionExtension {
     std::string name() const override { return "refusing"; }
     Status hint(const ext::Hint&) override { return Error(ErrorCode::kExtensionFailed, "no"); }
