@@ -296,11 +296,11 @@ void CxlSsdDevice::enqueue(Tag tag, PageSpan span, std::int64_t key) {
 }
 
 void CxlSsdDevice::pin(const PageSpan& span) {
-  for (Page p = span.first; p < span.end; ++p) table_.pin(p);
+  table_.pin_range(span.first, span.end);
 }
 
 void CxlSsdDevice::unpin(const PageSpan& span) {
-  for (Page p = span.first; p < span.end; ++p) table_.unpin(p);
+  table_.unpin_range(span.first, span.end);
 }
 
 void CxlSsdDevice::admit_waiting() {

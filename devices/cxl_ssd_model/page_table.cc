@@ -1,5 +1,7 @@
 #include "devices/cxl_ssd_model/page_table.h"
 
+#include <algorithm>
+
 namespace rcxl::device {
 
 PageTable::PageTable(std::uint64_t pages)
@@ -15,50 +17,175 @@ void PageTable::lru_remove(Page p) {
   if (e.flags & kInLru) unlink(p, e);
 }
 
+void PageTable::pin_range(Page first, Page end) {
+  for (Page p = first; p < end;) {
+    auto& c = chunks_[p >> kChunkShift];
+    if (!c) c = std::make_unique<Chunk>();
+    const Page stop = std::min<Page>(end, (p | kChunkMask) + 1);
+    for (; p < stop; ++p) {
+      Entry& e = (*c)[p & kChunkMask];
+      if (e.pins < UINT16_MAX) ++e.pins;
+      if (e.flags & kInLru) unlink(p, e);
+    }
+  }
+}
+
+void PageTable::unpin_range(Page first, Page end) {
+  for (Page p = first; p < end;) {
+    auto& c = chunks_[p >> kChunkShift];
+    if (!c) c = std::make_unique<Chunk>();
+    const Page stop = std::min<Page>(end, (p | kChunkMask) + 1);
+    for (; p < stop; ++p) {
+      Entry& e = (*c)[p & kChunkMask];
+      if (e.pins > 0 && --e.pins == 0 && (e.flags & kResident)) push_front(p, e);
+    }
+  }
+}
+
 bool PageTable::lru_touch_run(Page first, Page last) {
-  Entry* back = find_mut(last);
+  const Entry* back = find(last);
   if (!back || !(back->flags & kInLru)) return false;
-  Entry& front = *back;
-  // Links join only pages on the LRU, so the chain last, last-1, .., first is on it.
-  for (Page p = last; p != first; --p) {
-    if (back->next != p - 1) return false;
-    back = &entry(p - 1);
+  // The chain last, last-1, .., first must be consecutive on the list: inside a
+  // run it is; across runs the next run must end right below this one.
+  for (std::uint32_t r = back->run; first < runs_[r].first;) {
+    const std::uint32_t n = runs_[r].next;
+    if (n == kNone || runs_[n].last + 1 != runs_[r].first) return false;
+    r = n;
   }
-  if (head_ == last) return true;
-  // Unlink the segment (it is not the head, so front.prev exists), then relink at the front.
-  entry(front.prev).next = back->next;
-  if (back->next != kNone) {
-    entry(back->next).prev = front.prev;
-  } else {
-    tail_ = front.prev;
+  if (back->run == head_ && runs_[head_].last == last) return true;  // already in front
+  // Cut the segment out of its runs, make it one run, move that to the front.
+  if (runs_[back->run].last > last) split_before(back->run, last + 1);
+  if (const std::uint32_t rf = find(first)->run; runs_[rf].first < first) split_before(rf, first);
+  std::uint32_t keep = find(last)->run;
+  const std::uint32_t bottom = find(first)->run;
+  if (keep != bottom) {
+    // Several runs: the largest keeps its node, the others are relabelled into it.
+    for (std::uint32_t r = runs_[keep].next;; r = runs_[r].next) {
+      if (runs_[r].last - runs_[r].first > runs_[keep].last - runs_[keep].first) keep = r;
+      if (r == bottom) break;
+    }
+    const std::uint32_t top = find(last)->run;
+    for (std::uint32_t r = top;;) {
+      const std::uint32_t n = runs_[r].next;
+      if (r != keep) {
+        label(keep, runs_[r].first, runs_[r].last);
+        unlink_run(r);
+        free_run(r);
+      }
+      if (r == bottom) break;
+      r = n;
+    }
+    runs_[keep].first = first;
+    runs_[keep].last = last;
   }
-  front.prev = kNone;
-  back->next = head_;
-  entry(head_).prev = first;
-  head_ = last;
+  unlink_run(keep);
+  link_front(keep);
   return true;
 }
 
 void PageTable::push_front(Page p, Entry& e) {
   e.flags |= kInLru;
-  e.prev = kNone;
-  e.next = head_;
-  if (head_ != kNone) entry(head_).prev = p;
-  head_ = p;
-  if (tail_ == kNone) tail_ = p;
+  // Pages pushed in ascending order grow the front run.
+  if (head_ != kNone && runs_[head_].last + 1 == p) {
+    runs_[head_].last = p;
+    e.run = head_;
+    return;
+  }
+  const std::uint32_t r = new_run(p, p);
+  e.run = r;
+  link_front(r);
 }
 
-void PageTable::unlink(Page /*p*/, Entry& e) {
+void PageTable::unlink(Page p, Entry& e) {
   e.flags &= static_cast<std::uint8_t>(~kInLru);
-  if (e.prev != kNone) {
-    entry(e.prev).next = e.next;
+  const std::uint32_t r = e.run;
+  Run& run = runs_[r];
+  if (run.first == run.last) {
+    unlink_run(r);
+    free_run(r);
+  } else if (p == run.first) {
+    ++run.first;
+  } else if (p == run.last) {
+    --run.last;
   } else {
-    head_ = e.next;
+    split_before(r, p + 1);
+    --runs_[e.run].last;  // e.run: the lower part, which now ends at p
   }
-  if (e.next != kNone) {
-    entry(e.next).prev = e.prev;
+}
+
+std::uint32_t PageTable::split_before(std::uint32_t r, Page at) {
+  const Page first = runs_[r].first;
+  const Page last = runs_[r].last;
+  if (last - at + 1 <= at - first) {
+    const std::uint32_t upper = new_run(at, last);
+    runs_[r].last = at - 1;
+    link_after(runs_[r].prev, upper);
+    label(upper, at, last);
+    return upper;
+  }
+  const std::uint32_t lower = new_run(first, at - 1);
+  runs_[r].first = at;
+  link_after(r, lower);
+  label(lower, first, at - 1);
+  return r;
+}
+
+std::uint32_t PageTable::new_run(Page first, Page last) {
+  std::uint32_t r;
+  if (!free_runs_.empty()) {
+    r = free_runs_.back();
+    free_runs_.pop_back();
   } else {
-    tail_ = e.prev;
+    r = static_cast<std::uint32_t>(runs_.size());
+    runs_.emplace_back();
+  }
+  runs_[r] = Run{first, last, kNone, kNone};
+  return r;
+}
+
+void PageTable::free_run(std::uint32_t r) {
+  free_runs_.push_back(r);
+}
+
+void PageTable::link_front(std::uint32_t r) {
+  runs_[r].prev = kNone;
+  runs_[r].next = head_;
+  if (head_ != kNone) runs_[head_].prev = r;
+  head_ = r;
+  if (tail_ == kNone) tail_ = r;
+}
+
+void PageTable::link_after(std::uint32_t at, std::uint32_t r) {
+  if (at == kNone) return link_front(r);
+  const std::uint32_t n = runs_[at].next;
+  runs_[r].prev = at;
+  runs_[r].next = n;
+  runs_[at].next = r;
+  if (n != kNone) {
+    runs_[n].prev = r;
+  } else {
+    tail_ = r;
+  }
+}
+
+void PageTable::unlink_run(std::uint32_t r) {
+  const Run& run = runs_[r];
+  if (run.prev != kNone) {
+    runs_[run.prev].next = run.next;
+  } else {
+    head_ = run.next;
+  }
+  if (run.next != kNone) {
+    runs_[run.next].prev = run.prev;
+  } else {
+    tail_ = run.prev;
+  }
+}
+
+void PageTable::label(std::uint32_t r, Page first, Page last) {
+  for (Page p = first;; ++p) {
+    entry(p).run = r;
+    if (p == last) break;
   }
 }
 
@@ -71,6 +198,8 @@ void PageTable::drop_all_frames() {
       e.ready_at = 0;
     }
   }
+  runs_.clear();
+  free_runs_.clear();
   head_ = tail_ = kNone;
 }
 

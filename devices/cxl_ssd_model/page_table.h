@@ -1,6 +1,9 @@
 // Page-exact state of the device's DRAM cache: per-page flags, pin counts, fill
-// completion times and an intrusive LRU list, in chunks allocated on first use
-// so a pool of tens of GiB costs memory only where it is touched.
+// completion times and an LRU order, in chunks allocated on first use so a pool
+// of tens of GiB costs memory only where it is touched. The LRU is a list of
+// runs of neighbouring pages (a range filled or unpinned in page order is one
+// run), so a 32 MiB range costs one list node, not 8192; the order it keeps is
+// exactly that of a list of single pages.
 #pragma once
 
 #include <array>
@@ -52,7 +55,8 @@ class PageTable {
     lru_remove(p);
     lru_push_front(p);
   }
-  Page lru_back() const { return tail_; }
+  // Within the back run the lowest page went in first.
+  Page lru_back() const { return tail_ == kNone ? kNone : runs_[tail_].first; }
   // When pages first..last sit on the LRU as one segment, last nearest the
   // front (what touching or filling them in ascending order leaves), moves the
   // segment to the front at once: the same order as lru_touch(p) for p
@@ -69,6 +73,11 @@ class PageTable {
     Entry& e = entry(p);
     if (e.pins > 0 && --e.pins == 0 && (e.flags & kResident)) push_front(p, e);
   }
+  // pin(p) / unpin(p) for p = first .. end-1 in order, one chunk lookup per chunk.
+  void pin_range(Page first, Page end);
+  void unpin_range(Page first, Page end);
+  // LRU list nodes in use (tests: runs really merge).
+  std::size_t lru_runs() const { return runs_.size() - free_runs_.size(); }
 
   // Reset: every page loses its frame, pin and dirt; trimmed and flash-bytes
   // stay (flash state).
@@ -78,14 +87,19 @@ class PageTable {
   static constexpr int kChunkShift = 15;  // 32768 pages = 128 MiB of 4 KiB pages
   static constexpr Page kChunkPages = Page{1} << kChunkShift;
   static constexpr Page kChunkMask = kChunkPages - 1;
-  // One page's state in one cache line's share (24 bytes): a page operation
-  // touches one line instead of one per field.
+  // One page's state in 16 bytes: a page operation touches one cache line.
   struct Entry {
     std::int64_t ready_at = 0;
-    Page prev = 0;
-    Page next = 0;
+    std::uint32_t run = 0;  // its LRU run while kInLru
     std::uint16_t pins = 0;
     std::uint8_t flags = 0;
+  };
+  // Pages first..last on the LRU, last nearest the front (a list node).
+  struct Run {
+    Page first = 0;
+    Page last = 0;
+    std::uint32_t prev = kNone;  // towards the front
+    std::uint32_t next = kNone;  // towards the back
   };
   using Chunk = std::array<Entry, kChunkPages>;
   const Entry* find(Page p) const {
@@ -98,6 +112,16 @@ class PageTable {
   }
   void push_front(Page p, Entry& e);
   void unlink(Page p, Entry& e);
+  std::uint32_t new_run(Page first, Page last);
+  void free_run(std::uint32_t r);
+  void link_front(std::uint32_t r);
+  void link_after(std::uint32_t at, std::uint32_t r);  // r goes right behind `at`
+  void unlink_run(std::uint32_t r);
+  void label(std::uint32_t r, Page first, Page last);
+  // Splits run r before page `at` (first < at <= last) into [first, at-1] and
+  // [at, last], the upper part in front; the smaller part gets a new node and
+  // is relabelled. Returns the node holding [at, last].
+  std::uint32_t split_before(std::uint32_t r, Page at);
   Entry& entry(Page p) {
     auto& c = chunks_[p >> kChunkShift];
     if (!c) c = std::make_unique<Chunk>();
@@ -106,8 +130,10 @@ class PageTable {
 
   std::uint64_t pages_;
   std::vector<std::unique_ptr<Chunk>> chunks_;
-  Page head_ = kNone;
-  Page tail_ = kNone;
+  std::vector<Run> runs_;
+  std::vector<std::uint32_t> free_runs_;
+  std::uint32_t head_ = kNone;  // runs
+  std::uint32_t tail_ = kNone;
 };
 
 }  // namespace rcxl::device

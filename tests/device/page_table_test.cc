@@ -211,6 +211,55 @@ TEST(PageTable, LruTouchRunMatchesPerPageTouchesOnRandomOperations) {
   EXPECT_EQ(table.lru_back(), PageTable::kNone);
 }
 
+// pin_range / unpin_range equal pin / unpin page by page, and pages that join
+// the LRU in page order share one list node however many they are.
+TEST(PageTable, RangePinsMatchPerPagePinsAndRunsMerge) {
+  std::mt19937 rng(20261130);
+  PageTable table(200000);
+  ReferenceLru ref(200000);
+  for (Page p = 32000; p < 34000; ++p) {  // across the 32768-page chunk edge
+    table.flags_mut(p) |= PageTable::kResident;
+    ref.resident[p] = true;
+    table.lru_push_front(p);
+    ref.push_front(p);
+  }
+  EXPECT_EQ(table.lru_runs(), 1u);
+  for (int step = 0; step < 3000; ++step) {
+    const Page first = 32000 + static_cast<Page>(rng() % 2000);
+    const Page end = std::min<Page>(34000, first + 1 + static_cast<Page>(rng() % 300));
+    if (rng() % 2) {
+      table.pin_range(first, end);
+      for (Page p = first; p < end; ++p) {
+        ++ref.pins[p];
+        ref.remove(p);
+      }
+    } else {
+      table.unpin_range(first, end);
+      for (Page p = first; p < end; ++p) {
+        if (ref.pins[p] > 0 && --ref.pins[p] == 0 && ref.resident[p]) ref.push_front(p);
+      }
+    }
+    ASSERT_EQ(table.lru_back(), ref.order.empty() ? PageTable::kNone : ref.order.back())
+        << "step " << step;
+  }
+  for (Page p = 32000; p < 34000; ++p) ASSERT_EQ(table.pins(p), ref.pins[p]);
+  while (!ref.order.empty()) {
+    ASSERT_EQ(table.lru_back(), ref.order.back());
+    table.lru_remove(ref.order.back());
+    ref.order.pop_back();
+  }
+  EXPECT_EQ(table.lru_back(), PageTable::kNone);
+  EXPECT_EQ(table.lru_runs(), 0u);
+  // Unpinned in page order, 2000 pages are one node again.
+  table.pin_range(32000, 34000);  // every page has a pin now; leave exactly one
+  for (Page p = 32000; p < 34000; ++p) {
+    while (table.pins(p) > 1) table.unpin(p);
+  }
+  table.unpin_range(32000, 34000);
+  EXPECT_EQ(table.lru_runs(), 1u);
+  EXPECT_EQ(table.lru_back(), 32000u);
+}
+
 TEST(PageTable, ResetKeepsOnlyFlashState) {
   PageTable table(100000);
   table.flags_mut(70000) |=
