@@ -195,7 +195,7 @@ Instant CxlSsdDevice::fill_page(Page page, Instant start) {
 
 void CxlSsdDevice::make_room(Instant at) {
   while (resident_pages_ >= capacity_pages_) {
-    const Page victim = table_.lru_back();
+    const Page victim = table_.lru_pop_back();
     if (victim == PageTable::kNone) {
       ++counters_.overflows;  // everything resident is pinned
       return;
@@ -205,7 +205,6 @@ void CxlSsdDevice::make_room(Instant at) {
 }
 
 void CxlSsdDevice::evict(Page page, Instant at) {
-  table_.lru_remove(page);
   std::uint8_t& f = table_.flags_mut(page);
   if (f & PageTable::kDirty) {
     const std::uint64_t base = std::uint64_t{page} * page_bytes();

@@ -142,6 +142,7 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   // A miss that waits for one of `slots` (outstanding misses of its kind).
   Instant fill_in_slot(std::vector<Instant>& slots, Page page, Instant at);
   void make_room(Instant at);
+  // Frees the frame of `page`, already taken off the LRU (writing it back if dirty).
   void evict(Page page, Instant at);
   void pin(const PageSpan& span);
   void unpin(const PageSpan& span);

@@ -8,63 +8,79 @@ PageTable::PageTable(std::uint64_t pages)
     : pages_(pages), chunks_((pages + kChunkPages - 1) / kChunkPages) {}
 
 void PageTable::lru_push_front(Page p) {
-  Entry& e = entry(p);
-  if (!(e.flags & kInLru)) push_front(p, e);
+  Chunk& c = chunk(p);
+  if (!(c.flags[p & kChunkMask] & kInLru)) push_front(p, c, p & kChunkMask);
 }
 
 void PageTable::lru_remove(Page p) {
-  Entry& e = entry(p);
-  if (e.flags & kInLru) unlink(p, e);
+  Chunk& c = chunk(p);
+  if (c.flags[p & kChunkMask] & kInLru) unlink(p, c, p & kChunkMask);
+}
+
+PageTable::Page PageTable::lru_pop_back() {
+  if (tail_ == kNone) return kNone;
+  // The back page is its run's lowest: no lookup of the page's run needed.
+  Run& run = runs_[tail_];
+  const Page p = run.first;
+  chunk(p).flags[p & kChunkMask] &= static_cast<std::uint8_t>(~kInLru);
+  if (run.first == run.last) {
+    const std::uint32_t r = tail_;
+    unlink_run(r);
+    free_run(r);
+  } else {
+    ++run.first;
+  }
+  return p;
 }
 
 void PageTable::pin_range(Page first, Page end) {
   for (Page p = first; p < end;) {
-    auto& c = chunks_[p >> kChunkShift];
-    if (!c) c = std::make_unique<Chunk>();
+    Chunk& c = chunk(p);
     const Page stop = std::min<Page>(end, (p | kChunkMask) + 1);
     for (; p < stop; ++p) {
-      Entry& e = (*c)[p & kChunkMask];
-      if (e.pins < UINT16_MAX) ++e.pins;
-      if (e.flags & kInLru) unlink(p, e);
+      const Page i = p & kChunkMask;
+      if (c.pins[i] < UINT16_MAX) ++c.pins[i];
+      if (c.flags[i] & kInLru) unlink(p, c, i);
     }
   }
 }
 
 void PageTable::unpin_range(Page first, Page end) {
   for (Page p = first; p < end;) {
-    auto& c = chunks_[p >> kChunkShift];
-    if (!c) c = std::make_unique<Chunk>();
+    Chunk& c = chunk(p);
     const Page stop = std::min<Page>(end, (p | kChunkMask) + 1);
     for (; p < stop; ++p) {
-      Entry& e = (*c)[p & kChunkMask];
-      if (e.pins > 0 && --e.pins == 0 && (e.flags & kResident)) push_front(p, e);
+      const Page i = p & kChunkMask;
+      if (c.pins[i] > 0 && --c.pins[i] == 0 && (c.flags[i] & kResident)) push_front(p, c, i);
     }
   }
 }
 
 bool PageTable::lru_touch_run(Page first, Page last) {
-  const Entry* back = find(last);
-  if (!back || !(back->flags & kInLru)) return false;
+  const Chunk* back = find(last);
+  if (!back || !(back->flags[last & kChunkMask] & kInLru)) return false;
+  auto run_of = [this](Page p) { return find(p)->run[p & kChunkMask]; };
+  const std::uint32_t top_run = run_of(last);
   // The chain last, last-1, .., first must be consecutive on the list: inside a
   // run it is; across runs the next run must end right below this one.
-  for (std::uint32_t r = back->run; first < runs_[r].first;) {
+  for (std::uint32_t r = top_run; first < runs_[r].first;) {
     const std::uint32_t n = runs_[r].next;
     if (n == kNone || runs_[n].last + 1 != runs_[r].first) return false;
     r = n;
   }
-  if (back->run == head_ && runs_[head_].last == last) return true;  // already in front
+  if (top_run == head_ && runs_[head_].last == last) return true;  // already in front
   // Cut the segment out of its runs, make it one run, move that to the front.
-  if (runs_[back->run].last > last) split_before(back->run, last + 1);
-  if (const std::uint32_t rf = find(first)->run; runs_[rf].first < first) split_before(rf, first);
-  std::uint32_t keep = find(last)->run;
-  const std::uint32_t bottom = find(first)->run;
+  if (runs_[top_run].last > last) split_before(top_run, last + 1);
+  if (const std::uint32_t rf = run_of(first); runs_[rf].first < first) split_before(rf, first);
+  std::uint32_t keep = run_of(last);
+  const std::uint32_t bottom = run_of(first);
   if (keep != bottom) {
     // Several runs: the largest keeps its node, the others are relabelled into it.
     for (std::uint32_t r = runs_[keep].next;; r = runs_[r].next) {
       if (runs_[r].last - runs_[r].first > runs_[keep].last - runs_[keep].first) keep = r;
       if (r == bottom) break;
     }
-    const std::uint32_t top = find(last)->run;
+    const std::uint32_t top = run_of(last);
     for (std::uint32_t r = top;;) {
       const std::uint32_t n = runs_[r].next;
       if (r != keep) {
@@ -83,22 +99,22 @@ bool PageTable::lru_touch_run(Page first, Page last) {
   return true;
 }
 
-void PageTable::push_front(Page p, Entry& e) {
-  e.flags |= kInLru;
+void PageTable::push_front(Page p, Chunk& c, Page i) {
+  c.flags[i] |= kInLru;
   // Pages pushed in ascending order grow the front run.
   if (head_ != kNone && runs_[head_].last + 1 == p) {
     runs_[head_].last = p;
-    e.run = head_;
+    c.run[i] = head_;
     return;
   }
   const std::uint32_t r = new_run(p, p);
-  e.run = r;
+  c.run[i] = r;
   link_front(r);
 }
 
-void PageTable::unlink(Page p, Entry& e) {
-  e.flags &= static_cast<std::uint8_t>(~kInLru);
-  const std::uint32_t r = e.run;
+void PageTable::unlink(Page p, Chunk& c, Page i) {
+  c.flags[i] &= static_cast<std::uint8_t>(~kInLru);
+  const std::uint32_t r = c.run[i];
   Run& run = runs_[r];
   if (run.first == run.last) {
     unlink_run(r);
@@ -109,7 +125,7 @@ void PageTable::unlink(Page p, Entry& e) {
     --run.last;
   } else {
     split_before(r, p + 1);
-    --runs_[e.run].last;  // e.run: the lower part, which now ends at p
+    --runs_[c.run[i]].last;  // the lower part, which now ends at p
   }
 }
 
@@ -184,7 +200,7 @@ void PageTable::unlink_run(std::uint32_t r) {
 
 void PageTable::label(std::uint32_t r, Page first, Page last) {
   for (Page p = first;; ++p) {
-    entry(p).run = r;
+    chunk(p).run[p & kChunkMask] = r;
     if (p == last) break;
   }
 }
@@ -192,11 +208,9 @@ void PageTable::label(std::uint32_t r, Page first, Page last) {
 void PageTable::drop_all_frames() {
   for (auto& c : chunks_) {
     if (!c) continue;
-    for (Entry& e : *c) {
-      e.flags &= kTrimmed | kFlashBytes;
-      e.pins = 0;
-      e.ready_at = 0;
-    }
+    for (auto& f : c->flags) f &= kTrimmed | kFlashBytes;
+    c->pins.fill(0);
+    c->ready_at.fill(0);
   }
   runs_.clear();
   free_runs_.clear();

@@ -33,20 +33,20 @@ class PageTable {
   std::uint64_t pages() const { return pages_; }
   // Flags of a page never touched are 0: not resident, flash-backed.
   std::uint8_t flags(Page p) const {
-    const Entry* e = find(p);
-    return e ? e->flags : 0;
+    const Chunk* c = find(p);
+    return c ? c->flags[p & kChunkMask] : 0;
   }
-  std::uint8_t& flags_mut(Page p) { return entry(p).flags; }
+  std::uint8_t& flags_mut(Page p) { return chunk(p).flags[p & kChunkMask]; }
   std::int64_t ready_at(Page p) const {
-    const Entry* e = find(p);
-    return e ? e->ready_at : 0;
+    const Chunk* c = find(p);
+    return c ? c->ready_at[p & kChunkMask] : 0;
   }
-  void set_ready_at(Page p, std::int64_t t) { entry(p).ready_at = t; }
+  void set_ready_at(Page p, std::int64_t t) { chunk(p).ready_at[p & kChunkMask] = t; }
   std::uint16_t pins(Page p) const {
-    const Entry* e = find(p);
-    return e ? e->pins : 0;
+    const Chunk* c = find(p);
+    return c ? c->pins[p & kChunkMask] : 0;
   }
-  std::uint16_t& pins_mut(Page p) { return entry(p).pins; }
+  std::uint16_t& pins_mut(Page p) { return chunk(p).pins[p & kChunkMask]; }
 
   // LRU: front = most recently used; only unpinned resident pages are on it.
   void lru_push_front(Page p);
@@ -57,22 +57,17 @@ class PageTable {
   }
   // Within the back run the lowest page went in first.
   Page lru_back() const { return tail_ == kNone ? kNone : runs_[tail_].first; }
+  // Takes lru_back() off the LRU (an eviction) and returns it, kNone when empty.
+  Page lru_pop_back();
   // When pages first..last sit on the LRU as one segment, last nearest the
   // front (what touching or filling them in ascending order leaves), moves the
   // segment to the front at once: the same order as lru_touch(p) for p
   // ascending. Otherwise false, and nothing changes.
   bool lru_touch_run(Page first, Page last);
   // One more pin (saturating); a pinned page leaves the LRU.
-  void pin(Page p) {
-    Entry& e = entry(p);
-    if (e.pins < UINT16_MAX) ++e.pins;
-    if (e.flags & kInLru) unlink(p, e);
-  }
+  void pin(Page p) { pin_range(p, p + 1); }
   // One pin less; a resident page whose last pin went joins the LRU front.
-  void unpin(Page p) {
-    Entry& e = entry(p);
-    if (e.pins > 0 && --e.pins == 0 && (e.flags & kResident)) push_front(p, e);
-  }
+  void unpin(Page p) { unpin_range(p, p + 1); }
   // pin(p) / unpin(p) for p = first .. end-1 in order, one chunk lookup per chunk.
   void pin_range(Page first, Page end);
   void unpin_range(Page first, Page end);
@@ -87,12 +82,14 @@ class PageTable {
   static constexpr int kChunkShift = 15;  // 32768 pages = 128 MiB of 4 KiB pages
   static constexpr Page kChunkPages = Page{1} << kChunkShift;
   static constexpr Page kChunkMask = kChunkPages - 1;
-  // One page's state in 16 bytes: a page operation touches one cache line.
-  struct Entry {
-    std::int64_t ready_at = 0;
-    std::uint32_t run = 0;  // its LRU run while kInLru
-    std::uint16_t pins = 0;
-    std::uint8_t flags = 0;
+  // Page state as one array per field: the page loops (fills, evictions,
+  // pins) each read one field of neighbouring pages, so a cache line serves
+  // 64 pages' flags instead of 4 pages' whole records.
+  struct Chunk {
+    std::array<std::uint8_t, kChunkPages> flags{};
+    std::array<std::uint16_t, kChunkPages> pins{};
+    std::array<std::uint32_t, kChunkPages> run{};  // its LRU run while kInLru
+    std::array<std::int64_t, kChunkPages> ready_at{};
   };
   // Pages first..last on the LRU, last nearest the front (a list node).
   struct Run {
@@ -101,17 +98,16 @@ class PageTable {
     std::uint32_t prev = kNone;  // towards the front
     std::uint32_t next = kNone;  // towards the back
   };
-  using Chunk = std::array<Entry, kChunkPages>;
-  const Entry* find(Page p) const {
-    const Chunk* c = chunks_[p >> kChunkShift].get();
-    return c ? &(*c)[p & kChunkMask] : nullptr;
+  const Chunk* find(Page p) const { return chunks_[p >> kChunkShift].get(); }
+  Chunk& chunk(Page p) {
+    auto& c = chunks_[p >> kChunkShift];
+    if (!c) c = std::make_unique<Chunk>();
+    return *c;
   }
-  Entry* find_mut(Page p) {
-    Chunk* c = chunks_[p >> kChunkShift].get();
-    return c ? &(*c)[p & kChunkMask] : nullptr;
-  }
-  void push_front(Page p, Entry& e);
-  void unlink(Page p, Entry& e);
+  // Puts page i of chunk c (page p), not on the LRU, at its front.
+  void push_front(Page p, Chunk& c, Page i);
+  // Takes page i of chunk c (page p), on the LRU, off it.
+  void unlink(Page p, Chunk& c, Page i);
   std::uint32_t new_run(Page first, Page last);
   void free_run(std::uint32_t r);
   void link_front(std::uint32_t r);
@@ -122,11 +118,6 @@ class PageTable {
   // [at, last], the upper part in front; the smaller part gets a new node and
   // is relabelled. Returns the node holding [at, last].
   std::uint32_t split_before(std::uint32_t r, Page at);
-  Entry& entry(Page p) {
-    auto& c = chunks_[p >> kChunkShift];
-    if (!c) c = std::make_unique<Chunk>();
-    return (*c)[p & kChunkMask];
-  }
 
   std::uint64_t pages_;
   std::vector<std::unique_ptr<Chunk>> chunks_;
