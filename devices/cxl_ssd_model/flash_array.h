@@ -3,6 +3,7 @@
 // times are computed analytically, so a fill costs no simulator event.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -60,5 +61,35 @@ class FlashArray {
   std::vector<Instant> channel_;
   Instant backend_{0};
 };
+
+// Per page, inline: every fill and write-back calls one.
+
+inline FlashArray::Instant FlashArray::read_page(std::uint64_t page, Instant t) {
+  const std::size_t unit = unit_of(page);
+  Instant& die = die_[unit];
+  Instant& channel = channel_[channel_of(page)];
+  const Instant start = std::max(t, die);
+  const Instant sensed = start + read_;
+  // Data-out needs the channel; the die stays busy until its register is drained.
+  const Instant out_start = std::max(sensed, channel);
+  const Instant out_end = out_start + transfer_;
+  channel = out_end;
+  die = out_end;
+  // Program suspend: a read does not wait for a program on its die; the program
+  // resumes after it, later by the time the read held the die.
+  Instant& program = program_[unit];
+  if (program > start) program += out_end - start;
+  backend_ = std::max(backend_, out_start) + backend_per_page_;
+  return std::max(out_end, backend_);
+}
+
+inline FlashArray::Instant FlashArray::program_page(std::uint64_t page, Instant t) {
+  Instant& program = program_[unit_of(page)];
+  Instant& channel = channel_[channel_of(page)];
+  const Instant in_end = std::max(t, channel) + transfer_;
+  channel = in_end;
+  program = std::max(in_end, program) + program_per_page_;
+  return program;
+}
 
 }  // namespace rcxl::device

@@ -7,55 +7,6 @@ namespace rcxl::device {
 PageTable::PageTable(std::uint64_t pages)
     : pages_(pages), chunks_((pages + kChunkPages - 1) / kChunkPages) {}
 
-void PageTable::lru_push_front(Page p) {
-  Chunk& c = chunk(p);
-  if (!(c.flags[p & kChunkMask] & kInLru)) push_front(p, c, p & kChunkMask);
-}
-
-void PageTable::lru_remove(Page p) {
-  Chunk& c = chunk(p);
-  if (c.flags[p & kChunkMask] & kInLru) unlink(p, c, p & kChunkMask);
-}
-
-PageTable::Page PageTable::lru_pop_back() {
-  if (tail_ == kNone) return kNone;
-  // The back page is its run's lowest: no lookup of the page's run needed.
-  Run& run = runs_[tail_];
-  const Page p = run.first;
-  chunk(p).flags[p & kChunkMask] &= static_cast<std::uint8_t>(~kInLru);
-  if (run.first == run.last) {
-    const std::uint32_t r = tail_;
-    unlink_run(r);
-    free_run(r);
-  } else {
-    ++run.first;
-  }
-  return p;
-}
-
-void PageTable::pin_range(Page first, Page end) {
-  for (Page p = first; p < end;) {
-    Chunk& c = chunk(p);
-    const Page stop = std::min<Page>(end, (p | kChunkMask) + 1);
-    for (; p < stop; ++p) {
-      const Page i = p & kChunkMask;
-      if (c.pins[i] < UINT16_MAX) ++c.pins[i];
-      if (c.flags[i] & kInLru) unlink(p, c, i);
-    }
-  }
-}
-
-void PageTable::unpin_range(Page first, Page end) {
-  for (Page p = first; p < end;) {
-    Chunk& c = chunk(p);
-    const Page stop = std::min<Page>(end, (p | kChunkMask) + 1);
-    for (; p < stop; ++p) {
-      const Page i = p & kChunkMask;
-      if (c.pins[i] > 0 && --c.pins[i] == 0 && (c.flags[i] & kResident)) push_front(p, c, i);
-    }
-  }
-}
-
 bool PageTable::lru_touch_run(Page first, Page last) {
   const Chunk* back = find(last);
   if (!back || !(back->flags[last & kChunkMask] & kInLru)) return false;
@@ -99,36 +50,6 @@ bool PageTable::lru_touch_run(Page first, Page last) {
   return true;
 }
 
-void PageTable::push_front(Page p, Chunk& c, Page i) {
-  c.flags[i] |= kInLru;
-  // Pages pushed in ascending order grow the front run.
-  if (head_ != kNone && runs_[head_].last + 1 == p) {
-    runs_[head_].last = p;
-    c.run[i] = head_;
-    return;
-  }
-  const std::uint32_t r = new_run(p, p);
-  c.run[i] = r;
-  link_front(r);
-}
-
-void PageTable::unlink(Page p, Chunk& c, Page i) {
-  c.flags[i] &= static_cast<std::uint8_t>(~kInLru);
-  const std::uint32_t r = c.run[i];
-  Run& run = runs_[r];
-  if (run.first == run.last) {
-    unlink_run(r);
-    free_run(r);
-  } else if (p == run.first) {
-    ++run.first;
-  } else if (p == run.last) {
-    --run.last;
-  } else {
-    split_before(r, p + 1);
-    --runs_[c.run[i]].last;  // the lower part, which now ends at p
-  }
-}
-
 std::uint32_t PageTable::split_before(std::uint32_t r, Page at) {
   const Page first = runs_[r].first;
   const Page last = runs_[r].last;
@@ -146,31 +67,6 @@ std::uint32_t PageTable::split_before(std::uint32_t r, Page at) {
   return r;
 }
 
-std::uint32_t PageTable::new_run(Page first, Page last) {
-  std::uint32_t r;
-  if (!free_runs_.empty()) {
-    r = free_runs_.back();
-    free_runs_.pop_back();
-  } else {
-    r = static_cast<std::uint32_t>(runs_.size());
-    runs_.emplace_back();
-  }
-  runs_[r] = Run{first, last, kNone, kNone};
-  return r;
-}
-
-void PageTable::free_run(std::uint32_t r) {
-  free_runs_.push_back(r);
-}
-
-void PageTable::link_front(std::uint32_t r) {
-  runs_[r].prev = kNone;
-  runs_[r].next = head_;
-  if (head_ != kNone) runs_[head_].prev = r;
-  head_ = r;
-  if (tail_ == kNone) tail_ = r;
-}
-
 void PageTable::link_after(std::uint32_t at, std::uint32_t r) {
   if (at == kNone) return link_front(r);
   const std::uint32_t n = runs_[at].next;
@@ -181,20 +77,6 @@ void PageTable::link_after(std::uint32_t at, std::uint32_t r) {
     runs_[n].prev = r;
   } else {
     tail_ = r;
-  }
-}
-
-void PageTable::unlink_run(std::uint32_t r) {
-  const Run& run = runs_[r];
-  if (run.prev != kNone) {
-    runs_[run.prev].next = run.next;
-  } else {
-    head_ = run.next;
-  }
-  if (run.next != kNone) {
-    runs_[run.next].prev = run.prev;
-  } else {
-    tail_ = run.prev;
   }
 }
 

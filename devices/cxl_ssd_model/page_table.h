@@ -6,6 +6,7 @@
 // exactly that of a list of single pages.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -126,5 +127,125 @@ class PageTable {
   std::uint32_t head_ = kNone;  // runs
   std::uint32_t tail_ = kNone;
 };
+
+// The per-page paths, inline: the device's loops call them for every page.
+
+inline void PageTable::lru_push_front(Page p) {
+  Chunk& c = chunk(p);
+  if (!(c.flags[p & kChunkMask] & kInLru)) push_front(p, c, p & kChunkMask);
+}
+
+inline void PageTable::lru_remove(Page p) {
+  Chunk& c = chunk(p);
+  if (c.flags[p & kChunkMask] & kInLru) unlink(p, c, p & kChunkMask);
+}
+
+inline PageTable::Page PageTable::lru_pop_back() {
+  if (tail_ == kNone) return kNone;
+  // The back page is its run's lowest: no lookup of the page's run needed.
+  Run& run = runs_[tail_];
+  const Page p = run.first;
+  chunk(p).flags[p & kChunkMask] &= static_cast<std::uint8_t>(~kInLru);
+  if (run.first == run.last) {
+    const std::uint32_t r = tail_;
+    unlink_run(r);
+    free_run(r);
+  } else {
+    ++run.first;
+  }
+  return p;
+}
+
+inline void PageTable::pin_range(Page first, Page end) {
+  for (Page p = first; p < end;) {
+    Chunk& c = chunk(p);
+    const Page stop = std::min<Page>(end, (p | kChunkMask) + 1);
+    for (; p < stop; ++p) {
+      const Page i = p & kChunkMask;
+      if (c.pins[i] < UINT16_MAX) ++c.pins[i];
+      if (c.flags[i] & kInLru) unlink(p, c, i);
+    }
+  }
+}
+
+inline void PageTable::unpin_range(Page first, Page end) {
+  for (Page p = first; p < end;) {
+    Chunk& c = chunk(p);
+    const Page stop = std::min<Page>(end, (p | kChunkMask) + 1);
+    for (; p < stop; ++p) {
+      const Page i = p & kChunkMask;
+      if (c.pins[i] > 0 && --c.pins[i] == 0 && (c.flags[i] & kResident)) push_front(p, c, i);
+    }
+  }
+}
+
+inline void PageTable::push_front(Page p, Chunk& c, Page i) {
+  c.flags[i] |= kInLru;
+  // Pages pushed in ascending order grow the front run.
+  if (head_ != kNone && runs_[head_].last + 1 == p) {
+    runs_[head_].last = p;
+    c.run[i] = head_;
+    return;
+  }
+  const std::uint32_t r = new_run(p, p);
+  c.run[i] = r;
+  link_front(r);
+}
+
+inline void PageTable::unlink(Page p, Chunk& c, Page i) {
+  c.flags[i] &= static_cast<std::uint8_t>(~kInLru);
+  const std::uint32_t r = c.run[i];
+  Run& run = runs_[r];
+  if (run.first == run.last) {
+    unlink_run(r);
+    free_run(r);
+  } else if (p == run.first) {
+    ++run.first;
+  } else if (p == run.last) {
+    --run.last;
+  } else {
+    split_before(r, p + 1);
+    --runs_[c.run[i]].last;  // the lower part, which now ends at p
+  }
+}
+
+inline std::uint32_t PageTable::new_run(Page first, Page last) {
+  std::uint32_t r;
+  if (!free_runs_.empty()) {
+    r = free_runs_.back();
+    free_runs_.pop_back();
+  } else {
+    r = static_cast<std::uint32_t>(runs_.size());
+    runs_.emplace_back();
+  }
+  runs_[r] = Run{first, last, kNone, kNone};
+  return r;
+}
+
+inline void PageTable::free_run(std::uint32_t r) {
+  free_runs_.push_back(r);
+}
+
+inline void PageTable::link_front(std::uint32_t r) {
+  runs_[r].prev = kNone;
+  runs_[r].next = head_;
+  if (head_ != kNone) runs_[head_].prev = r;
+  head_ = r;
+  if (tail_ == kNone) tail_ = r;
+}
+
+inline void PageTable::unlink_run(std::uint32_t r) {
+  const Run& run = runs_[r];
+  if (run.prev != kNone) {
+    runs_[run.prev].next = run.next;
+  } else {
+    head_ = run.next;
+  }
+  if (run.next != kNone) {
+    runs_[run.next].prev = run.prev;
+  } else {
+    tail_ = run.prev;
+  }
+}
 
 }  // namespace rcxl::device
