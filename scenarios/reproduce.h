@@ -12,7 +12,9 @@
 namespace rcxl::scenarios {
 
 struct ReproduceOptions {
-  int pairs = 5;
+  int pairs = 5;             // P1-P3 (and the no-hint run)
+  int p5_pairs = 3;          // P5, as the seed measured it; at most `pairs`
+  bool beyond_seed = false;  // also run no_hints: the no-hint TTFT ratio
   std::uint64_t first_seed = 1;
   std::string profiles_dir;  // empty: the built-in profiles
   std::string out_dir = "rcxl-reproduce";
@@ -21,7 +23,7 @@ struct ReproduceOptions {
 };
 
 struct ReproduceReport {
-  nlohmann::json json;  // keyed P1..P6 (+ "beyond_seed")
+  nlohmann::json json;  // keyed P1..P6 (+ "beyond_seed" when asked for)
   std::string table;    // what the terminal shows
   std::vector<std::string> pictures;
   bool all_within = false;

@@ -48,8 +48,8 @@ int run_demo(std::uint64_t seed, int pings) {
 }
 
 // `embedded`: the text of a shipped replay (`path` is then its name in the binary).
-int run_file(const std::string& path, std::optional<std::uint64_t> seed,
-             const std::string& trace, bool json, bool quiet, const std::string& profiles,
+int run_file(const std::string& path, std::optional<std::uint64_t> seed, const std::string& trace,
+             bool json, bool quiet, const std::string& profiles,
              std::optional<std::string_view> embedded = std::nullopt) {
   std::string text;
   if (embedded) {
@@ -90,19 +90,25 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed,
   const double ttft = rcxl::scenarios::mean_reuse_ttft_ms(result.records);
   const double load = rcxl::scenarios::mean_load_ms(result.records);
   if (json) {
-    Json out = {{"scenario", scenario->name}, {"seed", scenario->seed},
+    Json out = {{"scenario", scenario->name},
+                {"seed", scenario->seed},
                 {"ok", result.status.ok() && result.invariants.violations.empty()},
-                {"status", result.status.ToString()}, {"mean_reuse_ttft_ms", ttft},
-                {"mean_load_ms", load}, {"virtual_s", result.virtual_seconds},
-                {"wall_s", result.wall_seconds}, {"boots", result.boots_seen},
-                {"violations", result.invariants.violations}, {"counters", result.counters},
+                {"status", result.status.ToString()},
+                {"mean_reuse_ttft_ms", ttft},
+                {"mean_load_ms", load},
+                {"virtual_s", result.virtual_seconds},
+                {"wall_s", result.wall_seconds},
+                {"boots", result.boots_seen},
+                {"violations", result.invariants.violations},
+                {"counters", result.counters},
                 {"trace_hash", result.trace_hash}};
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::printf("%s (seed %llu): %s\n", scenario->name.c_str(),
                 static_cast<unsigned long long>(scenario->seed), result.status.ToString().c_str());
-    std::printf("  reuse-turn TTFT %.2f ms, KV load %.2f ms, %zu requests, %.1f s virtual in %.2f s\n",
-                ttft, load, result.records.size(), result.virtual_seconds, result.wall_seconds);
+    std::printf(
+        "  reuse-turn TTFT %.2f ms, KV load %.2f ms, %zu requests, %.1f s virtual in %.2f s\n",
+        ttft, load, result.records.size(), result.virtual_seconds, result.wall_seconds);
     std::printf("  counters: %s\n", result.counters.dump().c_str());
     for (const auto& v : result.invariants.violations) std::printf("  VIOLATION: %s\n", v.c_str());
     std::printf("trace hash: %s\n", result.trace_hash.c_str());
@@ -196,7 +202,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::uint64_t seed = 1;
   int pings = 10;
-  auto* demo = app.add_subcommand("demo", "ping between two simulated nodes; prints the trace hash");
+  auto* demo =
+      app.add_subcommand("demo", "ping between two simulated nodes; prints the trace hash");
   demo->add_option("--seed", seed, "the run's seed (same seed => same trace hash)");
   demo->add_option("--pings", pings, "how many pings")->check(CLI::Range(1, 1000000));
 
@@ -208,11 +215,13 @@ int main(int argc, char** argv) {
   run->add_option("--seed", run_seed, "override the scenario's seed");
   run->add_option("--trace", trace, "write the trace lines to this file");
   run->add_flag("--json", json, "print the result as one JSON object");
-  run->add_option("--profiles", profiles, "read profiles from this directory instead of the built-in ones");
+  run->add_option("--profiles", profiles,
+                  "read profiles from this directory instead of the built-in ones");
   bool run_quiet = false;
   run->add_flag("--quiet", run_quiet, "no progress lines on stderr");
   std::string replay_name;
-  auto* replay = app.add_subcommand("replay", "run a shipped fault scenario by name (--list shows them)");
+  auto* replay =
+      app.add_subcommand("replay", "run a shipped fault scenario by name (--list shows them)");
   replay->add_option("NAME", replay_name, "e.g. reset_during_load");
   bool list = false;
   replay->add_flag("--list", list, "list the shipped scenarios");
@@ -228,11 +237,20 @@ int main(int argc, char** argv) {
   reproduce->add_flag("--json", repro_json, "print one JSON object keyed P1..P6");
   reproduce->add_option("--out", repro.out_dir, "where the SVG pictures and reproduce.json go")
       ->capture_default_str();
-  reproduce->add_option("--pairs", repro.pairs, "paired runs per figure")
+  reproduce->add_option("--pairs", repro.pairs, "paired runs for P1-P3")
       ->check(CLI::Range(1, 50))
       ->capture_default_str();
-  reproduce->add_option("--seed", repro.first_seed, "seed of the first pair")->capture_default_str();
-  reproduce->add_option("--threads", repro.threads, "runs in parallel (results do not depend on it)")
+  reproduce
+      ->add_option("--p5-pairs", repro.p5_pairs,
+                   "paired runs for P5 (the seed's 3; at most --pairs)")
+      ->check(CLI::Range(1, 50))
+      ->capture_default_str();
+  reproduce->add_flag("--beyond", repro.beyond_seed,
+                      "also run CXL-SSD without hints (the no-hint TTFT ratio, beyond the seed)");
+  reproduce->add_option("--seed", repro.first_seed, "seed of the first pair")
+      ->capture_default_str();
+  reproduce
+      ->add_option("--threads", repro.threads, "runs in parallel (results do not depend on it)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   reproduce->add_option("--profiles", repro.profiles_dir,
@@ -249,14 +267,19 @@ int main(int argc, char** argv) {
                     "NAME=V1,V2,... one grid axis (repeat for more; the first is the charts' x "
                     "axis); values: numbers with K/M/G/T (binary) or true/false. Default: "
                     "dram_cache_bytes=4G,8G,16G,32G");
-  sweep->add_option("--configs", sweep_configs,
-                    "comma-separated: all_dram, hints, gated, waits_off, no_hints")
+  sweep
+      ->add_option("--configs", sweep_configs,
+                   "comma-separated: all_dram, hints, gated, waits_off, no_hints")
       ->capture_default_str();
-  sweep->add_option("--seeds", sweep_opts.seeds, "runs per point and configuration (seeds from --seed)")
+  sweep
+      ->add_option("--seeds", sweep_opts.seeds,
+                   "runs per point and configuration (seeds from --seed)")
       ->check(CLI::Range(1, 50))
       ->capture_default_str();
   sweep->add_option("--seed", sweep_opts.first_seed, "the first seed")->capture_default_str();
-  sweep->add_option("--threads", sweep_opts.threads, "runs in parallel (results do not depend on it)")
+  sweep
+      ->add_option("--threads", sweep_opts.threads,
+                   "runs in parallel (results do not depend on it)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   sweep->add_option("--out", sweep_opts.out_dir, "where sweep.csv, sweep.json and the SVGs go")
@@ -264,8 +287,9 @@ int main(int argc, char** argv) {
   sweep->add_option("--scenario", sweep_opts.scenario_path,
                     "start every point from this scenario file instead of the built-in "
                     "seed_serving (its client and profile are set by --configs)");
-  sweep->add_option("--conversations", sweep_conversations,
-                    "override the workload's conversations (a quicker, smaller sweep)")
+  sweep
+      ->add_option("--conversations", sweep_conversations,
+                   "override the workload's conversations (a quicker, smaller sweep)")
       ->check(CLI::Range(1, 100000));
   sweep->add_option("--turns", sweep_turns, "override the workload's turns per conversation")
       ->check(CLI::Range(1, 1000));
@@ -281,7 +305,9 @@ int main(int argc, char** argv) {
     if (sweep_conversations > 0) sweep_opts.conversations = sweep_conversations;
     if (sweep_turns > 0) sweep_opts.turns = sweep_turns;
     if (!sweep_quiet) {
-      sweep_opts.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+      sweep_opts.progress = [](const std::string& line) {
+        std::fprintf(stderr, "%s\n", line.c_str());
+      };
     }
     return run_sweep(sweep_opts, sweep_params, sweep_json);
   }
