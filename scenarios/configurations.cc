@@ -9,8 +9,13 @@ const std::vector<Configuration>& configurations() {
     hints.read_hints = true;  // write hints, waits and promotes follow (SPEC R4)
     ClientSettings waits_off = hints;
     waits_off.write_wait_ms = 0;
-    ClientSettings gated;  // the replaced design #124: no hints, a round trip per READ batch
+    // The replaced design #124 gated every RDMA transfer: a round trip before each
+    // READ batch (a read_hint of its ranges) and before each store's WRITEs (a
+    // write_wait of its pages, which write hints turn on); no scheduler hints,
+    // no promotes (docs/reproduce.md).
+    ClientSettings gated;
     gated.gate_reads = true;
+    gated.write_hints = true;
     ClientSettings none;
     return std::vector<Configuration>{
         {"all_dram", "device DRAM holds everything", "all_dram", hints},

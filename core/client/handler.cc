@@ -456,43 +456,30 @@ void Handler::read_batches(std::shared_ptr<LoadJob> job) {
 }
 
 // PAPER P3's replaced design (#124): every READ waits for a round trip to the
-// memory side first, one READ at a time.
+// memory side first. A READ is what the seed calls one: a load's batch for one
+// peer ("without read_wait the batch is one READ"), posted whole once the gate,
+// a read_hint of its ranges in READ order, is answered.
 void Handler::gated_reads(const std::string& agent, std::shared_ptr<runtime::QueuePair> qp,
                           std::vector<runtime::RdmaOp> ops, std::shared_ptr<LoadJob> job,
                           std::vector<std::size_t> indexes,
                           std::function<void(std::vector<Status>)> done) {
-  struct Gated {
-    std::vector<runtime::RdmaOp> ops;
-    std::vector<Status> statuses;
-    std::size_t next = 0;
-  };
-  auto state = std::make_shared<Gated>();
-  state->ops = std::move(ops);
-  auto step = std::make_shared<std::function<void()>>();
+  RangeList ranges;
+  for (auto i : indexes) {
+    const auto& l = job->locations[i];
+    ranges.add({l.region, l.offset, l.length}, l.read_handle);
+  }
+  const std::string token = config_.client_name + "-gate-" + std::to_string(++seq_);
   std::weak_ptr<bool> alive = alive_;
-  *step = [this, alive, agent, qp, job, indexes, state, step, done] {
-    if (alive.expired()) return;
-    if (state->next == state->ops.size()) {
-      auto finish = std::move(done);
-      *step = nullptr;  // breaks the self-reference
-      return finish(state->statuses);
-    }
-    const std::size_t k = state->next++;
-    const auto& l = job->locations[indexes[k]];
-    RangeList one;
-    one.add({l.region, l.offset, l.length}, l.read_handle);
-    const std::string token = config_.client_name + "-gate-" + std::to_string(++seq_);
-    waits_->gate(agent, token, one, [this, alive, agent, qp, state, step, k, token] {
-      if (alive.expired()) return;
-      qp->post({state->ops[k]}, [this, alive, agent, state, step, token](std::vector<Status> s) {
+  waits_->gate(
+      agent, token, std::move(ranges),
+      [this, alive, agent, qp, token, ops = std::move(ops), done = std::move(done)]() mutable {
         if (alive.expired()) return;
-        waits_->end_gate(agent, token);
-        state->statuses.push_back(s.empty() ? Error(ErrorCode::kIoError, "no completion") : s[0]);
-        (*step)();
+        qp->post(std::move(ops),
+                 [this, alive, agent, token, done = std::move(done)](std::vector<Status> s) {
+                   if (!alive.expired()) waits_->end_gate(agent, token);
+                   done(std::move(s));
+                 });
       });
-    });
-  };
-  (*step)();
 }
 
 void Handler::finish_load(std::shared_ptr<LoadJob> job) {

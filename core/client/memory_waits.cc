@@ -138,25 +138,35 @@ void MemoryWaits::gate(const std::string& agent, const std::string& token, Range
                         done = std::move(done)](const Status& status) mutable {
     if (alive.expired()) return;
     if (!status.ok()) return done();  // a gate never stops a READ
-    Peer& p = peers_[agent];
-    Json message = {{"op", "extension"}, {"epoch", p.hello.boot}};
-    runtime::Duration extra{};
+    const Peer& p = peers_[agent];
+    // Not write_wait: a write hint gives no leave to change the pages (R4.1).
     if (p.hello.advertises("read_hint") && p.hello.advertises("read_hint_end")) {
-      // Not write_wait: a write hint gives no leave to change the pages (R4.1).
-      message["action"] = "read_hint";
-      message["request"] = token;
-      auto pieces = ranges.split(config_.max_ranges_per_message);
-      if (!pieces.empty()) pieces.front().write_to(message);
-    } else {
-      message["action"] = "read_hint_end";  // answers {} and changes nothing
-      message["request"] = token;
+      auto pieces =
+          std::make_shared<std::vector<RangeList>>(ranges.split(config_.max_ranges_per_message));
+      return gate_next(agent, token, pieces, 0, std::move(done));
     }
-    p.conn->call(
-        std::move(message),
-        [alive, done = std::move(done)](const Status&, const Json&) {
-          if (!alive.expired()) done();
-        },
-        extra);
+    Json message = {{"op", "extension"},
+                    {"action", "read_hint_end"},  // answers {} and changes nothing
+                    {"epoch", p.hello.boot},
+                    {"request", token}};
+    p.conn->call(std::move(message), [alive, done = std::move(done)](const Status&, const Json&) {
+      if (!alive.expired()) done();
+    });
+  });
+}
+
+void MemoryWaits::gate_next(const std::string& agent, const std::string& token,
+                            std::shared_ptr<std::vector<RangeList>> pieces, std::size_t index,
+                            std::function<void()> done) {
+  if (index >= pieces->size()) return done();
+  Peer& p = peers_[agent];
+  Json message = {
+      {"op", "extension"}, {"action", "read_hint"}, {"epoch", p.hello.boot}, {"request", token}};
+  (*pieces)[index].write_to(message);
+  std::weak_ptr<bool> alive = alive_;
+  p.conn->call(std::move(message), [this, alive, agent, token, pieces, index,
+                                    done = std::move(done)](const Status&, const Json&) mutable {
+    if (!alive.expired()) gate_next(agent, token, pieces, index + 1, std::move(done));
   });
 }
 

@@ -46,9 +46,11 @@ class MemoryWaits {
   void wait(const std::string& token, RangesByAgent ranges, runtime::Duration budget,
             std::function<void(std::set<std::string> not_asked)> done);
   // PAPER P3, the replaced design (#124): one control round trip before each
-  // READ. With read hints advertised it is a read_hint of that READ's range (the
-  // memory side starts preparing it; the device holds the READ until it is in),
-  // else a read_hint_end no-op. `done` runs once the reply (or failure) is in.
+  // READ (a load's batch for this agent). With read hints advertised it is a
+  // read_hint of the READ's ranges in READ order, one message per 4096 ranges
+  // (the memory side starts preparing them; the device holds the READ until
+  // they are in), else a read_hint_end no-op. `done` runs once the replies (or
+  // a failure) are in.
   void gate(const std::string& agent, const std::string& token, RangeList ranges,
             std::function<void()> done);
   // Ends a gate's read_hint after its READ (fire and forget).
@@ -65,6 +67,9 @@ class MemoryWaits {
   Peer& peer(const std::string& agent);
   void plan_next(std::vector<std::string> agents, std::shared_ptr<std::set<std::string>> takes,
                  std::function<void(std::set<std::string>)> done);
+  void gate_next(const std::string& agent, const std::string& token,
+                 std::shared_ptr<std::vector<RangeList>> pieces, std::size_t index,
+                 std::function<void()> done);
   void wait_next(std::shared_ptr<std::vector<std::pair<std::string, RangeList>>> pieces,
                  std::size_t index, std::string token, runtime::Instant deadline,
                  std::shared_ptr<std::set<std::string>> not_asked,

@@ -160,7 +160,8 @@ TEST(MemoryWaits, R4_3_AnUnreachableAgentIsNotAskedFor5s) {
   EXPECT_EQ(waits.stats().skipped_backoff, 2u);  // asked again
 }
 
-TEST(Handler, P3_EveryGatedReadWaitsForItsOwnRoundTrip) {
+// The seed's READ is a load's batch for one peer: one gate for the batch.
+TEST(Handler, P3_EachReadBatchWaitsForOneRoundTrip) {
   ClientRig rig;
   auto& a = rig.add_memory("mem", {{"actions", {"read_hint", "read_hint_end", "write_wait"}}});
   Config c = rig.config();
@@ -173,12 +174,12 @@ TEST(Handler, P3_EveryGatedReadWaitsForItsOwnRoundTrip) {
   auto loaded = rig.load(gated, {"1", "2"});
   ASSERT_EQ(loaded->values.size(), 2u);
   EXPECT_EQ(text_of(loaded->values[1]), "b");
-  // One read_hint per READ, each naming only that READ's range, each ended.
+  // One read_hint for the batch, naming both READs' ranges, then ended.
   auto gates = a.log("hint", "read_hint");
-  ASSERT_EQ(gates.size(), hints_before + 2);
+  ASSERT_EQ(gates.size(), hints_before + 1);
   EXPECT_NE(gates.back()["request"].get<std::string>().find("-gate-"), std::string::npos);
-  EXPECT_EQ(gates.back()["ranges"].size(), 1u);
-  EXPECT_EQ(gated.waits().stats().gates, 2u);
+  ASSERT_EQ(gates.back()["ranges"].size(), 2u);
+  EXPECT_EQ(gated.waits().stats().gates, 1u);
   rig.world.run_for(10ms);
   EXPECT_EQ(a.agent->metrics().open_hint_requests, 0u);
   // A read gate never asks for a write wait (R4.1: no leave to change pages).
@@ -186,7 +187,32 @@ TEST(Handler, P3_EveryGatedReadWaitsForItsOwnRoundTrip) {
   // Without the option: no round trip.
   Handler& plain = rig.handler(rig.config());
   ASSERT_EQ(rig.load(plain, {"1", "2"})->values.size(), 2u);
-  EXPECT_EQ(a.log("hint", "read_hint").size(), hints_before + 2);
+  EXPECT_EQ(a.log("hint", "read_hint").size(), hints_before + 1);
+}
+
+// A batch of more ranges than a message may carry is gated by one read_hint per
+// piece under one request name (R3.5's 4096 bound, here 1).
+TEST(Handler, P3_GateOfALargeBatchSendsEveryPiece) {
+  ClientRig rig;
+  auto& a = rig.add_memory("mem", {{"actions", {"read_hint", "read_hint_end"}}});
+  Config c = rig.config();
+  Handler& writer = rig.handler(c);
+  ASSERT_EQ(rig.store(writer, {item("1", "a"), item("2", "b"), item("3", "c")})->stored, 3u);
+  const auto hints_before = a.log("hint", "read_hint").size();
+  c.gate_reads = true;
+  c.max_ranges_per_message = 1;
+  Handler& gated = rig.handler(c);
+  auto loaded = rig.load(gated, {"1", "2", "3"});
+  ASSERT_EQ(loaded->values.size(), 3u);
+  EXPECT_EQ(text_of(loaded->values[2]), "c");
+  auto gates = a.log("hint", "read_hint");
+  ASSERT_EQ(gates.size(), hints_before + 3);
+  for (std::size_t i = hints_before; i < gates.size(); ++i) {
+    EXPECT_EQ(gates[i]["ranges"].size(), 1u);
+    EXPECT_EQ(gates[i]["request"], gates[hints_before]["request"]);
+  }
+  rig.world.run_for(10ms);
+  EXPECT_EQ(a.agent->metrics().open_hint_requests, 0u);
 }
 
 }  // namespace
