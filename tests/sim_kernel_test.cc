@@ -2,6 +2,9 @@
 // simulated network with faults, trace hashes, deadlock reports.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+
 #include "backends/sim/sim_network.h"
 #include "backends/sim/sim_world.h"
 #include "core/protocol/echo_service.h"
@@ -25,6 +28,53 @@ TEST(SimKernel, EventsRunInTimeThenSequenceOrder) {
   world.run_for(5ms);
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(world.loop().now(), runtime::Instant(5ms));
+}
+
+// The event loop against an ordered map of (time, sequence): the same order,
+// the same cancel answers, also when cancelled events' slots are reused and
+// events schedule and cancel others while they run.
+TEST(SimKernel, R8_EventLoopRunsEventsInTheOrderOfAnOrderedMap) {
+  EventLoop loop;
+  std::mt19937 rng(20261130);
+  std::map<std::pair<std::int64_t, std::uint64_t>, int> reference;  // (time, seq) -> tag
+  std::vector<std::pair<EventLoop::EventId, std::pair<std::int64_t, std::uint64_t>>> ids;
+  std::vector<int> ran;
+  std::uint64_t seq = 0;
+  std::function<void(int)> schedule = [&](int tag) {
+    const auto when = loop.now() + std::chrono::nanoseconds(rng() % 50);
+    const auto key = std::make_pair(when.count(), seq++);
+    ids.push_back({loop.schedule_at(when,
+                                    [&, tag] {
+                                      ran.push_back(tag);
+                                      if (tag % 7 == 0) schedule(tag + 1000);
+                                    }),
+                   key});
+    reference[key] = tag;
+  };
+  for (int step = 0; step < 20000; ++step) {
+    const auto r = rng() % 10;
+    if (r < 5) {
+      schedule(step);
+    } else if (r < 7 && !ids.empty()) {
+      const auto& [id, key] = ids[rng() % ids.size()];
+      ASSERT_EQ(loop.cancel(id), reference.erase(key) == 1) << "step " << step;
+    } else if (r < 9) {
+      const bool stepped = loop.step();
+      ASSERT_EQ(stepped, !reference.empty()) << "step " << step;
+      if (!stepped) continue;
+      const auto it = reference.begin();
+      ASSERT_EQ(ran.back(), it->second) << "step " << step;
+      EXPECT_EQ(loop.now().count(), it->first.first);
+      reference.erase(it);
+    }
+    ASSERT_EQ(loop.pending(), reference.size()) << "step " << step;
+  }
+  while (loop.step()) {
+    ASSERT_EQ(ran.back(), reference.begin()->second);
+    reference.erase(reference.begin());
+  }
+  EXPECT_TRUE(reference.empty());
+  EXPECT_TRUE(loop.idle());
 }
 
 TEST(SimKernel, CancelledTimerNeverRuns) {
@@ -102,8 +152,7 @@ std::string run_echo(std::uint64_t seed, int pings, std::vector<std::string>* ec
   EchoClient client(client_node, *client_strand);
   // The seed decides a jitter on the link, so different seeds differ in timing.
   auto rnd = world.random("link");
-  world.network().set_default_link(
-      {std::chrono::microseconds(5 + rnd->next_below(20)), 12.5e9});
+  world.network().set_default_link({std::chrono::microseconds(5 + rnd->next_below(20)), 12.5e9});
   bool finished = false;
   client.run({"server", 7000}, pings, [&](Result<std::vector<std::string>> r) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -139,17 +188,21 @@ TEST(SimKernel, LatencyAndBandwidthShapeDelivery) {
   runtime::Instant last_byte{0};
   auto listener = b.transport().listen({"b", 1}, *sb, [&](std::shared_ptr<runtime::Conn> c) {
     server_side = c;
-    c->start(*sb, [&](std::string_view bytes) {
-      received += bytes.size();
-      last_byte = world.loop().now();
-    }, [](const Status&) {});
+    c->start(
+        *sb,
+        [&](std::string_view bytes) {
+          received += bytes.size();
+          last_byte = world.loop().now();
+        },
+        [](const Status&) {});
   });
   ASSERT_TRUE(listener.ok());
   std::shared_ptr<runtime::Conn> client;
   a.transport().connect({"b", 1}, *sa, [&](Result<std::shared_ptr<runtime::Conn>> c) {
     ASSERT_TRUE(c.ok());
     client = c.value();
-    client->start(*sa, [](std::string_view) {}, [](const Status&) {});
+    client->start(
+        *sa, [](std::string_view) {}, [](const Status&) {});
   });
   ASSERT_TRUE(world.run_until([&] { return client != nullptr; }).ok());
   const runtime::Instant sent_at = world.loop().now();
@@ -164,9 +217,8 @@ TEST(SimKernel, ConnectToNothingIsRefused) {
   auto& a = world.add_node("a");
   auto s = a.make_strand("s");
   std::optional<Status> result;
-  a.transport().connect({"nowhere", 9}, *s, [&](Result<std::shared_ptr<runtime::Conn>> c) {
-    result = c.status();
-  });
+  a.transport().connect({"nowhere", 9}, *s,
+                        [&](Result<std::shared_ptr<runtime::Conn>> c) { result = c.status(); });
   world.run_for(10ms);
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->code(), ErrorCode::kUnavailable);
@@ -188,13 +240,15 @@ struct Pair {
                    .listen({"b", 1}, *sb,
                            [this](std::shared_ptr<runtime::Conn> c) {
                              server = c;
-                             c->start(*sb, [this](std::string_view d) { server_got += d; },
-                                      [this](const Status& s) { server_closed = s; });
+                             c->start(
+                                 *sb, [this](std::string_view d) { server_got += d; },
+                                 [this](const Status& s) { server_closed = s; });
                            })
                    .value();
     a.transport().connect({"b", 1}, *sa, [this](Result<std::shared_ptr<runtime::Conn>> c) {
       client = c.value();
-      client->start(*sa, [](std::string_view) {}, [this](const Status& s) { client_closed = s; });
+      client->start(
+          *sa, [](std::string_view) {}, [this](const Status& s) { client_closed = s; });
     });
     EXPECT_TRUE(world.run_until([this] { return client != nullptr; }).ok());
   }
@@ -226,9 +280,8 @@ TEST(SimKernel, PartitionRefusesConnectsUntilHealed) {
   p.world.run_for(1ms);
   EXPECT_TRUE(p.client_closed.has_value());
   std::optional<Status> during;
-  p.a.transport().connect({"b", 1}, *p.sa, [&](Result<std::shared_ptr<runtime::Conn>> c) {
-    during = c.status();
-  });
+  p.a.transport().connect({"b", 1}, *p.sa,
+                          [&](Result<std::shared_ptr<runtime::Conn>> c) { during = c.status(); });
   p.world.run_for(2s);
   ASSERT_TRUE(during.has_value());
   EXPECT_EQ(during->code(), ErrorCode::kUnavailable);
@@ -267,8 +320,8 @@ TEST_P(SimBadFrames, R1_2_BadFrameGetsErrorReplyAndClose) {
   std::shared_ptr<runtime::Conn> conn;
   c.transport().connect({"server", 7}, *cs, [&](Result<std::shared_ptr<runtime::Conn>> r) {
     conn = r.value();
-    conn->start(*cs, [&](std::string_view d) { reply_bytes += d; },
-                [&](const Status&) { closed = true; });
+    conn->start(
+        *cs, [&](std::string_view d) { reply_bytes += d; }, [&](const Status&) { closed = true; });
     conn->send(GetParam());
   });
   world.run_for(10ms);
@@ -286,11 +339,11 @@ TEST_P(SimBadFrames, R1_2_BadFrameGetsErrorReplyAndClose) {
 
 INSTANTIATE_TEST_SUITE_P(
     Frames, SimBadFrames,
-    ::testing::Values(std::string("\0\0\0\0", 4),                      // zero length
-                      std::string("\x7f\0\0\0", 4),                    // oversize
-                      protocol::encode_frame("{not json"),             // not JSON
-                      protocol::encode_frame("[1,2]"),                 // not an object
-                      protocol::encode_frame("\"\xff\xfe\"")));        // invalid UTF-8
+    ::testing::Values(std::string("\0\0\0\0", 4),                // zero length
+                      std::string("\x7f\0\0\0", 4),              // oversize
+                      protocol::encode_frame("{not json"),       // not JSON
+                      protocol::encode_frame("[1,2]"),           // not an object
+                      protocol::encode_frame("\"\xff\xfe\"")));  // invalid UTF-8
 
 TEST(SimKernel, TruncatedFrameThenCloseIsHandled) {
   SimWorld world(5);
@@ -303,7 +356,8 @@ TEST(SimKernel, TruncatedFrameThenCloseIsHandled) {
   std::shared_ptr<runtime::Conn> conn;
   c.transport().connect({"server", 7}, *cs, [&](Result<std::shared_ptr<runtime::Conn>> r) {
     conn = r.value();
-    conn->start(*cs, [](std::string_view) {}, [](const Status&) {});
+    conn->start(
+        *cs, [](std::string_view) {}, [](const Status&) {});
     const std::string frame = protocol::encode_frame("{\"op\":\"ping\",\"id\":1}");
     conn->send(frame.substr(0, frame.size() - 4));
     conn->close();

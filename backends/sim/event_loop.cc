@@ -1,32 +1,59 @@
 #include "backends/sim/event_loop.h"
 
+#include <algorithm>
+
 namespace rcxl::sim {
 
 EventLoop::EventId EventLoop::schedule_at(Instant when, std::function<void()> fn) {
   if (when < now_) when = now_;  // the past is now: time never goes backwards
-  const EventId id = next_seq_++;
-  const Key key{when.count(), id};
-  events_.emplace(key, std::move(fn));
-  keys_.emplace(id, key);
+  std::size_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = slots_.size();
+    slots_.emplace_back();
+  }
+  const EventId id = (EventId{slot} << kSlotShift) | next_seq_++;
+  slots_[slot].fn = std::move(fn);
+  slots_[slot].id = id;
+  heap_.push_back({when.count(), id});
+  std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+  ++pending_;
   return id;
 }
 
 bool EventLoop::cancel(EventId id) {
-  auto it = keys_.find(id);
-  if (it == keys_.end()) return false;
-  events_.erase(it->second);
-  keys_.erase(it);
+  const std::size_t slot = slot_of(id);
+  if (slot >= slots_.size() || slots_[slot].id != id) return false;
+  // The heap entry stays; it no longer matches its slot, so it is skipped.
+  slots_[slot].fn = nullptr;
+  slots_[slot].id = kNoEvent;
+  free_slots_.push_back(slot);
+  --pending_;
   return true;
 }
 
+bool EventLoop::settle() {
+  while (!heap_.empty() && !live(heap_.front())) {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    heap_.pop_back();
+  }
+  return !heap_.empty();
+}
+
 bool EventLoop::step() {
-  if (events_.empty()) return false;
-  auto it = events_.begin();
-  const Key key = it->first;
-  auto fn = std::move(it->second);
-  events_.erase(it);
-  keys_.erase(key.second);
-  now_ = Instant(key.first);
+  if (!settle()) return false;
+  std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+  const Entry e = heap_.back();
+  heap_.pop_back();
+  Slot& s = slots_[slot_of(e.id)];
+  auto fn = std::move(s.fn);
+  s.fn = nullptr;
+  s.id = kNoEvent;
+  free_slots_.push_back(slot_of(e.id));
+  --pending_;
+  now_ = Instant(e.time);
   ++executed_;
   fn();
   return true;
@@ -34,8 +61,8 @@ bool EventLoop::step() {
 
 bool EventLoop::run_until(const std::function<bool()>& done, Instant limit) {
   while (!done()) {
-    if (events_.empty()) return false;
-    if (Instant(events_.begin()->first.first) > limit) {
+    if (!settle()) return false;
+    if (Instant(heap_.front().time) > limit) {
       now_ = limit;
       return false;
     }
@@ -46,7 +73,7 @@ bool EventLoop::run_until(const std::function<bool()>& done, Instant limit) {
 
 void EventLoop::run_for(Duration d) {
   const Instant end = now_ + d;
-  while (!events_.empty() && Instant(events_.begin()->first.first) <= end) step();
+  while (settle() && Instant(heap_.front().time) <= end) step();
   if (now_ < end) now_ = end;
 }
 
