@@ -120,7 +120,26 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
     }
   }
   for (std::size_t c = 0; c < cfgs.size(); ++c) results[c].resize(runs_of[c]);
+  // P4's store experiment and P6's early READ run beside the serving runs.
+  const Profile& ssd = profiles.at("cxl_ssd_default");
+  device::StoreBandwidthResult p4;
+  Json p6;
+  const std::size_t p4_job = jobs.size(), p6_job = jobs.size() + 1;
   auto run = [&](std::size_t j) {
+    if (j == p4_job) {
+      // Store bandwidth (P4) with the engine's store size: one 32 MiB chunk per WRITE.
+      device::StoreBandwidthOptions sbo;
+      sbo.write_bytes =
+          ssd.engine.kv_bytes_per_token * static_cast<std::uint64_t>(ssd.engine.chunk_tokens);
+      sbo.batch_bytes = sbo.write_bytes;
+      sbo.total_bytes = 64 * sbo.write_bytes;
+      p4 = device::measure_store_bandwidth(ssd.device, sbo);
+      return;
+    }
+    if (j == p6_job) {
+      p6 = early_read(ssd);
+      return;
+    }
     const auto [c, p] = jobs[j];
     Scenario sc = base.value();
     sc.name = cfgs[c].name;
@@ -131,14 +150,17 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   };
   auto done = [&](std::size_t j, std::size_t finished) {
     if (!options.progress) return;
+    const std::string count =
+        "[" + std::to_string(finished) + "/" + std::to_string(jobs.size() + 2) + "] ";
+    if (j == p4_job) return options.progress(count + "P4 store bandwidth");
+    if (j == p6_job) return options.progress(count + "P6 early READ");
     const auto [c, p] = jobs[j];
-    options.progress("[" + std::to_string(finished) + "/" + std::to_string(jobs.size()) +
-                     "] pair " + std::to_string(p + 1) + " " + cfgs[c].name + ": reuse TTFT " +
-                     fmt("%.2f", results[c][p].ttft_ms) + " ms, load " +
+    options.progress(count + "pair " + std::to_string(p + 1) + " " + cfgs[c].name +
+                     ": reuse TTFT " + fmt("%.2f", results[c][p].ttft_ms) + " ms, load " +
                      fmt("%.2f", results[c][p].load_ms) + " ms (" +
                      fmt("%.1f", results[c][p].wall_s) + " s)");
   };
-  run_parallel(jobs.size(), options.threads, run, done);
+  run_parallel(jobs.size() + 2, options.threads, run, done);
   for (std::size_t c = 0; c < cfgs.size(); ++c) {
     for (int p = 0; p < runs_of[c]; ++p) {
       const RunSummary& r = results[c][p];
@@ -188,15 +210,6 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   const Interval nohints = beyond ? ratios("no_hints", "all_dram") : Interval{};
   const Interval nohints_load = beyond ? load_deltas("no_hints", "all_dram") : Interval{};
 
-  // Store bandwidth (P4) with the engine's store size: one 32 MiB chunk per WRITE.
-  const Profile& ssd = profiles.at("cxl_ssd_default");
-  device::StoreBandwidthOptions sbo;
-  sbo.write_bytes =
-      ssd.engine.kv_bytes_per_token * static_cast<std::uint64_t>(ssd.engine.chunk_tokens);
-  sbo.batch_bytes = sbo.write_bytes;
-  sbo.total_bytes = 64 * sbo.write_bytes;
-  const auto p4 = device::measure_store_bandwidth(ssd.device, sbo);
-  const Json p6 = early_read(ssd);
 
   // "Within": inside the seed's 95% interval where it gives one; else within
   // 25% of its value (our rule, docs/reproduce.md).
