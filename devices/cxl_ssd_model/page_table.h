@@ -174,7 +174,21 @@ inline void PageTable::unpin_range(Page first, Page end) {
     const Page stop = std::min<Page>(end, (p | kChunkMask) + 1);
     for (; p < stop; ++p) {
       const Page i = p & kChunkMask;
-      if (c.pins[i] > 0 && --c.pins[i] == 0 && (c.flags[i] & kResident)) push_front(p, c, i);
+      if (c.pins[i] > 0 && --c.pins[i] == 0 && (c.flags[i] & kResident)) {
+        push_front(p, c, i);
+        // The pages after it that join too extend the same front run.
+        const std::uint32_t r = head_;
+        Page q = p + 1;
+        for (; q < stop; ++q) {
+          const Page j = q & kChunkMask;
+          if (c.pins[j] != 1 || !(c.flags[j] & kResident)) break;
+          c.pins[j] = 0;
+          c.flags[j] |= kInLru;
+          c.run[j] = r;
+        }
+        runs_[r].last = q - 1;
+        p = q - 1;
+      }
     }
   }
 }
