@@ -107,6 +107,7 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   std::optional<std::uint64_t> observed_generation() const;
 
   // --- introspection
+  Instant now() const { return loop_.now(); }  // the simulator's clock
   const CxlSsdParams& params() const { return params_; }
   const CxlSsdCounters& counters() const { return counters_; }
   std::uint64_t fill_queue_pages() const { return queued_pages_; }
@@ -136,7 +137,6 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
 
   Status check(std::uint64_t offset, std::uint64_t length) const;
   std::uint64_t page_bytes() const { return params_.page_bytes; }
-  Instant now() const { return loop_.now(); }
   // Gives `page` a frame filled from flash starting at `start` (none if trimmed).
   Instant fill_page(Page page, Instant start);
   // A miss that waits for one of `slots` (outstanding misses of its kind).

@@ -152,9 +152,11 @@ void CxlSsdExtension::write_wait(const ext::WriteWait& wait, WriteWaitDone done)
 void CxlSsdExtension::poll_wait(std::shared_ptr<PendingWait> wait) {
   std::size_t ready = 0;
   std::optional<Instant> all_in = Instant{0};
+  const Instant device_now = device_.now();
   for (const auto& r : wait->ranges) {
-    if (device_.range_ready(r.offset, r.length)) ++ready;
+    // One pass per range: when it is all in (range_ready is this <= now).
     auto at = device_.range_ready_at(r.offset, r.length);
+    if (at && *at <= device_now) ++ready;
     all_in = at && all_in ? std::optional(std::max(*at, *all_in)) : std::nullopt;
   }
   const std::size_t total = wait->ranges.size();
