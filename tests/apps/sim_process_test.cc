@@ -29,6 +29,9 @@ TEST(SimProcess, R8_ReproduceRunsEachFigureOnItsOwnPairs) {
   EXPECT_EQ(j["P1"]["pairs"], 2);
   EXPECT_EQ(j["P3"]["pairs"], 2);
   EXPECT_EQ(j["P5"]["pairs"], 1);
+  // P3 also reports the gate's own cost: its load delta minus P2's.
+  EXPECT_NEAR(j["P3"]["over_hints_ms"].get<double>(),
+              j["P3"]["delta_ms"].get<double>() - j["P2"]["value"].get<double>(), 1e-9);
   EXPECT_FALSE(j.contains("beyond_seed"));
   EXPECT_EQ(j["runs"]["hints"]["mean_load_ms"].size(), 2u);
   EXPECT_EQ(j["runs"]["waits_off"]["mean_load_ms"].size(), 1u);
