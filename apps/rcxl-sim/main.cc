@@ -124,20 +124,27 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
   return ok ? 0 : 1;
 }
 
+// reproduce and sweep print alike: the JSON, or the table, pictures and results file.
+void print_report(bool json, const nlohmann::json& j, const std::string& table,
+                  const std::vector<std::string>& pictures, const std::string& results) {
+  if (json) {
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::printf("%s", table.c_str());
+  std::printf("pictures: ");
+  for (const auto& p : pictures) std::printf("%s ", p.c_str());
+  std::printf("\nresults: %s\n", results.c_str());
+}
+
 int run_reproduce(const rcxl::scenarios::ReproduceOptions& options, bool json) {
   auto report = rcxl::scenarios::reproduce(options);
   if (!report.ok()) {
     std::fprintf(stderr, "rcxl-sim reproduce: %s\n", report.status().message().c_str());
     return 1;
   }
-  if (json) {
-    std::printf("%s\n", report->json.dump(2).c_str());
-  } else {
-    std::printf("%s", report->table.c_str());
-    std::printf("pictures: ");
-    for (const auto& p : report->pictures) std::printf("%s ", p.c_str());
-    std::printf("\nresults: %s/reproduce.json\n", options.out_dir.c_str());
-  }
+  print_report(json, report->json, report->table, report->pictures,
+               options.out_dir + "/reproduce.json");
   return 0;
 }
 
@@ -183,14 +190,7 @@ int run_sweep(rcxl::scenarios::SweepOptions options, const std::vector<std::stri
     std::fprintf(stderr, "rcxl-sim sweep: %s\n", report.status().message().c_str());
     return report.status().code() == rcxl::ErrorCode::kBadRequest ? 2 : 1;
   }
-  if (json) {
-    std::printf("%s\n", report->json.dump(2).c_str());
-  } else {
-    std::printf("%s", report->table.c_str());
-    std::printf("pictures: ");
-    for (const auto& p : report->pictures) std::printf("%s ", p.c_str());
-    std::printf("\nresults: %s/sweep.csv\n", options.out_dir.c_str());
-  }
+  print_report(json, report->json, report->table, report->pictures, options.out_dir + "/sweep.csv");
   for (const auto& f : report->failures) std::fprintf(stderr, "FAILED %s\n", f.c_str());
   return report->failures.empty() ? 0 : 1;
 }
