@@ -389,6 +389,7 @@ class Deployment {
                    {"merged_misses", d.merged_misses},
                    {"evictions", d.evictions},
                    {"write_backs", d.write_backs},
+                   {"idle_write_backs", d.idle_write_backs},
                    {"hinted_bytes_prepared", d.hinted_bytes_prepared},
                    {"resets", d.resets}};
     j["worker"] = {{"loads", ws.loads},

@@ -16,7 +16,8 @@ CxlSsdDevice::CxlSsdDevice(sim::EventLoop& loop, const CxlSsdParams& params)
       table_(params.capacity_bytes / params.page_bytes),
       flash_(params),
       write_slots_(std::max<std::uint32_t>(1, params.write_allocate_depth), Instant{0}),
-      read_slots_(std::max<std::uint32_t>(1, params.read_miss_depth), Instant{0}) {}
+      read_slots_(std::max<std::uint32_t>(1, params.read_miss_depth), Instant{0}),
+      dirty_queues_(params.idle_write_back ? params.channels : 0) {}
 
 CxlSsdDevice::~CxlSsdDevice() {
   if (pump_event_) loop_.cancel(*pump_event_);
@@ -61,6 +62,7 @@ Status CxlSsdDevice::write(std::uint64_t offset, std::span<const std::byte> in) 
     flash_bytes_.write(offset, in);
     return {};
   }
+  write_back_idle(now());
   std::array<std::byte, 4096> copy{};
   std::uint64_t done = 0;
   while (done < in.size()) {
@@ -77,7 +79,8 @@ Status CxlSsdDevice::write(std::uint64_t offset, std::span<const std::byte> in) 
         flash_bytes_.read(base + o, std::span(copy).first(len));
         dram_bytes_.write(base + o, std::span(copy).first(len));
       }
-      f |= PageTable::kDirty | PageTable::kHasBytes;
+      f |= PageTable::kHasBytes;
+      mark_dirty(page, now());
     } else if (!(f & PageTable::kHasBytes)) {
       f |= PageTable::kHasBytes;  // dirty from a sampled write: its other bytes read as zeros
     }
@@ -111,6 +114,7 @@ Instant CxlSsdDevice::access_ready(std::uint64_t offset, std::uint64_t length, b
     counters_.hits += last - first + 1;
     return ready;
   }
+  write_back_idle(now());
   // A range already on the LRU in page order (the usual re-access) is all hits
   // and merges, and moves to the front in one splice: no fill can interleave.
   if (table_.lru_touch_run(first, last)) {
@@ -162,9 +166,10 @@ void CxlSsdDevice::accessed(std::uint64_t offset, std::uint64_t length, bool wri
   if (!write || length == 0 || params_.all_resident || !check(offset, length).ok()) return;
   const auto first = static_cast<Page>(offset / page_bytes());
   const auto last = static_cast<Page>((offset + length - 1) / page_bytes());
+  write_back_idle(now());
   for (Page p = first;; ++p) {
     if (!(table_.flags(p) & PageTable::kResident)) fill_page(p, at);
-    table_.flags_mut(p) |= PageTable::kDirty;
+    mark_dirty(p, at);
     if (p == last) break;
   }
 }
@@ -207,28 +212,68 @@ void CxlSsdDevice::make_room(Instant at) {
 void CxlSsdDevice::evict(Page page, Instant at) {
   std::uint8_t& f = table_.flags_mut(page);
   if (f & PageTable::kDirty) {
-    const std::uint64_t base = std::uint64_t{page} * page_bytes();
-    if (f & PageTable::kHasBytes) {
-      std::array<std::byte, 4096> copy{};
-      for (std::uint64_t o = 0; o < page_bytes(); o += copy.size()) {
-        const std::uint64_t len = std::min<std::uint64_t>(copy.size(), page_bytes() - o);
-        dram_bytes_.read(base + o, std::span(copy).first(len));
-        flash_bytes_.write(base + o, std::span(copy).first(len));
-      }
-      dram_bytes_.drop(base, page_bytes());
-      f |= PageTable::kFlashBytes;
-    } else if (f & PageTable::kFlashBytes) {
-      flash_bytes_.drop(base, page_bytes());  // never-stored bytes stay zeros on flash
-      f &= static_cast<std::uint8_t>(~PageTable::kFlashBytes);
-    }
-    flash_.program_page(page, at);
+    write_back(page, at);
     ++counters_.write_backs;
-    f &= static_cast<std::uint8_t>(~PageTable::kTrimmed);  // flash has a copy now
   }
-  f &=
-      static_cast<std::uint8_t>(~(PageTable::kResident | PageTable::kDirty | PageTable::kHasBytes));
+  f &= static_cast<std::uint8_t>(~PageTable::kResident);
   --resident_pages_;
   ++counters_.evictions;
+}
+
+void CxlSsdDevice::write_back(Page page, Instant at) {
+  std::uint8_t& f = table_.flags_mut(page);
+  const std::uint64_t base = std::uint64_t{page} * page_bytes();
+  if (f & PageTable::kHasBytes) {
+    std::array<std::byte, 4096> copy{};
+    for (std::uint64_t o = 0; o < page_bytes(); o += copy.size()) {
+      const std::uint64_t len = std::min<std::uint64_t>(copy.size(), page_bytes() - o);
+      dram_bytes_.read(base + o, std::span(copy).first(len));
+      flash_bytes_.write(base + o, std::span(copy).first(len));
+    }
+    dram_bytes_.drop(base, page_bytes());
+    f |= PageTable::kFlashBytes;
+  } else if (f & PageTable::kFlashBytes) {
+    flash_bytes_.drop(base, page_bytes());  // never-stored bytes stay zeros on flash
+    f &= static_cast<std::uint8_t>(~PageTable::kFlashBytes);
+  }
+  flash_.program_page(page, at);
+  // Flash has a copy now.
+  f &= static_cast<std::uint8_t>(~(PageTable::kTrimmed | PageTable::kDirty | PageTable::kHasBytes));
+}
+
+void CxlSsdDevice::mark_dirty(Page page, Instant at) {
+  std::uint8_t& f = table_.flags_mut(page);
+  f |= PageTable::kDirty;
+  if (dirty_queues_.empty() || (f & PageTable::kWriteBackQueued)) return;
+  // A page written again while queued keeps its place (first dirtying time).
+  f |= PageTable::kWriteBackQueued;
+  dirty_queues_[flash_.channel_index(page)].push_back({page, at});
+  ++dirty_queued_;
+}
+
+void CxlSsdDevice::write_back_idle(Instant until) {
+  if (dirty_queued_ == 0 || until <= written_back_until_) return;
+  written_back_until_ = until;
+  const runtime::Duration transfer = flash_.page_transfer();
+  for (auto& queue : dirty_queues_) {
+    while (!queue.empty()) {
+      const DirtyPage d = queue.front();
+      std::uint8_t& f = table_.flags_mut(d.page);
+      const bool dirty_frame = (f & (PageTable::kResident | PageTable::kDirty)) ==
+                               (PageTable::kResident | PageTable::kDirty);
+      if (dirty_frame) {
+        // Not before the write, nor before the frame's fill (it may be a newer frame).
+        const Instant since = std::max(d.since, Instant(table_.ready_at(d.page)));
+        const Instant start = flash_.idle_write_start(d.page, since);
+        if (start + transfer > until) break;  // the channel was not idle long enough
+        write_back(d.page, start);
+        ++counters_.idle_write_backs;
+      }
+      f &= static_cast<std::uint8_t>(~PageTable::kWriteBackQueued);
+      queue.pop_front();
+      --dirty_queued_;
+    }
+  }
 }
 
 // ---------------------------------------------------------------- preparation
@@ -260,6 +305,7 @@ Status CxlSsdDevice::prepare_write(Tag tag, std::span<const PoolRange> ranges) {
     if (auto s = check(r.offset, r.length); !s.ok()) return s;
   }
   if (params_.all_resident) return {};
+  write_back_idle(now());
   for (const auto& r : ranges) {
     if (r.length == 0) continue;
     const std::uint64_t end = r.offset + r.length;
@@ -365,6 +411,7 @@ void CxlSsdDevice::release(Tag tag) {
 }
 
 void CxlSsdDevice::pump() {
+  write_back_idle(now());
   const Instant limit = now() + params_.prefetch_horizon;
   while (!queue_.empty() && issue_front(limit, true)) {
   }
@@ -477,7 +524,10 @@ Status CxlSsdDevice::trim(std::uint64_t offset, std::uint64_t length) {
 // ---------------------------------------------------------------- generations
 
 void CxlSsdDevice::reset() {
+  write_back_idle(now());  // what the idle channels wrote back before the reset survives it
   table_.drop_all_frames();
+  for (auto& queue : dirty_queues_) queue.clear();
+  dirty_queued_ = 0;
   dram_bytes_ = sim::SparseBytes();
   resident_pages_ = 0;
   queue_.clear();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -34,6 +35,7 @@ struct CxlSsdCounters {
   std::uint64_t merged_misses = 0;  // accesses that joined a fill already in flight (MSHR)
   std::uint64_t evictions = 0;
   std::uint64_t write_backs = 0;            // dirty pages programmed to flash on eviction
+  std::uint64_t idle_write_backs = 0;       // dirty pages programmed while their channel was idle
   std::uint64_t hinted_bytes_prepared = 0;  // bytes brought in or allocated for hints
   std::uint64_t overflows = 0;              // frames granted past capacity (everything pinned)
   std::uint64_t resets = 0;
@@ -144,6 +146,13 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   void make_room(Instant at);
   // Frees the frame of `page`, already taken off the LRU (writing it back if dirty).
   void evict(Page page, Instant at);
+  // Programs dirty `page` to flash from `at` (bytes too); it stays resident, clean.
+  void write_back(Page page, Instant at);
+  // A write made `page` dirty at `at`; with idle_write_back it joins its channel's queue.
+  void mark_dirty(Page page, Instant at);
+  // Writes queued dirty pages back in the idle time of their channels before
+  // `until`: only gaps already past, so no fill issued from now on waits for them.
+  void write_back_idle(Instant until);
   void pin(const PageSpan& span);
   void unpin(const PageSpan& span);
   void enqueue(Tag tag, PageSpan span, std::int64_t key);
@@ -186,6 +195,15 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   std::uint64_t queued_pages_ = 0;
   std::uint64_t pinned_bytes_ = 0;
   std::optional<sim::EventLoop::EventId> pump_event_;
+
+  // Idle write-back: per flash channel, dirty pages in the order they became dirty.
+  struct DirtyPage {
+    Page page = 0;
+    Instant since{0};
+  };
+  std::vector<std::deque<DirtyPage>> dirty_queues_;
+  std::uint64_t dirty_queued_ = 0;
+  Instant written_back_until_{0};
 };
 
 }  // namespace rcxl::device

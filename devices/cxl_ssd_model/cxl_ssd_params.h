@@ -34,6 +34,10 @@ struct CxlSsdParams {
   std::uint32_t read_miss_depth = 8;
   // Bytes of read-hinted ranges pinned at once; what does not fit waits.
   std::uint64_t hinted_bytes_cap = 4ull << 30;
+  // Dirty pages are written back while their flash channel is idle (eager
+  // write-back), so an eviction mostly finds a clean victim; off, a dirty page
+  // is written back only when it is evicted.
+  bool idle_write_back = false;
   // How far ahead of now queued prefetch fills are committed to flash units.
   runtime::Duration prefetch_horizon = std::chrono::nanoseconds(20000);
 };

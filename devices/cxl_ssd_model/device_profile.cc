@@ -102,6 +102,7 @@ Result<DeviceProfile> load_device_profile(const json& profile) {
       {"read_miss_depth", {1, 65536, true, u32(d.read_miss_depth)}},
       {"hinted_bytes_cap", {0, kBig, true, u64(d.hinted_bytes_cap)}},
       {"prefetch_horizon_ns", {100, 1e9, false, dur(d.prefetch_horizon)}},
+      {"idle_write_back", {0, 1, true, [&d](double v) { d.idle_write_back = v != 0; }}},
   };
   if (auto s = read_section(profile, "device", device_fields); !s.ok()) return s;
   sim::NicParams& n = out.nic;

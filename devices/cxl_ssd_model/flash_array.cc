@@ -28,6 +28,7 @@ FlashArray::FlashArray(const CxlSsdParams& p)
       backend_per_page_(time_for(p.page_bytes, p.internal_bytes_per_second)),
       program_per_page_(p.flash_program * static_cast<std::int64_t>(p.page_bytes) /
                         static_cast<std::int64_t>(p.program_unit_bytes)),
+      program_unit_(p.flash_program),
       die_(p.channels * p.ways, Instant{0}),
       program_(p.channels * p.ways, Instant{0}),
       channel_(p.channels, Instant{0}) {}

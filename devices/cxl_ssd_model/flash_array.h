@@ -21,6 +21,16 @@ class FlashArray {
   // Writes back one dirty page (its share of a program unit); returns when programmed.
   // Reads suspend programs (ONFI program suspend): they wait only for reads.
   Instant program_page(std::uint64_t page, Instant t);
+  // When an idle-time write-back of `page` wanting to start at `t` could take
+  // its channel: after the channel's last transfer, and with at most one
+  // program unit queued on the die (its page buffer).
+  Instant idle_write_start(std::uint64_t page, Instant t) const {
+    return std::max({t, channel_[channel_of(page)], program_[unit_of(page)] - program_unit_});
+  }
+  // Channel number of `page` (idle write-back keeps one queue per channel).
+  std::size_t channel_index(std::uint64_t page) const {
+    return static_cast<std::size_t>(channel_of(page));
+  }
   // When the die holding `page` takes its next read.
   Instant die_free_at(std::uint64_t page) const { return die_[unit_of(page)]; }
   // When the die holding `page` has finished its queued programs.
@@ -56,8 +66,9 @@ class FlashArray {
   runtime::Duration transfer_;
   runtime::Duration backend_per_page_;
   runtime::Duration program_per_page_;
-  std::vector<Instant> die_;      // reads: sense + data-out
-  std::vector<Instant> program_;  // write-backs, pushed back by reads that suspend them
+  runtime::Duration program_unit_;  // tPROG of one program unit
+  std::vector<Instant> die_;        // reads: sense + data-out
+  std::vector<Instant> program_;    // write-backs, pushed back by reads that suspend them
   std::vector<Instant> channel_;
   Instant backend_{0};
 };

@@ -27,6 +27,7 @@ class PageTable {
     // The flash byte store may hold bytes of this page (set on every store
     // there, cleared when they are dropped): eviction skips the drop without it.
     kFlashBytes = 32,
+    kWriteBackQueued = 64,  // waits in a channel's idle write-back queue
   };
 
   explicit PageTable(std::uint64_t pages);

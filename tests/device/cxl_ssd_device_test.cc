@@ -118,6 +118,120 @@ TEST(CxlSsdDevice, WriteBackIsSuspendedByAReadOnItsDie) {
             Instant(transfer + params.flash_program / 4) + (ready - Instant{0}) - transfer);
 }
 
+// Eager write-back (Lee, Tyson & Farrens, MICRO '00): dirty pages go to flash
+// while their channel is idle, so a later eviction finds them clean.
+TEST(CxlSsdDevice, IdleWriteBackCleansDirtyPagesSoEvictionWritesNothing) {
+  sim::EventLoop loop;
+  auto params = small_params();
+  params.idle_write_back = true;
+  CxlSsdDevice d(loop, params);
+  ASSERT_TRUE(d.write(0, bytes_of("dirty-bytes")).ok());
+  loop.run_for(100us);
+  (void)d.access_ready(kPage, kPage, false, loop.now());  // the device looks at its queues
+  EXPECT_EQ(d.counters().idle_write_backs, 1u);
+  EXPECT_TRUE(d.page_state(0).resident);
+  EXPECT_FALSE(d.page_state(0).dirty);
+  EXPECT_EQ(read_string(d, 0, 11), "dirty-bytes");
+  for (std::uint64_t p = 2; p <= 4; ++p) (void)d.access_ready(p * kPage, kPage, false, loop.now());
+  (void)d.access_ready(5 * kPage, kPage, false, loop.now());
+  EXPECT_FALSE(d.page_state(0).resident);
+  EXPECT_EQ(d.counters().write_backs, 0u);
+  d.reset();  // flash kept the bytes
+  EXPECT_EQ(read_string(d, 0, 11), "dirty-bytes");
+}
+
+TEST(CxlSsdDevice, IdleWriteBackIsOffUnlessTheProfileTurnsItOn) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  ASSERT_TRUE(d.write(0, bytes_of("x")).ok());
+  loop.run_for(1ms);
+  (void)d.access_ready(kPage, kPage, false, loop.now());
+  EXPECT_TRUE(d.page_state(0).dirty);
+  EXPECT_EQ(d.counters().idle_write_backs, 0u);
+}
+
+// It only fills channel time already past: a fill issued now is never later for it.
+TEST(CxlSsdDevice, IdleWriteBackNeverDelaysAFill) {
+  for (const auto wait : {8us, 12us, 50us}) {
+    Instant ready[2];
+    for (const bool eager : {false, true}) {
+      sim::EventLoop loop;
+      auto params = small_params();
+      params.idle_write_back = eager;
+      CxlSsdDevice d(loop, params);
+      ASSERT_TRUE(d.write(0, bytes_of("x")).ok());  // fills page 0 first: 6.41 us
+      loop.run_for(wait);
+      // Page 8 shares page 0's channel and die (8 channels, 1 way).
+      ready[eager] = d.access_ready(8 * kPage, kPage, false, loop.now());
+      // The write-back needs the channel for 3.41 us after the fill: not idle long enough at 8 us.
+      const auto fill_then_write_back = 3000ns + 2 * d.flash().page_transfer();
+      EXPECT_EQ(d.counters().idle_write_backs, eager && wait >= fill_then_write_back ? 1u : 0u)
+          << wait.count();
+    }
+    EXPECT_EQ(ready[0], ready[1]) << wait.count();
+  }
+}
+
+// A write-back does not start before the write that dirtied the page landed.
+TEST(CxlSsdDevice, IdleWriteBackStartsAfterTheWriteLanded) {
+  sim::EventLoop loop;
+  auto params = small_params();
+  params.idle_write_back = true;
+  CxlSsdDevice d(loop, params);
+  (void)d.access_ready(0, kPage, true, loop.now());  // a write-allocate fill
+  loop.run_for(40us);
+  d.accessed(0, kPage, true, loop.now());  // the WRITE lands at 40 us
+  loop.run_for(2us);
+  (void)d.access_ready(kPage, kPage, false, loop.now());
+  EXPECT_TRUE(d.page_state(0).dirty);  // 40 + 3.41 us > 42 us
+  loop.run_for(2us);
+  (void)d.access_ready(kPage, kPage, false, loop.now());
+  EXPECT_FALSE(d.page_state(0).dirty);
+  EXPECT_EQ(d.counters().idle_write_backs, 1u);
+}
+
+// A die takes at most one program unit ahead: eager write-back is bound by
+// program throughput (tPROG per unit), not by the channel.
+TEST(CxlSsdDevice, IdleWriteBackIsBoundByProgramThroughput) {
+  sim::EventLoop loop;
+  auto params = small_params();
+  params.idle_write_back = true;
+  params.capacity_bytes = 1024 * kPage;
+  params.dram_cache_bytes = 256 * kPage;
+  CxlSsdDevice d(loop, params);
+  ASSERT_TRUE(d.trim(0, params.capacity_bytes).ok());  // frames without flash reads
+  for (std::uint64_t i = 0; i < 128; ++i) {            // pages 0, 8, 16, ...: one die
+    ASSERT_TRUE(d.write(i * 8 * kPage, bytes_of("y")).ok());
+  }
+  loop.run_for(1ms);
+  (void)d.access_ready(kPage, kPage, false, loop.now());
+  const auto per_page = params.flash_program * static_cast<std::int64_t>(kPage) /
+                        static_cast<std::int64_t>(params.program_unit_bytes);  // 25 us
+  const auto bound = static_cast<std::uint64_t>((1ms + params.flash_program) / per_page) + 1;
+  EXPECT_LE(d.counters().idle_write_backs, bound);
+  EXPECT_GE(d.counters().idle_write_backs, bound - 2);
+  loop.run_for(10ms);
+  (void)d.access_ready(kPage, kPage, false, loop.now());
+  EXPECT_EQ(d.counters().idle_write_backs, 128u);
+}
+
+// A reset drops the queue with DRAM; pages written back before it keep their bytes.
+TEST(CxlSsdDevice, R6_ResetKeepsWhatIdleWriteBackWroteAndDropsTheRest) {
+  sim::EventLoop loop;
+  auto params = small_params();
+  params.idle_write_back = true;
+  CxlSsdDevice d(loop, params);
+  ASSERT_TRUE(d.write(0, bytes_of("early")).ok());
+  loop.run_for(100us);
+  ASSERT_TRUE(d.write(kPage, bytes_of("late!")).ok());  // no idle time before the reset
+  d.reset();
+  EXPECT_EQ(read_string(d, 0, 5), "early");
+  EXPECT_EQ(read_string(d, kPage, 5), std::string(5, '\0'));
+  loop.run_for(1ms);
+  (void)d.access_ready(2 * kPage, kPage, false, loop.now());
+  EXPECT_EQ(d.counters().idle_write_backs, 1u);
+}
+
 TEST(FlashArray, ProgramsOnOneDieSerialize) {
   auto params = small_params();
   FlashArray flash(params);

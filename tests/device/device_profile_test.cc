@@ -33,6 +33,9 @@ TEST(DeviceProfile, ShippedProfilesLoadWithEveryParameterSourced) {
   EXPECT_EQ(ssd->nic.latency, dram->nic.latency);
   EXPECT_EQ(ssd->device.dram_access, dram->device.dram_access);
   EXPECT_EQ(ssd->device.flash_read, std::chrono::nanoseconds(3000));
+  auto eager = load_file("cxl_ssd_default.json");
+  eager["device"]["idle_write_back"] = {{"value", true}, {"source", "test"}};
+  EXPECT_TRUE(load_device_profile(eager)->device.idle_write_back);
 }
 
 TEST(DeviceProfile, R1_2_BadFieldsAreNamed) {

@@ -35,10 +35,26 @@ TEST_P(Replay, PassesItsExpectationsAndIsDeterministic) {
   EXPECT_EQ(first.trace_hash, second.trace_hash) << "same scenario and seed, different trace";
 }
 
+// The same faults with the other write-back policy of the profile (eager, in
+// idle channel time): the invariants and expectations do not depend on it.
+TEST_P(Replay, PassesWithEagerWriteBackToo) {
+  auto sc = parse_scenario(Json::parse(*embedded_file(GetParam())), GetParam());
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  auto profile = load_profile("", sc->profile);
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  profile->device.device.idle_write_back = true;
+  const RunResult first = run_scenario(*sc, *profile);
+  ASSERT_TRUE(first.status.ok()) << first.status.ToString();
+  for (const auto& v : first.invariants.violations) ADD_FAILURE() << v;
+  EXPECT_EQ(first.invariants.stale_reads, 0u);
+  EXPECT_EQ(first.trace_hash, run_scenario(*sc, *profile).trace_hash);
+}
+
 INSTANTIATE_TEST_SUITE_P(Shipped, Replay, ::testing::ValuesIn(replay_paths()),
                          [](const auto& info) {
                            std::string name = info.param.substr(8, info.param.size() - 13);
-                           for (auto& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           for (auto& c : name)
+                             c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return name;
                          });
 
