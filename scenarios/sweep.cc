@@ -37,6 +37,9 @@ const std::vector<NamedParam>& named_params() {
       {"hint_lead_ms", "/engine/scheduler_to_worker_us", 1000,
        "ms from the scheduler's read hint to the worker's first READ of that load "
        "(profile engine.scheduler_to_worker_us; 0.3)"},
+      {"idle_write_back", "/device/idle_write_back", 1,
+       "1: dirty pages go to flash while their channel is idle (eager write-back); "
+       "0: only when evicted (profile device.idle_write_back; 0)"},
       {"concurrency", "/workload/conversations", 1,
        "conversations in flight, each a closed-loop client with one request at a time "
        "(scenario workload.conversations; 48)"},
