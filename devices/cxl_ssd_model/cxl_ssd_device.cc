@@ -241,16 +241,6 @@ void CxlSsdDevice::write_back(Page page, Instant at) {
   f &= static_cast<std::uint8_t>(~(PageTable::kTrimmed | PageTable::kDirty | PageTable::kHasBytes));
 }
 
-void CxlSsdDevice::mark_dirty(Page page, Instant at) {
-  std::uint8_t& f = table_.flags_mut(page);
-  f |= PageTable::kDirty;
-  if (dirty_queues_.empty() || (f & PageTable::kWriteBackQueued)) return;
-  // A page written again while queued keeps its place (first dirtying time).
-  f |= PageTable::kWriteBackQueued;
-  dirty_queues_[flash_.channel_index(page)].push_back({page, at});
-  ++dirty_queued_;
-}
-
 void CxlSsdDevice::write_back_idle(Instant until) {
   if (dirty_queued_ == 0 || until <= written_back_until_) return;
   written_back_until_ = until;

@@ -206,4 +206,15 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   Instant written_back_until_{0};
 };
 
+// Per written page, inline: a store marks every page of its WRITEs.
+inline void CxlSsdDevice::mark_dirty(Page page, Instant at) {
+  std::uint8_t& f = table_.flags_mut(page);
+  f |= PageTable::kDirty;
+  if (dirty_queues_.empty() || (f & PageTable::kWriteBackQueued)) return;
+  // A page written again while queued keeps its place (first dirtying time).
+  f |= PageTable::kWriteBackQueued;
+  dirty_queues_[flash_.channel_index(page)].push_back({page, at});
+  ++dirty_queued_;
+}
+
 }  // namespace rcxl::device
