@@ -73,6 +73,12 @@ Json early_read(const Profile& profile) {
   return out;
 }
 
+// Sweep's errors name "--param NAME"; here the option is --set.
+std::string as_set_option(std::string message) {
+  if (message.rfind("--param ", 0) == 0) message.replace(0, 7, "--set");
+  return message;
+}
+
 Result<Scenario> seed_serving() {
   auto text = embedded_file("replays/seed_serving.json");
   if (!text) return Error(ErrorCode::kNotFound, "built-in replays/seed_serving.json is missing");
@@ -87,17 +93,50 @@ bool write_file(const std::string& path, const std::string& text) {
 
 }  // namespace
 
+Result<std::map<std::string, Profile>> reproduce_profiles(const ReproduceOptions& options) {
+  std::vector<SweepParam> settings;
+  for (const auto& spec : options.settings) {
+    auto setting = parse_sweep_param(spec);
+    if (!setting.ok()) {
+      return Error(ErrorCode::kBadRequest, as_set_option(setting.status().message()));
+    }
+    if (setting->values.size() != 1) {
+      return Error(ErrorCode::kBadRequest,
+                   "--set " + setting->name + ": takes one value (NAME=VALUE); sweep takes lists");
+    }
+    settings.push_back(std::move(setting).value());
+  }
+  std::map<std::string, Profile> profiles;
+  for (const auto& c : configurations()) {
+    if (profiles.count(c.profile)) continue;
+    auto doc = load_profile_document(options.profiles_dir, c.profile);
+    if (!doc.ok()) return doc.status();
+    Json unused_scenario;
+    for (const auto& setting : settings) {
+      if (auto s = apply_sweep_value(setting, 0, unused_scenario, *doc, true); !s.ok()) {
+        return Error(s.code(), as_set_option(s.message()));
+      }
+    }
+    auto p = profile_from_json(*doc, "profiles/" + c.profile + ".json");
+    if (!p.ok()) {
+      return Error(ErrorCode::kBadRequest,
+                   (settings.empty() ? "" : "--set: ") + p.status().message());
+    }
+    profiles.emplace(c.profile, std::move(p).value());
+  }
+  return profiles;
+}
+
 Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   auto base = seed_serving();
   if (!base.ok()) return base.status();
   const auto& cfgs = configurations();
-  std::map<std::string, Profile> profiles;
-  for (const auto& c : cfgs) {
-    if (profiles.count(c.profile)) continue;
-    auto p = load_profile(options.profiles_dir, c.profile);
-    if (!p.ok()) return p.status();
-    profiles.emplace(c.profile, std::move(p).value());
-  }
+  auto loaded = reproduce_profiles(options);
+  if (!loaded.ok()) return loaded.status();
+  const std::map<std::string, Profile> profiles = std::move(loaded).value();
+  std::string settings_text;  // "NAME=VALUE NAME=VALUE"
+  for (const auto& spec : options.settings)
+    settings_text += (settings_text.empty() ? "" : " ") + spec;
 
   // Every (configuration, pair) run is independent: run them on a few threads.
   // Each configuration runs as many pairs as its figures use (PAPER.md).
@@ -172,6 +211,7 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
             " --configs " + cfgs[c].name + " --seeds 1 --seed " +
             std::to_string(options.first_seed + p);
         if (!options.profiles_dir.empty()) again += " --profiles " + options.profiles_dir;
+        for (const auto& spec : options.settings) again += " --param " + spec;
         return Error(ErrorCode::kInternal, "run " + cfgs[c].name + " pair " +
                                                std::to_string(p + 1) + " failed: " + why +
                                                "\n  reproduce: " + again);
@@ -269,6 +309,7 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
         {"label", cfgs[c].label}, {"mean_reuse_ttft_ms", t}, {"mean_load_ms", l}};
   }
   j["runs"] = per_config;
+  if (!options.settings.empty()) j["settings"] = options.settings;  // as given to --set
   report.all_within = true;
   for (const char* k : {"P1", "P2", "P3", "P4", "P5", "P6"})
     report.all_within &= j[k]["within"].get<bool>();
@@ -317,6 +358,9 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   };
   t += seeds(pairs) + ", P5 over " + seeds(pairs_of("waits_off")) +
        (pairs_of("waits_off") == 3 ? " as the seed's" : "") + ", 95% t-intervals\n";
+  if (!settings_text.empty()) {
+    t += "profiles changed by --set (not the shipped profile): " + settings_text + "\n";
+  }
 
   // Pictures.
   std::filesystem::create_directories(options.out_dir);

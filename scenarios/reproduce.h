@@ -4,10 +4,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/runtime/status.h"
+#include "scenarios/serving_rig.h"
+#include "scenarios/sweep.h"
 
 namespace rcxl::scenarios {
 
@@ -17,6 +20,9 @@ struct ReproduceOptions {
   bool beyond_seed = false;  // also run no_hints: the no-hint TTFT ratio
   std::uint64_t first_seed = 1;
   std::string profiles_dir;  // empty: the built-in profiles
+  // --set NAME=VALUE: a profile field changed in every profile (named as in
+  // sweep), e.g. "idle_write_back=1"; the table and JSON say so.
+  std::vector<std::string> settings;
   std::string out_dir = "rcxl-reproduce";
   int threads = 2;  // independent runs in parallel; results do not depend on it
   std::function<void(const std::string&)> progress;  // one line per finished run
@@ -30,5 +36,8 @@ struct ReproduceReport {
 };
 
 Result<ReproduceReport> reproduce(const ReproduceOptions& options);
+// The profiles reproduce runs (by name), with options.settings applied; a bad
+// setting is kBadRequest naming "--set NAME" and the fix.
+Result<std::map<std::string, Profile>> reproduce_profiles(const ReproduceOptions& options);
 
 }  // namespace rcxl::scenarios

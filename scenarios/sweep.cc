@@ -147,9 +147,15 @@ Json scaled(const Json& v, double scale) {
 }
 
 // Sets one parameter in a scenario or profile document.
-Status apply(const SweepParam& param, const Json& value, Json& scenario, Json& profile) {
+Status apply(const SweepParam& param, const Json& value, Json& scenario, Json& profile,
+             bool profile_only = false) {
   auto t = target_of(param.name);
   if (!t.ok()) return t.status();
+  if (profile_only && !t->profile) {
+    return bad_param(param.name,
+                     "only profile fields can be set here: /device/..., /nic/..., /engine/... or "
+                     "/control_link/... (or a named one of them, e.g. flash_read_ns)");
+  }
   const Json v = scaled(value, t->scale);
   try {
     if (t->profile) {
@@ -281,6 +287,13 @@ bool write_file(const std::string& path, const std::string& text) {
 }
 
 }  // namespace
+
+Status apply_sweep_value(const SweepParam& param, std::size_t index, Json& scenario, Json& profile,
+                         bool profile_only) {
+  if (index >= param.values.size())
+    return bad_param(param.name, "has no value " + std::to_string(index));
+  return apply(param, param.values[index], scenario, profile, profile_only);
+}
 
 std::vector<std::pair<std::string, std::string>> sweep_param_help() {
   std::vector<std::pair<std::string, std::string>> out;

@@ -26,6 +26,10 @@ struct SweepParam {
 // Parses "NAME=V1,V2,...". Values: true, false, or a number with an optional
 // binary suffix K, M, G, T (x 1024^n). Errors name the parameter and the fix.
 Result<SweepParam> parse_sweep_param(const std::string& spec);
+// Sets value `index` of `param` in a scenario or a profile document, as a
+// sweep point does; `profile_only` refuses a parameter of the scenario.
+Status apply_sweep_value(const SweepParam& param, std::size_t index, nlohmann::json& scenario,
+                         nlohmann::json& profile, bool profile_only = false);
 // The built-in names, e.g. "dram_cache_bytes", with what each one sets.
 std::vector<std::pair<std::string, std::string>> sweep_param_help();
 

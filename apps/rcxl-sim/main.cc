@@ -141,7 +141,7 @@ int run_reproduce(const rcxl::scenarios::ReproduceOptions& options, bool json) {
   auto report = rcxl::scenarios::reproduce(options);
   if (!report.ok()) {
     std::fprintf(stderr, "rcxl-sim reproduce: %s\n", report.status().message().c_str());
-    return 1;
+    return report.status().code() == rcxl::ErrorCode::kBadRequest ? 2 : 1;
   }
   print_report(json, report->json, report->table, report->pictures,
                options.out_dir + "/reproduce.json");
@@ -255,6 +255,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   reproduce->add_option("--profiles", repro.profiles_dir,
                         "read profiles from this directory instead of the built-in ones");
+  reproduce
+      ->add_option("--set", repro.settings,
+                   "change a profile field in every profile, e.g. --set idle_write_back=1 or "
+                   "--set /nic/bytes_per_second=6.25e9 (what-if; the table says so)")
+      ->type_name("NAME=VALUE");
   reproduce->add_flag("--quiet", quiet, "no progress lines on stderr");
 
   rcxl::scenarios::SweepOptions sweep_opts;
