@@ -28,7 +28,9 @@ void RcxlEngineKv::lookup(const KvRequest& r, LookupDone done) {
   });
 }
 
-void RcxlEngineKv::on_load_done(const KvRequest& r) { scheduler_.on_finished_recving(r.id); }
+void RcxlEngineKv::on_load_done(const KvRequest& r) {
+  scheduler_.on_finished_recving(r.id);
+}
 
 void RcxlEngineKv::on_finished(const KvRequest& r) {
   scheduler_.on_request_finished(r.id);
@@ -58,8 +60,7 @@ void RcxlEngineKv::load(const KvRequest& r, std::size_t chunks, LoadDone done) {
   });
 }
 
-void RcxlEngineKv::store(const KvRequest& r, std::size_t first, std::size_t end,
-                         StoreDone done) {
+void RcxlEngineKv::store(const KvRequest& r, std::size_t first, std::size_t end, StoreDone done) {
   std::vector<client::StoreItem> items;
   for (std::size_t i = first; i < end; ++i) {
     client::StoreItem item{r.chunk_keys[i], chunk_bytes_of(r.chunk_keys[i])};

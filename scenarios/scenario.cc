@@ -64,10 +64,9 @@ class Reader {
     if (!j_.contains(key)) return {};
     const bool non_negative = j_[key].is_number_unsigned() ||
                               (j_[key].is_number_integer() && j_[key].get<std::int64_t>() >= 0);
-    if (!non_negative || j_[key].get<std::uint64_t>() < lo ||
-        j_[key].get<std::uint64_t>() > hi) {
-      return fail(std::string("/") + key, "expected an integer in " + std::to_string(lo) + ".." +
-                                              std::to_string(hi));
+    if (!non_negative || j_[key].get<std::uint64_t>() < lo || j_[key].get<std::uint64_t>() > hi) {
+      return fail(std::string("/") + key,
+                  "expected an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
     }
     out = j_[key].get<std::uint64_t>();
     return {};

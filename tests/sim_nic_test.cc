@@ -1,12 +1,13 @@
 // The sim RNIC: registrations, READ/WRITE of real bytes, remote access errors
 // after deregistration, and device timing through MemoryTiming.
+#include "backends/sim/sim_nic.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "backends/sim/memory_timing.h"
 #include "backends/sim/sim_memory_pool.h"
-#include "backends/sim/sim_nic.h"
 #include "backends/sim/sim_world.h"
 
 namespace rcxl::sim {
@@ -157,8 +158,8 @@ TEST(SimNic, ReadStreamsBehindAFillingDeviceInsteadOfWaitingForAllOfIt) {
   ASSERT_TRUE(rig.post({{RdmaOp::Kind::kRead, buf, reg->addr, reg->rkey}})[0].ok());
   const double took = runtime::to_seconds(rig.world.loop().now() - t0);
   const double fill = (32 << 20) / 13e9, wire = (32 << 20) / rig.fabric.params().bytes_per_second;
-  EXPECT_LT(took, fill + wire / 2);             // overlapped, not fill-then-send
-  EXPECT_GT(took, std::max(fill, wire));        // bounded by the slower of the two
+  EXPECT_LT(took, fill + wire / 2);       // overlapped, not fill-then-send
+  EXPECT_GT(took, std::max(fill, wire));  // bounded by the slower of the two
 }
 
 // Records when the RNIC asks for each segment; each takes 50 us to come in.

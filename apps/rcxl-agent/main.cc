@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "apps/rcxl-agent/none_nic.h"
-#include "backends/verbs/posix_file_system.h"
 #include "backends/verbs/open_memory_pool.h"
 #include "backends/verbs/plugin_loader.h"
+#include "backends/verbs/posix_file_system.h"
 #include "backends/verbs/thread_runtime.h"
 #include "backends/verbs/verbs_nic.h"
 #include "core/agent/agent.h"

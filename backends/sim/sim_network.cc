@@ -54,8 +54,8 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
     const LinkParams link = net_.link(local_.host, peer_.host);
     const Instant start = std::max(loop.now(), tx_free_at_);
     tx_free_at_ = start + transfer_time(bytes.size(), link.bytes_per_second);
-    Instant arrive = tx_free_at_ + link.latency + net_.extra_delay(local_.host) +
-                     net_.extra_delay(peer_.host);
+    Instant arrive =
+        tx_free_at_ + link.latency + net_.extra_delay(local_.host) + net_.extra_delay(peer_.host);
     arrive = std::max(arrive, last_arrival_);  // in order, even when a delay shrinks
     last_arrival_ = arrive;
     const std::uint64_t epoch = other->epoch_;
@@ -203,8 +203,7 @@ class SimListener final : public runtime::Listener {
 class SimTransport final : public runtime::Transport {
  public:
   SimTransport(SimNetwork& net, std::string node) : net_(net), node_(std::move(node)) {}
-  Result<std::unique_ptr<runtime::Listener>> listen(const Address& address,
-                                                    runtime::Strand& strand,
+  Result<std::unique_ptr<runtime::Listener>> listen(const Address& address, runtime::Strand& strand,
                                                     AcceptHandler on_accept) override {
     return net_.listen(node_, address, strand, std::move(on_accept));
   }
@@ -290,7 +289,9 @@ Result<std::unique_ptr<runtime::Listener>> SimNetwork::listen(
   return std::unique_ptr<runtime::Listener>(std::move(listener));
 }
 
-void SimNetwork::unlisten(const std::string& key) { listeners_.erase(key); }
+void SimNetwork::unlisten(const std::string& key) {
+  listeners_.erase(key);
+}
 
 void SimNetwork::connect(const std::string& node, const Address& address, runtime::Strand& strand,
                          runtime::Transport::ConnectHandler on_connected) {
@@ -303,10 +304,11 @@ void SimNetwork::connect(const std::string& node, const Address& address, runtim
   auto alive = sim_strand.alive_token();
   auto fail = [&sim_strand, alive, this](Duration after, std::string why,
                                          runtime::Transport::ConnectHandler done) {
-    world_.loop().schedule_after(after, [&sim_strand, alive, why = std::move(why),
-                                         done = std::move(done)] {
-      if (*alive) sim_strand.run_inline([why, done] { done(Error(ErrorCode::kUnavailable, why)); });
-    });
+    world_.loop().schedule_after(
+        after, [&sim_strand, alive, why = std::move(why), done = std::move(done)] {
+          if (*alive)
+            sim_strand.run_inline([why, done] { done(Error(ErrorCode::kUnavailable, why)); });
+        });
   };
   if (partitioned(node) || partitioned(target_host)) {
     fail(connect_timeout_, "connect to " + target.ToString() + " timed out (partitioned)",
@@ -329,9 +331,9 @@ void SimNetwork::connect(const std::string& node, const Address& address, runtim
     server->pair_with(client);
     conns_[id * 2] = client;
     conns_[id * 2 + 1] = server;
-    world_.trace().record(world_.loop().now().count(), "net " + std::to_string(id) + " open " +
-                                                           local.ToString() + "->" +
-                                                           target.ToString());
+    world_.trace().record(
+        world_.loop().now().count(),
+        "net " + std::to_string(id) + " open " + local.ToString() + "->" + target.ToString());
     it->second->accept(server);
     world_.loop().schedule_after(params.latency, [client, &sim_strand, alive, on_connected] {
       if (!*alive) return client->abort();

@@ -19,7 +19,7 @@ class SimListener;
 
 struct LinkParams {
   runtime::Duration latency = std::chrono::microseconds(5);  // one way
-  double bytes_per_second = 12.5e9;                           // 100 Gb/s
+  double bytes_per_second = 12.5e9;                          // 100 Gb/s
 };
 
 class SimNetwork {

@@ -41,9 +41,9 @@ class SimQueuePair final : public runtime::QueuePair,
     batch->done = std::move(done);
     if (ops.empty()) return complete_batch(batch);
     SimWorld& world = local_.fabric().world();
-    world.trace().record(world.loop().now().count(),
-                         "rdma post " + local_.node() + "->" + remote_.node() + " ops=" +
-                             std::to_string(ops.size()));
+    world.trace().record(world.loop().now().count(), "rdma post " + local_.node() + "->" +
+                                                         remote_.node() +
+                                                         " ops=" + std::to_string(ops.size()));
     for (std::size_t i = 0; i < ops.size(); ++i) start(ops[i], batch, i);
   }
 
@@ -86,9 +86,8 @@ class SimQueuePair final : public runtime::QueuePair,
         self->write_arrived(op, payload, batch, index, tx_start);
       });
     } else {
-      loop().schedule_after(params().per_op + params().latency, [self, op, batch, index] {
-        self->read_arrived(op, batch, index);
-      });
+      loop().schedule_after(params().per_op + params().latency,
+                            [self, op, batch, index] { self->read_arrived(op, batch, index); });
     }
   }
 
@@ -102,11 +101,11 @@ class SimQueuePair final : public runtime::QueuePair,
     const auto* exposed = remote_.find(op.rkey, op.remote_addr, op.wire_length(), access);
     if (!exposed) {
       local_.fabric().count_remote_access_error();
-      finish_op(batch, index,
-                Error(ErrorCode::kRemoteAccess, "remote access error: rkey " +
-                                                    std::to_string(op.rkey) +
-                                                    " does not cover the range"),
-                loop().now() + params().latency);
+      finish_op(
+          batch, index,
+          Error(ErrorCode::kRemoteAccess, "remote access error: rkey " + std::to_string(op.rkey) +
+                                              " does not cover the range"),
+          loop().now() + params().latency);
     }
     return exposed;
   }
@@ -120,8 +119,8 @@ class SimQueuePair final : public runtime::QueuePair,
     // RC: writes land in order; a segment waits for the device (write-allocate fills).
     Instant applied = last_write_applied_;
     for_each_segment(op.wire_length(), [&](std::uint64_t at, std::uint64_t len) {
-      const Instant arrive = tx_start + wire_time(at + len, params().bytes_per_second) +
-                             params().latency;
+      const Instant arrive =
+          tx_start + wire_time(at + len, params().bytes_per_second) + params().latency;
       Instant ready = std::max(arrive, applied);
       if (timing) ready = std::max(ready, timing->access_ready(offset + at, len, true, ready));
       applied = ready;
@@ -193,16 +192,16 @@ class SimQueuePair final : public runtime::QueuePair,
 
   void finish_read(const PendingRead& r) {
     auto self = shared_from_this();
-    loop().schedule_at(read_tx_free_, [self, op = r.op, batch = r.batch, index = r.index,
-                                       offset = r.offset] {
-      const auto* still = self->check(op, runtime::kAccessRemoteRead, batch, index);
-      if (!still) return;
-      if (*self->alive_) (void)still->pool->read(offset, op.local);
-      if (auto* timing = dynamic_cast<MemoryTiming*>(still->pool)) {
-        timing->accessed(offset, op.wire_length(), false, self->loop().now());
-      }
-      self->finish_op(batch, index, Status(), self->loop().now() + self->params().latency);
-    });
+    loop().schedule_at(
+        read_tx_free_, [self, op = r.op, batch = r.batch, index = r.index, offset = r.offset] {
+          const auto* still = self->check(op, runtime::kAccessRemoteRead, batch, index);
+          if (!still) return;
+          if (*self->alive_) (void)still->pool->read(offset, op.local);
+          if (auto* timing = dynamic_cast<MemoryTiming*>(still->pool)) {
+            timing->accessed(offset, op.wire_length(), false, self->loop().now());
+          }
+          self->finish_op(batch, index, Status(), self->loop().now() + self->params().latency);
+        });
   }
 
   // Completions are delivered in posting order (an RC completion queue).
@@ -262,15 +261,15 @@ Result<runtime::Registration> SimNic::register_memory(runtime::MemoryPool& pool,
   exposed_[rkey] = exposed;
   SimWorld& world = fabric_.world();
   world.trace().record(world.loop().now().count(),
-                       "rdma reg " + node_ + " rkey=" + std::to_string(rkey) + " off=" +
-                           std::to_string(offset) + " len=" + std::to_string(length));
+                       "rdma reg " + node_ + " rkey=" + std::to_string(rkey) +
+                           " off=" + std::to_string(offset) + " len=" + std::to_string(length));
   return exposed.reg;
 }
 
 Status SimNic::deregister(const runtime::Registration& registration) {
   if (exposed_.erase(registration.rkey) == 0) {
-    return Error(ErrorCode::kNotFound, "no registration with rkey " +
-                                           std::to_string(registration.rkey));
+    return Error(ErrorCode::kNotFound,
+                 "no registration with rkey " + std::to_string(registration.rkey));
   }
   SimWorld& world = fabric_.world();
   world.trace().record(world.loop().now().count(),

@@ -45,6 +45,8 @@ bool SimStrand::cancel(runtime::TimerId id) {
   return world_.loop().cancel(id);
 }
 
-bool SimStrand::running_here() const { return world_.current_strand() == this; }
+bool SimStrand::running_here() const {
+  return world_.current_strand() == this;
+}
 
 }  // namespace rcxl::sim

@@ -1,8 +1,8 @@
 #include "backends/sim/sim_world.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
-#include <algorithm>
 
 #include "backends/sim/sim_network.h"
 #include "backends/sim/sim_strand.h"
@@ -49,10 +49,10 @@ std::string SimWorld::describe_strands() const {
 Status SimWorld::run_until(const std::function<bool()>& done, runtime::Instant limit) {
   if (loop_.run_until(done, limit)) return {};
   if (loop_.idle()) {
-    return Error(ErrorCode::kInternal,
-                 "deadlock at t=" + std::to_string(loop_.now().count()) +
-                     "ns: no events left and the run is not done; live strands: " +
-                     describe_strands());
+    return Error(
+        ErrorCode::kInternal,
+        "deadlock at t=" + std::to_string(loop_.now().count()) +
+            "ns: no events left and the run is not done; live strands: " + describe_strands());
   }
   return Error(ErrorCode::kTimeout,
                "virtual time limit reached at t=" + std::to_string(loop_.now().count()) + "ns");
@@ -73,10 +73,9 @@ std::unique_ptr<runtime::RandomSource> SimNode::random(std::string_view stream) 
 
 void SimNode::log(runtime::LogLevel level, std::string_view component, std::string_view message) {
   static constexpr const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
-  std::fprintf(stderr, "[%12.6f ms] [%s] %s/%.*s: %.*s\n",
-               runtime::to_millis(world_.loop().now()), kLevels[static_cast<int>(level)],
-               name_.c_str(), static_cast<int>(component.size()), component.data(),
-               static_cast<int>(message.size()), message.data());
+  std::fprintf(stderr, "[%12.6f ms] [%s] %s/%.*s: %.*s\n", runtime::to_millis(world_.loop().now()),
+               kLevels[static_cast<int>(level)], name_.c_str(), static_cast<int>(component.size()),
+               component.data(), static_cast<int>(message.size()), message.data());
 }
 
 }  // namespace rcxl::sim

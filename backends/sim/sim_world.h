@@ -41,7 +41,8 @@ class SimWorld {
 
   // Runs until `done()`; an idle loop before that is a deadlock (kInternal,
   // naming the live strands), passing `limit` a kTimeout.
-  Status run_until(const std::function<bool()>& done, runtime::Instant limit = runtime::Instant::max());
+  Status run_until(const std::function<bool()>& done,
+                   runtime::Instant limit = runtime::Instant::max());
   void run_for(runtime::Duration d) { loop_.run_for(d); }
 
   // Log lines at or above this level go to stderr, stamped with virtual time.

@@ -6,9 +6,13 @@
 
 namespace rcxl::sim {
 
-Trace::Trace() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
+Trace::Trace() : ctx_(EVP_MD_CTX_new()) {
+  EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr);
+}
 
-Trace::~Trace() { EVP_MD_CTX_free(ctx_); }
+Trace::~Trace() {
+  EVP_MD_CTX_free(ctx_);
+}
 
 bool Trace::open_file(const std::string& path) {
   file_ = std::make_unique<std::ofstream>(path, std::ios::trunc);

@@ -584,7 +584,8 @@ Status NicCore::deregister(const runtime::Registration& registration) {
 
 Status NicCore::register_local(std::span<std::byte> buffer) {
   if (buffer.empty()) return Error(ErrorCode::kBadRequest, "empty local buffer");
-  ibv_mr* mr = ibv_reg_mr(pd_, buffer.data(), buffer.size(), static_cast<int>(IBV_ACCESS_LOCAL_WRITE));
+  ibv_mr* mr =
+      ibv_reg_mr(pd_, buffer.data(), buffer.size(), static_cast<int>(IBV_ACCESS_LOCAL_WRITE));
   if (!mr) return os_error(ErrorCode::kIoError, "ibv_reg_mr (local buffer)");
   std::lock_guard lock(mr_mu_);
   auto& slot = local_mrs_[reinterpret_cast<std::uintptr_t>(buffer.data())];

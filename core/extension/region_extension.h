@@ -85,9 +85,7 @@ class RegionExtension {
   virtual std::vector<std::string> hint_actions() const { return default_hint_actions(); }
   // R4.4: called only when hint_actions() lists write_wait. `done` must be
   // called exactly once, at the latest after wait.timeout_ms (on any strand).
-  virtual void write_wait(const WriteWait& /*wait*/, WriteWaitDone done) {
-    done(Json(nullptr));
-  }
+  virtual void write_wait(const WriteWait& /*wait*/, WriteWaitDone done) { done(Json(nullptr)); }
 };
 
 // What an extension may use of the node: clock, strands, files, logs.

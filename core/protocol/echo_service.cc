@@ -2,31 +2,34 @@
 
 namespace rcxl::protocol {
 
-EchoServer::~EchoServer() { stop(); }
+EchoServer::~EchoServer() {
+  stop();
+}
 
 Result<runtime::Address> EchoServer::start(const runtime::Address& address) {
-  auto listener = rt_.transport().listen(address, strand_, [this](std::shared_ptr<runtime::Conn> raw) {
-    auto conn = FramedConn::Make(std::move(raw));
-    const std::uint64_t id = conn->id();
-    conns_[id] = conn;
-    std::weak_ptr<FramedConn> weak = conn;
-    conn->start(
-        strand_,
-        [weak](Json message) {
-          auto self = weak.lock();
-          if (!self) return;
-          const Json id = message.contains("id") ? message["id"] : Json();
-          if (message.value("op", "") != "ping") {
-            self->send(error_reply(id, Error(ErrorCode::kBadRequest, "unknown op")));
-            return;
-          }
-          self->send({{"id", id}, {"ok", true}, {"data", message.value("data", Json())}});
-        },
-        [this, id](const Status& reason) {
-          if (reason.code() == ErrorCode::kBadFrame) ++bad_frames_;
-          conns_.erase(id);
-        });
-  });
+  auto listener =
+      rt_.transport().listen(address, strand_, [this](std::shared_ptr<runtime::Conn> raw) {
+        auto conn = FramedConn::Make(std::move(raw));
+        const std::uint64_t id = conn->id();
+        conns_[id] = conn;
+        std::weak_ptr<FramedConn> weak = conn;
+        conn->start(
+            strand_,
+            [weak](Json message) {
+              auto self = weak.lock();
+              if (!self) return;
+              const Json id = message.contains("id") ? message["id"] : Json();
+              if (message.value("op", "") != "ping") {
+                self->send(error_reply(id, Error(ErrorCode::kBadRequest, "unknown op")));
+                return;
+              }
+              self->send({{"id", id}, {"ok", true}, {"data", message.value("data", Json())}});
+            },
+            [this, id](const Status& reason) {
+              if (reason.code() == ErrorCode::kBadFrame) ++bad_frames_;
+              conns_.erase(id);
+            });
+      });
   if (!listener.ok()) return listener.status();
   listener_ = std::move(listener).value();
   return listener_->address();

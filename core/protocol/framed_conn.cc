@@ -9,8 +9,7 @@ std::shared_ptr<FramedConn> FramedConn::Make(std::shared_ptr<runtime::Conn> conn
   return std::shared_ptr<FramedConn>(new FramedConn(std::move(conn), max_frame_bytes));
 }
 
-void FramedConn::start(runtime::Strand& strand, MessageHandler on_message,
-                       CloseHandler on_close) {
+void FramedConn::start(runtime::Strand& strand, MessageHandler on_message, CloseHandler on_close) {
   on_message_ = std::move(on_message);
   on_close_ = std::move(on_close);
   std::weak_ptr<FramedConn> weak = weak_from_this();
@@ -33,8 +32,12 @@ void FramedConn::send(const Json& message) {
   conn_->send(encode_frame(message.dump(-1, ' ', false, Json::error_handler_t::replace)));
 }
 
-void FramedConn::close() { conn_->close(); }
-void FramedConn::abort() { conn_->abort(); }
+void FramedConn::close() {
+  conn_->close();
+}
+void FramedConn::abort() {
+  conn_->abort();
+}
 
 void FramedConn::fail(const Status& status) {
   if (failed_) return;

@@ -21,8 +21,12 @@ class Clock {
   virtual Instant now() const = 0;
 };
 
-inline double to_seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
-inline double to_millis(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+inline double to_seconds(Duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+inline double to_millis(Duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
 inline Duration from_seconds(double s) {
   return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
 }

@@ -22,13 +22,21 @@ class Logger {
     sink_->log(level, component_, out.str());
   }
   template <typename... Args>
-  void debug(Args&&... a) const { log(LogLevel::kDebug, std::forward<Args>(a)...); }
+  void debug(Args&&... a) const {
+    log(LogLevel::kDebug, std::forward<Args>(a)...);
+  }
   template <typename... Args>
-  void info(Args&&... a) const { log(LogLevel::kInfo, std::forward<Args>(a)...); }
+  void info(Args&&... a) const {
+    log(LogLevel::kInfo, std::forward<Args>(a)...);
+  }
   template <typename... Args>
-  void warn(Args&&... a) const { log(LogLevel::kWarn, std::forward<Args>(a)...); }
+  void warn(Args&&... a) const {
+    log(LogLevel::kWarn, std::forward<Args>(a)...);
+  }
   template <typename... Args>
-  void error(Args&&... a) const { log(LogLevel::kError, std::forward<Args>(a)...); }
+  void error(Args&&... a) const {
+    log(LogLevel::kError, std::forward<Args>(a)...);
+  }
 
  private:
   LogSink* sink_;

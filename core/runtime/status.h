@@ -58,13 +58,15 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status Error(ErrorCode code, std::string message) { return {code, std::move(message)}; }
+inline Status Error(ErrorCode code, std::string message) {
+  return {code, std::move(message)};
+}
 
 // A value or a non-ok Status (std::expected is C++23).
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(v_).ok());
   }

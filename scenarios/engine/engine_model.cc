@@ -38,8 +38,7 @@ void EngineModel::arrive(int conversation, int turn) {
   // Only full chunks are stored, and at least one token is always computed.
   const int reusable = std::max(0, r.context_tokens - 1) / params_.chunk_tokens;
   for (int i = 0; i < reusable; ++i) {
-    r.kv.chunk_keys.push_back("conv" + std::to_string(conversation) + "/chunk" +
-                              std::to_string(i));
+    r.kv.chunk_keys.push_back("conv" + std::to_string(conversation) + "/chunk" + std::to_string(i));
   }
   r.record = records_.size();
   RequestRecord rec;
@@ -202,9 +201,7 @@ void EngineModel::finish_request(Request& r) {
     const std::size_t first = conv.stored_chunks;
     conv.stored_chunks = full;
     ++stores_in_flight_;
-    kv_.store(store, first, full, [this] {
-      strand_->post([this] { --stores_in_flight_; });
-    });
+    kv_.store(store, first, full, [this] { strand_->post([this] { --stores_in_flight_; }); });
   }
   ++finished_turns_;
   const int next = r.spec.turn + 1;

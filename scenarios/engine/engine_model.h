@@ -57,7 +57,7 @@ class EngineModel {
     KvRequest kv;
     TurnSpec spec;
     Phase phase = Phase::kWaiting;
-    int context_tokens = 0;    // prompt context: earlier turns + this prompt
+    int context_tokens = 0;  // prompt context: earlier turns + this prompt
     int prefill_left = 0;
     int decoded = 0;
     bool load_finished = false;

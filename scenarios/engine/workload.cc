@@ -32,8 +32,8 @@ Status read_range(const nlohmann::json& j, const char* key, IntRange& out) {
   const auto& v = j[key];
   if (!v.is_array() || v.size() != 2 || !v[0].is_number_integer() || !v[1].is_number_integer() ||
       v[0].get<int>() < 1 || v[1].get<int>() < v[0].get<int>()) {
-    return Error(ErrorCode::kBadRequest, std::string("/workload/") + key +
-                                             ": expected [lo, hi] with 1 <= lo <= hi");
+    return Error(ErrorCode::kBadRequest,
+                 std::string("/workload/") + key + ": expected [lo, hi] with 1 <= lo <= hi");
   }
   out = {v[0].get<int>(), v[1].get<int>()};
   return {};
@@ -46,7 +46,7 @@ Result<WorkloadParams> workload_from_json(const nlohmann::json& j) {
   if (!j.is_object()) return Error(ErrorCode::kBadRequest, "/workload: expected an object");
   for (const auto& [key, value] : j.items()) {
     static const std::vector<std::string> kKnown = {
-        "conversations", "turns", "first_prompt_tokens", "followup_prompt_tokens",
+        "conversations", "turns",          "first_prompt_tokens", "followup_prompt_tokens",
         "output_tokens", "start_window_s", "think_time_s"};
     if (std::find(kKnown.begin(), kKnown.end(), key) == kKnown.end()) {
       return Error(ErrorCode::kBadRequest, "/workload/" + key + ": unknown field");
@@ -55,8 +55,9 @@ Result<WorkloadParams> workload_from_json(const nlohmann::json& j) {
   auto read_int = [&](const char* key, int& out, int lo, int hi) -> Status {
     if (!j.contains(key)) return {};
     if (!j[key].is_number_integer() || j[key].get<int>() < lo || j[key].get<int>() > hi) {
-      return Error(ErrorCode::kBadRequest, std::string("/workload/") + key + ": expected an integer in " +
-                                               std::to_string(lo) + ".." + std::to_string(hi));
+      return Error(ErrorCode::kBadRequest, std::string("/workload/") + key +
+                                               ": expected an integer in " + std::to_string(lo) +
+                                               ".." + std::to_string(hi));
     }
     out = j[key].get<int>();
     return {};
@@ -70,13 +71,13 @@ Result<WorkloadParams> workload_from_json(const nlohmann::json& j) {
     out = runtime::from_seconds(j[key].get<double>());
     return {};
   };
-  for (Status s : {read_int("conversations", p.conversations, 1, 100000),
-                   read_int("turns", p.turns, 1, 1000),
-                   read_range(j, "first_prompt_tokens", p.first_prompt_tokens),
-                   read_range(j, "followup_prompt_tokens", p.followup_prompt_tokens),
-                   read_range(j, "output_tokens", p.output_tokens),
-                   read_seconds("start_window_s", p.start_window),
-                   read_seconds("think_time_s", p.think_time)}) {
+  for (Status s :
+       {read_int("conversations", p.conversations, 1, 100000), read_int("turns", p.turns, 1, 1000),
+        read_range(j, "first_prompt_tokens", p.first_prompt_tokens),
+        read_range(j, "followup_prompt_tokens", p.followup_prompt_tokens),
+        read_range(j, "output_tokens", p.output_tokens),
+        read_seconds("start_window_s", p.start_window),
+        read_seconds("think_time_s", p.think_time)}) {
     if (!s.ok()) return s;
   }
   return p;

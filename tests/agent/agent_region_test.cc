@@ -164,7 +164,7 @@ TEST(AgentRegions, R7_StopDeregistersEveryMappingClosesConnectionsAndClosesTheEx
   EXPECT_TRUE(c->wait_closed());
   EXPECT_EQ(rig.log_lines("close").size(), 1u);
   EXPECT_TRUE(rig.log_lines("connection_closed").empty());  // the extension is closed already
-  rig.agent->stop();                                         // idempotent
+  rig.agent->stop();                                        // idempotent
   EXPECT_EQ(rig.log_lines("close").size(), 1u);
 }
 

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "core/protocol/auth.h"
-#include "tests/child_process.h"
 #include "core/protocol/frame_codec.h"
 #include "tests/agent/tcp_wire.h"
+#include "tests/child_process.h"
 
 namespace {
 

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "core/protocol/auth.h"
-#include "tests/child_process.h"
 #include "tests/agent/tcp_wire.h"
+#include "tests/child_process.h"
 
 namespace {
 

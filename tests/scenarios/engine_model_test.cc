@@ -1,11 +1,12 @@
 // The serving-engine model on its own, with an ideal KV layer: loads take
 // bytes / bandwidth, stores land after a fixed time.
+#include "scenarios/engine/engine_model.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "backends/sim/sim_world.h"
-#include "scenarios/engine/engine_model.h"
 
 namespace rcxl::scenarios {
 namespace {

@@ -7,7 +7,9 @@
 namespace rcxl::scenarios {
 namespace {
 
-Json minimal() { return {{"name", "t"}}; }
+Json minimal() {
+  return {{"name", "t"}};
+}
 
 TEST(ScenarioFile, MinimalFileTakesDefaults) {
   auto sc = parse_scenario(minimal(), "t.json");
@@ -53,12 +55,12 @@ TEST_P(ScenarioFileErrors, ErrorNamesFileAndPointer) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, ScenarioFileErrors,
     ::testing::Values(
-        BadCase{{{"nme", 1}}, "/nme"},
-        BadCase{{{"seed", -3}}, "/seed"},
+        BadCase{{{"nme", 1}}, "/nme"}, BadCase{{{"seed", -3}}, "/seed"},
         BadCase{{{"client", {{"write_wait_ms", 20000}}}}, "/client/write_wait_ms"},
         BadCase{{{"client", {{"read_hint", true}}}}, "/client/read_hint"},
         BadCase{{{"faults", Json::array({{{"kind", "meteor"}, {"at_s", 1}}})}}, "/faults/0/kind"},
-        BadCase{{{"faults", Json::array({{{"kind", "partition"}, {"at_s", 1}}})}}, "/faults/0/for_s"},
+        BadCase{{{"faults", Json::array({{{"kind", "partition"}, {"at_s", 1}}})}},
+                "/faults/0/for_s"},
         BadCase{{{"faults", Json::array({{{"kind", "reset"}}})}}, "/faults/0/at_s"},
         BadCase{{{"workload", {{"turns", 0}}}}, "/workload/turns"},
         BadCase{{{"extension", {{"name", "x"}, {"config", 3}}}}, "/extension/config"}));
