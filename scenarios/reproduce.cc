@@ -96,6 +96,10 @@ bool write_file(const std::string& path, const std::string& text) {
 Result<std::map<std::string, Profile>> reproduce_profiles(const ReproduceOptions& options) {
   std::vector<SweepParam> settings;
   for (const auto& spec : options.settings) {
+    if (spec.find('=') == std::string::npos || spec.front() == '=') {
+      return Error(ErrorCode::kBadRequest,
+                   "--set " + spec + ": expected NAME=VALUE (e.g. idle_write_back=1)");
+    }
     auto setting = parse_sweep_param(spec);
     if (!setting.ok()) {
       return Error(ErrorCode::kBadRequest, as_set_option(setting.status().message()));

@@ -1,6 +1,7 @@
 #include "devices/cxl_ssd_model/device_profile.h"
 
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <map>
 
@@ -40,6 +41,13 @@ struct Field {
   std::function<void(double)> set;
 };
 
+// 1e+06, not 1000000.000000: limits read as people write them.
+std::string shortest(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
+
 Status read_section(const json& profile, const std::string& section,
                     const std::map<std::string, Field>& fields) {
   if (!profile.contains(section)) return {};
@@ -53,8 +61,7 @@ Status read_section(const json& profile, const std::string& section,
     if (!n.ok()) return n.status();
     const Field& field = f->second;
     if (*n < field.min || *n > field.max) {
-      return bad(name, "must lie in [" + std::to_string(field.min) + ", " +
-                           std::to_string(field.max) + "]");
+      return bad(name, "must lie in [" + shortest(field.min) + ", " + shortest(field.max) + "]");
     }
     if (field.integer && std::floor(*n) != *n) return bad(name, "must be an integer");
     field.set(*n);

@@ -1,5 +1,6 @@
 #include "scenarios/engine/engine_params.h"
 
+#include <cstdio>
 #include <string>
 
 namespace rcxl::scenarios {
@@ -14,8 +15,9 @@ Result<EngineParams> engine_params_from_json(const nlohmann::json& j) {
     if (key.rfind("_", 0) == 0) continue;  // "_sources" and other notes
     auto number = [&](double lo, double hi) -> Result<double> {
       if (!value.is_number() || value.get<double>() < lo || value.get<double>() > hi) {
-        return Error(ErrorCode::kBadRequest, "/engine/" + key + ": expected a number in " +
-                                                 std::to_string(lo) + ".." + std::to_string(hi));
+        char range[64];
+        std::snprintf(range, sizeof range, "%.15g..%.15g", lo, hi);
+        return Error(ErrorCode::kBadRequest, "/engine/" + key + ": expected a number in " + range);
       }
       return value.get<double>();
     };

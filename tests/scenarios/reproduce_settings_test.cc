@@ -42,7 +42,10 @@ TEST(ReproduceSettings, R8_BadSettingsAreRefusedNamingTheOption) {
       {"flash_read_ns=3X", "K, M, G or T"},
       {"/device/channels=0", "device.channels"},
       {"/device/tR=3", "device.tR"},
-      {"idle_write_back", "NAME=V1,V2"},
+      {"idle_write_back", "--set idle_write_back: expected NAME=VALUE"},
+      {"=1", "--set =1: expected NAME=VALUE"},
+      {"/device/idle_write_back=2", "device.idle_write_back' must lie in [0, 1]"},
+      {"hint_lead_ms=-1", "scheduler_to_worker_us: expected a number in 0..10000000"},
   };
   for (const auto& [spec, says] : cases) {
     ReproduceOptions options;
