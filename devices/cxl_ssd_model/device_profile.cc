@@ -41,7 +41,7 @@ struct Field {
   std::function<void(double)> set;
 };
 
-// 1e+06, not 1000000.000000: limits read as people write them.
+// 1000000, not 1000000.000000: limits read as people write them.
 std::string shortest(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.15g", v);
