@@ -73,12 +73,6 @@ Json early_read(const Profile& profile) {
   return out;
 }
 
-// Sweep's errors name "--param NAME"; here the option is --set.
-std::string as_set_option(std::string message) {
-  if (message.rfind("--param ", 0) == 0) message.replace(0, 7, "--set");
-  return message;
-}
-
 Result<Scenario> seed_serving() {
   auto text = embedded_file("replays/seed_serving.json");
   if (!text) return Error(ErrorCode::kNotFound, "built-in replays/seed_serving.json is missing");
@@ -100,10 +94,8 @@ Result<std::map<std::string, Profile>> reproduce_profiles(const ReproduceOptions
       return Error(ErrorCode::kBadRequest,
                    "--set " + spec + ": expected NAME=VALUE (e.g. idle_write_back=1)");
     }
-    auto setting = parse_sweep_param(spec);
-    if (!setting.ok()) {
-      return Error(ErrorCode::kBadRequest, as_set_option(setting.status().message()));
-    }
+    auto setting = parse_sweep_param(spec, "--set");
+    if (!setting.ok()) return setting.status();
     if (setting->values.size() != 1) {
       return Error(ErrorCode::kBadRequest,
                    "--set " + setting->name + ": takes one value (NAME=VALUE); sweep takes lists");
@@ -117,9 +109,7 @@ Result<std::map<std::string, Profile>> reproduce_profiles(const ReproduceOptions
     if (!doc.ok()) return doc.status();
     Json unused_scenario;
     for (const auto& setting : settings) {
-      if (auto s = apply_sweep_value(setting, 0, unused_scenario, *doc, true); !s.ok()) {
-        return Error(s.code(), as_set_option(s.message()));
-      }
+      if (auto s = apply_sweep_value(setting, 0, unused_scenario, *doc, true); !s.ok()) return s;
     }
     auto p = profile_from_json(*doc, "profiles/" + c.profile + ".json");
     if (!p.ok()) {

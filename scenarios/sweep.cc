@@ -58,19 +58,21 @@ std::string known_names() {
   return out;
 }
 
-Status bad_param(const std::string& name, const std::string& why) {
-  return Error(ErrorCode::kBadRequest, "--param " + name + ": " + why);
+// `option` is the command-line option that named the parameter (--param, --set).
+Status bad_param(const std::string& option, const std::string& name, const std::string& why) {
+  return Error(ErrorCode::kBadRequest, option + " " + name + ": " + why);
 }
 
 // "4G" -> 4 * 2^30; "0.5" -> 0.5; "true" -> true.
-Result<Json> parse_value(const std::string& name, const std::string& text) {
+Result<Json> parse_value(const std::string& option, const std::string& name,
+                         const std::string& text) {
   if (text == "true") return Json(true);
   if (text == "false") return Json(false);
   const char* begin = text.c_str();
   char* end = nullptr;
   double v = std::strtod(begin, &end);
   if (end == begin || text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) {
-    return bad_param(name,
+    return bad_param(option, name,
                      "'" + text + "' is not a value; write a number (3000, 0.5, 4G) or true/false");
   }
   const std::string suffix(end);
@@ -81,11 +83,12 @@ Result<Json> parse_value(const std::string& name, const std::string& text) {
                                                         {"T", 1024.0 * 1024 * 1024 * 1024}};
   auto it = kSuffix.find(suffix);
   if (it == kSuffix.end()) {
-    return bad_param(name, "'" + text + "' has an unknown suffix '" + suffix +
-                               "'; sizes take K, M, G or T (binary: 4G = 4 * 2^30)");
+    return bad_param(option, name,
+                     "'" + text + "' has an unknown suffix '" + suffix +
+                         "'; sizes take K, M, G or T (binary: 4G = 4 * 2^30)");
   }
   v *= it->second;
-  if (!std::isfinite(v)) return bad_param(name, "'" + text + "' is not a finite number");
+  if (!std::isfinite(v)) return bad_param(option, name, "'" + text + "' is not a finite number");
   if (std::floor(v) == v && std::abs(v) < 9e15) {
     if (v >= 0) return Json(static_cast<std::uint64_t>(v));
     return Json(static_cast<std::int64_t>(v));
@@ -100,7 +103,7 @@ struct Target {
   double scale = 1;
 };
 
-Result<Target> target_of(const std::string& name) {
+Result<Target> target_of(const std::string& option, const std::string& name) {
   Target t;
   std::string pointer;
   for (const auto& n : named_params()) {
@@ -111,28 +114,31 @@ Result<Target> target_of(const std::string& name) {
   }
   if (pointer.empty()) {
     if (name.empty() || name[0] != '/') {
-      return bad_param(name, "unknown parameter; use one of " + known_names() +
-                                 ", or a JSON pointer into the scenario or profile such as "
-                                 "/device/flash_read_ns or /workload/turns");
+      return bad_param(option, name,
+                       "unknown parameter; use one of " + known_names() +
+                           ", or a JSON pointer into the scenario or profile such as "
+                           "/device/flash_read_ns or /workload/turns");
     }
     pointer = name;
   }
   try {
     t.pointer = Json::json_pointer(pointer);
   } catch (const Json::exception& e) {
-    return bad_param(name, "not a JSON pointer (" + std::string(e.what()) + ")");
+    return bad_param(option, name, "not a JSON pointer (" + std::string(e.what()) + ")");
   }
   // The first token decides between the profile's sections and the scenario.
   const auto slash = pointer.find('/', 1);
   const std::string head = pointer.substr(1, slash == std::string::npos ? slash : slash - 1);
   if (head == "seed" || head == "profile") {
     return bad_param(
-        name, "/" + head + " is set by " +
-                  (head == "seed" ? std::string("--seed and --seeds") : std::string("--configs")));
+        option, name,
+        "/" + head + " is set by " +
+            (head == "seed" ? std::string("--seed and --seeds") : std::string("--configs")));
   }
   t.profile = is_profile_section(head);
   if (t.profile && std::count(pointer.begin(), pointer.end(), '/') != 2) {
-    return bad_param(name, "profile parameters are /<section>/<field>, e.g. /device/flash_read_ns");
+    return bad_param(option, name,
+                     "profile parameters are /<section>/<field>, e.g. /device/flash_read_ns");
   }
   return t;
 }
@@ -149,10 +155,10 @@ Json scaled(const Json& v, double scale) {
 // Sets one parameter in a scenario or profile document.
 Status apply(const SweepParam& param, const Json& value, Json& scenario, Json& profile,
              bool profile_only = false) {
-  auto t = target_of(param.name);
+  auto t = target_of(param.option, param.name);
   if (!t.ok()) return t.status();
   if (profile_only && !t->profile) {
-    return bad_param(param.name,
+    return bad_param(param.option, param.name,
                      "only profile fields can be set here: /device/..., /nic/..., /engine/... or "
                      "/control_link/... (or a named one of them, e.g. flash_read_ns)");
   }
@@ -169,7 +175,8 @@ Status apply(const SweepParam& param, const Json& value, Json& scenario, Json& p
       scenario[t->pointer] = v;
     }
   } catch (const Json::exception& e) {
-    return bad_param(param.name, "cannot set it here (" + std::string(e.what()) + ")");
+    return bad_param(param.option, param.name,
+                     "cannot set it here (" + std::string(e.what()) + ")");
   }
   return {};
 }
@@ -291,7 +298,7 @@ bool write_file(const std::string& path, const std::string& text) {
 Status apply_sweep_value(const SweepParam& param, std::size_t index, Json& scenario, Json& profile,
                          bool profile_only) {
   if (index >= param.values.size())
-    return bad_param(param.name, "has no value " + std::to_string(index));
+    return bad_param(param.option, param.name, "has no value " + std::to_string(index));
   return apply(param, param.values[index], scenario, profile, profile_only);
 }
 
@@ -301,21 +308,22 @@ std::vector<std::pair<std::string, std::string>> sweep_param_help() {
   return out;
 }
 
-Result<SweepParam> parse_sweep_param(const std::string& spec) {
+Result<SweepParam> parse_sweep_param(const std::string& spec, const std::string& option) {
   const auto eq = spec.find('=');
   if (eq == std::string::npos || eq == 0) {
-    return bad_param(spec, "expected NAME=V1,V2,... (e.g. dram_cache_bytes=4G,8G,16G)");
+    return bad_param(option, spec, "expected NAME=V1,V2,... (e.g. dram_cache_bytes=4G,8G,16G)");
   }
   SweepParam p;
+  p.option = option;
   p.name = spec.substr(0, eq);
-  if (auto t = target_of(p.name); !t.ok()) return t.status();
+  if (auto t = target_of(option, p.name); !t.ok()) return t.status();
   std::string rest = spec.substr(eq + 1);
-  if (rest.empty()) return bad_param(p.name, "no values; expected NAME=V1,V2,...");
+  if (rest.empty()) return bad_param(option, p.name, "no values; expected NAME=V1,V2,...");
   std::size_t start = 0;
   while (true) {
     const auto comma = rest.find(',', start);
     const std::string text = rest.substr(start, comma == std::string::npos ? comma : comma - start);
-    auto v = parse_value(p.name, text);
+    auto v = parse_value(option, p.name, text);
     if (!v.ok()) return v.status();
     p.texts.push_back(text);
     p.values.push_back(*v);
@@ -352,7 +360,8 @@ Result<SweepReport> sweep(const SweepOptions& options) {
   for (std::size_t i = 0; i < report.params.size(); ++i) {
     for (std::size_t k = 0; k < i; ++k) {
       if (report.params[k].name == report.params[i].name) {
-        return bad_param(report.params[i].name, "given twice; list all its values in one --param");
+        return bad_param("--param", report.params[i].name,
+                         "given twice; list all its values in one --param");
       }
     }
   }

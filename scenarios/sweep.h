@@ -21,11 +21,14 @@ struct SweepParam {
   std::string name;                    // "dram_cache_bytes" or "/device/flash_read_ns"
   std::vector<std::string> texts;      // the values as written ("4G")
   std::vector<nlohmann::json> values;  // parsed (4294967296); before any unit scaling
+  std::string option = "--param";      // the option that named it: errors say it
 };
 
 // Parses "NAME=V1,V2,...". Values: true, false, or a number with an optional
 // binary suffix K, M, G, T (x 1024^n). Errors name the parameter and the fix.
-Result<SweepParam> parse_sweep_param(const std::string& spec);
+// `option` names the command-line option in errors ("--param", "--set").
+Result<SweepParam> parse_sweep_param(const std::string& spec,
+                                     const std::string& option = "--param");
 // Sets value `index` of `param` in a scenario or a profile document, as a
 // sweep point does; `profile_only` refuses a parameter of the scenario.
 Status apply_sweep_value(const SweepParam& param, std::size_t index, nlohmann::json& scenario,
