@@ -30,6 +30,13 @@ CxlSsdParams small_params() {
   return p;
 }
 
+// The same device writing dirty pages back in idle channel time.
+CxlSsdParams eager_params() {
+  CxlSsdParams p = small_params();
+  p.idle_write_back = true;
+  return p;
+}
+
 std::vector<std::byte> bytes_of(std::string_view s) {
   std::vector<std::byte> out(s.size());
   std::memcpy(out.data(), s.data(), s.size());
@@ -122,8 +129,7 @@ TEST(CxlSsdDevice, WriteBackIsSuspendedByAReadOnItsDie) {
 // while their channel is idle, so a later eviction finds them clean.
 TEST(CxlSsdDevice, IdleWriteBackCleansDirtyPagesSoEvictionWritesNothing) {
   sim::EventLoop loop;
-  auto params = small_params();
-  params.idle_write_back = true;
+  auto params = eager_params();
   CxlSsdDevice d(loop, params);
   ASSERT_TRUE(d.write(0, bytes_of("dirty-bytes")).ok());
   loop.run_for(100us);
@@ -156,8 +162,7 @@ TEST(CxlSsdDevice, IdleWriteBackNeverDelaysAFill) {
     Instant ready[2];
     for (const bool eager : {false, true}) {
       sim::EventLoop loop;
-      auto params = small_params();
-      params.idle_write_back = eager;
+      auto params = eager ? eager_params() : small_params();
       CxlSsdDevice d(loop, params);
       ASSERT_TRUE(d.write(0, bytes_of("x")).ok());  // fills page 0 first: 6.41 us
       loop.run_for(wait);
@@ -175,8 +180,7 @@ TEST(CxlSsdDevice, IdleWriteBackNeverDelaysAFill) {
 // A write-back does not start before the write that dirtied the page landed.
 TEST(CxlSsdDevice, IdleWriteBackStartsAfterTheWriteLanded) {
   sim::EventLoop loop;
-  auto params = small_params();
-  params.idle_write_back = true;
+  auto params = eager_params();
   CxlSsdDevice d(loop, params);
   (void)d.access_ready(0, kPage, true, loop.now());  // a write-allocate fill
   loop.run_for(40us);
@@ -194,8 +198,7 @@ TEST(CxlSsdDevice, IdleWriteBackStartsAfterTheWriteLanded) {
 // program throughput (tPROG per unit), not by the channel.
 TEST(CxlSsdDevice, IdleWriteBackIsBoundByProgramThroughput) {
   sim::EventLoop loop;
-  auto params = small_params();
-  params.idle_write_back = true;
+  auto params = eager_params();
   params.capacity_bytes = 1024 * kPage;
   params.dram_cache_bytes = 256 * kPage;
   CxlSsdDevice d(loop, params);
@@ -218,8 +221,7 @@ TEST(CxlSsdDevice, IdleWriteBackIsBoundByProgramThroughput) {
 // A reset drops the queue with DRAM; pages written back before it keep their bytes.
 TEST(CxlSsdDevice, R6_ResetKeepsWhatIdleWriteBackWroteAndDropsTheRest) {
   sim::EventLoop loop;
-  auto params = small_params();
-  params.idle_write_back = true;
+  auto params = eager_params();
   CxlSsdDevice d(loop, params);
   ASSERT_TRUE(d.write(0, bytes_of("early")).ok());
   loop.run_for(100us);
