@@ -331,17 +331,22 @@ void CxlSsdDevice::enqueue(Tag tag, PageSpan span, std::int64_t key) {
 }
 
 void CxlSsdDevice::pin(const PageSpan& span) {
-  table_.pin_range(span.first, span.end);
+  pinned_bytes_ += table_.pin_range(span.first, span.end) * page_bytes();
 }
 
 void CxlSsdDevice::unpin(const PageSpan& span) {
-  table_.unpin_range(span.first, span.end);
+  pinned_bytes_ -= table_.unpin_range(span.first, span.end) * page_bytes();
 }
 
 void CxlSsdDevice::admit_waiting() {
   while (!waiting_.empty()) {
     auto it = waiting_.begin();
-    const std::uint64_t bytes = span_bytes(it->second.pages);
+    const PageSpan& pages = it->second.pages;
+    // The cap is on pinned DRAM: pages another hint already pins cost nothing
+    // more (shared prefixes). Count them only when the whole span would not fit.
+    const std::uint64_t bytes = pinned_bytes_ + span_bytes(pages) <= params_.hinted_bytes_cap
+                                    ? span_bytes(pages)
+                                    : table_.unpinned_pages(pages.first, pages.end) * page_bytes();
     // A span larger than the cap still goes when nothing else is pinned.
     if (pinned_bytes_ > 0 && pinned_bytes_ + bytes > params_.hinted_bytes_cap) break;
     const auto [tag, span] = it->second;
@@ -351,8 +356,6 @@ void CxlSsdDevice::admit_waiting() {
     ts.waiting.erase(key);
     pin(span);
     ts.pinned.push_back(span);
-    ts.pinned_bytes += bytes;
-    pinned_bytes_ += bytes;
     enqueue(tag, span, key);
   }
 }
@@ -394,7 +397,6 @@ void CxlSsdDevice::release(Tag tag) {
   }
   for (std::int64_t key : ts.waiting) waiting_.erase(key);
   for (const auto& span : ts.pinned) unpin(span);
-  pinned_bytes_ -= ts.pinned_bytes;
   tags_.erase(it);
   admit_waiting();
   pump();

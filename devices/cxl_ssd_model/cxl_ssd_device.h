@@ -134,7 +134,6 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
     std::set<std::int64_t> queued;   // keys in queue_
     std::set<std::int64_t> waiting;  // keys in waiting_
     std::vector<PageSpan> pinned;
-    std::uint64_t pinned_bytes = 0;
   };
 
   Status check(std::uint64_t offset, std::uint64_t length) const;

@@ -7,6 +7,21 @@ namespace rcxl::device {
 PageTable::PageTable(std::uint64_t pages)
     : pages_(pages), chunks_((pages + kChunkPages - 1) / kChunkPages) {}
 
+std::uint64_t PageTable::unpinned_pages(Page first, Page end) const {
+  std::uint64_t n = 0;
+  for (Page p = first; p < end;) {
+    const Chunk* c = find(p);
+    const Page stop = std::min<Page>(end, (p | kChunkMask) + 1);
+    if (!c) {
+      n += stop - p;  // never touched: no pins
+      p = stop;
+      continue;
+    }
+    for (; p < stop; ++p) n += c->pins[p & kChunkMask] == 0;
+  }
+  return n;
+}
+
 bool PageTable::lru_touch_run(Page first, Page last) {
   const Chunk* back = find(last);
   if (!back || !(back->flags[last & kChunkMask] & kInLru)) return false;

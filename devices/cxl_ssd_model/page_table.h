@@ -71,8 +71,12 @@ class PageTable {
   // One pin less; a resident page whose last pin went joins the LRU front.
   void unpin(Page p) { unpin_range(p, p + 1); }
   // pin(p) / unpin(p) for p = first .. end-1 in order, one chunk lookup per chunk.
-  void pin_range(Page first, Page end);
-  void unpin_range(Page first, Page end);
+  // Each returns how many pages it changed between pinned and unpinned (the
+  // device counts pinned DRAM once per page, however many hints hold it).
+  std::uint64_t pin_range(Page first, Page end);
+  std::uint64_t unpin_range(Page first, Page end);
+  // Pages of first .. end-1 without a pin: what pinning them would add.
+  std::uint64_t unpinned_pages(Page first, Page end) const;
   // LRU list nodes in use (tests: runs really merge).
   std::size_t lru_runs() const { return runs_.size() - free_runs_.size(); }
 
@@ -157,41 +161,48 @@ inline PageTable::Page PageTable::lru_pop_back() {
   return p;
 }
 
-inline void PageTable::pin_range(Page first, Page end) {
+inline std::uint64_t PageTable::pin_range(Page first, Page end) {
+  std::uint64_t newly_pinned = 0;
   for (Page p = first; p < end;) {
     Chunk& c = chunk(p);
     const Page stop = std::min<Page>(end, (p | kChunkMask) + 1);
     for (; p < stop; ++p) {
       const Page i = p & kChunkMask;
+      newly_pinned += c.pins[i] == 0;
       if (c.pins[i] < UINT16_MAX) ++c.pins[i];
       if (c.flags[i] & kInLru) unlink(p, c, i);
     }
   }
+  return newly_pinned;
 }
 
-inline void PageTable::unpin_range(Page first, Page end) {
+inline std::uint64_t PageTable::unpin_range(Page first, Page end) {
+  std::uint64_t unpinned = 0;
   for (Page p = first; p < end;) {
     Chunk& c = chunk(p);
     const Page stop = std::min<Page>(end, (p | kChunkMask) + 1);
     for (; p < stop; ++p) {
       const Page i = p & kChunkMask;
-      if (c.pins[i] > 0 && --c.pins[i] == 0 && (c.flags[i] & kResident)) {
-        push_front(p, c, i);
-        // The pages after it that join too extend the same front run.
-        const std::uint32_t r = head_;
-        Page q = p + 1;
-        for (; q < stop; ++q) {
-          const Page j = q & kChunkMask;
-          if (c.pins[j] != 1 || !(c.flags[j] & kResident)) break;
-          c.pins[j] = 0;
-          c.flags[j] |= kInLru;
-          c.run[j] = r;
-        }
-        runs_[r].last = q - 1;
-        p = q - 1;
+      if (c.pins[i] == 0 || --c.pins[i] != 0) continue;
+      ++unpinned;
+      if (!(c.flags[i] & kResident)) continue;
+      push_front(p, c, i);
+      // The pages after it that join too extend the same front run.
+      const std::uint32_t r = head_;
+      Page q = p + 1;
+      for (; q < stop; ++q) {
+        const Page j = q & kChunkMask;
+        if (c.pins[j] != 1 || !(c.flags[j] & kResident)) break;
+        c.pins[j] = 0;
+        c.flags[j] |= kInLru;
+        c.run[j] = r;
       }
+      unpinned += q - 1 - p;
+      runs_[r].last = q - 1;
+      p = q - 1;
     }
   }
+  return unpinned;
 }
 
 inline void PageTable::push_front(Page p, Chunk& c, Page i) {

@@ -430,6 +430,34 @@ TEST(CxlSsdDevice, R3_HintedBytesCapHoldsAndWaitingRangesFollowReleases) {
   EXPECT_EQ(d.page_state(16 * kPage).pins, 1);
 }
 
+// The cap is on pinned DRAM: hints sharing pages (a common prefix) pin them once.
+TEST(CxlSsdDevice, R3_HintedBytesCapCountsPagesSharedByHintsOnce) {
+  sim::EventLoop loop;
+  auto params = small_params();
+  params.dram_cache_bytes = 64 * kPage;
+  params.hinted_bytes_cap = 4 * kPage;
+  CxlSsdDevice d(loop, params);
+  const PoolRange shared{0, 4 * kPage};
+  const PoolRange overlapping{2 * kPage, 4 * kPage};  // 2 pages not pinned yet
+  ASSERT_TRUE(d.prefetch(1, std::span(&shared, 1), true).ok());
+  ASSERT_TRUE(d.prefetch(2, std::span(&shared, 1), true).ok());
+  EXPECT_EQ(d.pinned_bytes(), 4 * kPage);
+  EXPECT_EQ(d.waiting_bytes(), 0u);
+  EXPECT_EQ(d.page_state(0).pins, 2);
+  ASSERT_TRUE(d.prefetch(3, std::span(&overlapping, 1), true).ok());
+  EXPECT_EQ(d.waiting_bytes(), 4 * kPage);  // 4 + 2 new pages > the cap
+  d.release(1);
+  EXPECT_EQ(d.pinned_bytes(), 4 * kPage);  // tag 2 still holds every page
+  EXPECT_EQ(d.waiting_bytes(), 4 * kPage);
+  d.release(2);
+  EXPECT_EQ(d.pinned_bytes(), 4 * kPage);  // tag 3's range, admitted
+  EXPECT_EQ(d.waiting_bytes(), 0u);
+  EXPECT_EQ(d.page_state(0).pins, 0);
+  EXPECT_EQ(d.page_state(5 * kPage).pins, 1);
+  d.release(3);
+  EXPECT_EQ(d.pinned_bytes(), 0u);
+}
+
 TEST(CxlSsdDevice, BadRangesAreRefusedWithoutChange) {
   sim::EventLoop loop;
   CxlSsdDevice d(loop, small_params());

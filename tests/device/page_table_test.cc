@@ -211,8 +211,9 @@ TEST(PageTable, LruTouchRunMatchesPerPageTouchesOnRandomOperations) {
   EXPECT_EQ(table.lru_back(), PageTable::kNone);
 }
 
-// pin_range / unpin_range equal pin / unpin page by page, and pages that join
-// the LRU in page order share one list node however many they are.
+// pin_range / unpin_range equal pin / unpin page by page (and count the pages
+// they pin or unpin), and pages that join the LRU in page order share one list
+// node however many they are.
 TEST(PageTable, RangePinsMatchPerPagePinsAndRunsMerge) {
   std::mt19937 rng(20261130);
   PageTable table(200000);
@@ -227,17 +228,26 @@ TEST(PageTable, RangePinsMatchPerPagePinsAndRunsMerge) {
   for (int step = 0; step < 3000; ++step) {
     const Page first = 32000 + static_cast<Page>(rng() % 2000);
     const Page end = std::min<Page>(34000, first + 1 + static_cast<Page>(rng() % 300));
+    std::uint64_t changed = 0;  // pages that went between pinned and unpinned
     if (rng() % 2) {
-      table.pin_range(first, end);
+      ASSERT_EQ(table.unpinned_pages(first, end),
+                static_cast<std::uint64_t>(
+                    std::count(ref.pins.begin() + first, ref.pins.begin() + end, 0)));
+      const std::uint64_t newly_pinned = table.pin_range(first, end);
       for (Page p = first; p < end; ++p) {
-        ++ref.pins[p];
+        changed += ref.pins[p]++ == 0;
         ref.remove(p);
       }
+      ASSERT_EQ(newly_pinned, changed) << "step " << step;
     } else {
-      table.unpin_range(first, end);
+      const std::uint64_t unpinned = table.unpin_range(first, end);
       for (Page p = first; p < end; ++p) {
-        if (ref.pins[p] > 0 && --ref.pins[p] == 0 && ref.resident[p]) ref.push_front(p);
+        if (ref.pins[p] > 0 && --ref.pins[p] == 0) {
+          ++changed;
+          if (ref.resident[p]) ref.push_front(p);
+        }
       }
+      ASSERT_EQ(unpinned, changed) << "step " << step;
     }
     ASSERT_EQ(table.lru_back(), ref.order.empty() ? PageTable::kNone : ref.order.back())
         << "step " << step;
