@@ -9,10 +9,15 @@
 namespace rcxl::scenarios {
 namespace {
 
-constexpr double kWidth = 720, kHeight = 420;
-constexpr double kLeft = 70, kRight = 20, kTop = 40, kBottom = 55;
+// The plot area; the legend gets its own column right of it, so it never covers data.
+constexpr double kPlotWidth = 630, kHeight = 420;
+constexpr double kLeft = 70, kGap = 16, kRight = 12, kTop = 40, kBottom = 55;
+constexpr double kCharWidth = 7;  // a legend character at font-size 12, generously
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c",
                                    "#ff7f0e", "#9467bd", "#8c564b"};
+// Every series but the first is dashed, each its own way: series that coincide
+// (identical runs) still show, one through the other's gaps.
+constexpr const char* kDashes[] = {"", "7,4", "2,3", "10,3,2,3", "4,4", "1,5"};
 
 std::string escape(const std::string& text) {
   std::string out;
@@ -131,15 +136,20 @@ std::string render_line_chart(const ChartSpec& spec, const std::vector<Series>& 
   } else {
     ymax *= 1.05;
   }
-  const double pw = kWidth - kLeft - kRight, ph = kHeight - kTop - kBottom;
+  std::size_t longest_label = 0;
+  for (const auto& s : series) longest_label = std::max(longest_label, s.label.size());
+  const double legend_width =
+      series.empty() ? 0 : 44 + kCharWidth * static_cast<double>(longest_label);
+  const double width = kLeft + kPlotWidth + kGap + legend_width + kRight;
+  const double pw = kPlotWidth, ph = kHeight - kTop - kBottom;
   auto px = [&](double x) { return kLeft + (x - xmin) / (xmax - xmin) * pw; };
   auto py = [&](double y) { return kTop + ph - (y - ymin) / (ymax - ymin) * ph; };
 
   std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << kHeight
     << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"" << kWidth / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
+    << "<text x=\"" << kLeft + pw / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
     << escape(spec.title) << "</text>\n";
   // Axes and ticks.
   for (const auto& [t, label] : ticks(xmin, xmax, spec.log_x)) {
@@ -162,8 +172,10 @@ std::string render_line_chart(const ChartSpec& spec, const std::vector<Series>& 
   for (std::size_t i = 0; i < series.size(); ++i) {
     const auto& s = series[i];
     const char* color = kColors[i % std::size(kColors)];
-    // Past the palette, lines repeat its colours dashed.
-    const std::string dash = i < std::size(kColors) ? "" : " stroke-dasharray=\"6,3\"";
+    // Past the palette, colours repeat with the next dash pattern.
+    const char* pattern = kDashes[(i + i / std::size(kColors)) % std::size(kDashes)];
+    const std::string dash =
+        *pattern ? std::string(" stroke-dasharray=\"") + pattern + "\"" : std::string();
     o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.8\"" << dash
       << " points=\"";
     for (std::size_t k = 0; k < s.x.size(); ++k) {
@@ -181,11 +193,10 @@ std::string render_line_chart(const ChartSpec& spec, const std::vector<Series>& 
       o << "<circle cx=\"" << px(s.x[k]) << "\" cy=\"" << py(s.y[k]) << "\" r=\"3\" fill=\""
         << color << "\"/>\n";
     }
-    const double ly = kTop + 14 + 16 * static_cast<double>(i);
-    o << "<line x1=\"" << kLeft + 10 << "\" y1=\"" << ly - 4 << "\" x2=\"" << kLeft + 34
-      << "\" y2=\"" << ly - 4 << "\" stroke=\"" << color << "\" stroke-width=\"2\"" << dash
-      << "/>\n"
-      << "<text x=\"" << kLeft + 40 << "\" y=\"" << ly << "\">" << escape(s.label) << "</text>\n";
+    const double lx = kLeft + pw + kGap, ly = kTop + 14 + 18 * static_cast<double>(i);
+    o << "<line x1=\"" << lx << "\" y1=\"" << ly - 4 << "\" x2=\"" << lx + 34 << "\" y2=\""
+      << ly - 4 << "\" stroke=\"" << color << "\" stroke-width=\"2\"" << dash << "/>\n"
+      << "<text x=\"" << lx + 40 << "\" y=\"" << ly << "\">" << escape(s.label) << "</text>\n";
   }
   o << "</svg>\n";
   return o.str();

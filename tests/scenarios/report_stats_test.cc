@@ -77,5 +77,33 @@ TEST(ReportStats, R8_SweepChartDrawsIntervalsMarkersAndLogAxes) {
       << "a point at 0 cannot be drawn on a log axis";
 }
 
+// The legend has its own column right of the plot (it never covers a line),
+// and a series that coincides with another still shows: it is dashed.
+TEST(ReportStats, R8_ChartLegendBesideThePlotAndCoincidingSeriesBothShow) {
+  const Series a = cdf_series("CXL-SSD, read hints", {1, 2, 3});
+  const Series b = cdf_series("gated", {1, 2, 3});
+  const std::string svg = render_line_chart({"TTFT", "ms", "fraction", true}, {a, b});
+  std::size_t plot_right = 0;  // the plot frame: <rect x=.. width=..>
+  {
+    const std::size_t frame = svg.find("fill=\"none\" stroke=\"#333\"");
+    ASSERT_NE(frame, std::string::npos);
+    const std::size_t x = svg.rfind("<rect x=\"", frame) + 9;
+    const std::size_t w = svg.find("width=\"", x) + 7;
+    plot_right = std::stoul(svg.substr(x)) + std::stoul(svg.substr(w));
+  }
+  for (const std::string label : {"CXL-SSD, read hints", "gated"}) {
+    const std::size_t at = svg.find(">" + label + "</text>");
+    ASSERT_NE(at, std::string::npos) << label;
+    const std::size_t x = svg.rfind("<text x=\"", at) + 9;
+    EXPECT_GT(std::stod(svg.substr(x)), static_cast<double>(plot_right)) << label;
+  }
+  const std::size_t second = svg.find("<polyline", svg.find("<polyline") + 1);
+  ASSERT_NE(second, std::string::npos);
+  const std::string line = svg.substr(second, svg.find("points=", second) - second);
+  EXPECT_NE(line.find("stroke-dasharray"), std::string::npos) << line;
+  EXPECT_EQ(svg.substr(svg.find("<polyline"), 80).find("stroke-dasharray"), std::string::npos)
+      << "the first series is solid";
+}
+
 }  // namespace
 }  // namespace rcxl::scenarios
