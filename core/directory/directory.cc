@@ -40,9 +40,15 @@ Result<RegisterOutcome> Directory::register_key(const std::string& key, const Lo
     touch(key, it->second);
     return RegisterOutcome::kAlreadyPresent;
   }
-  if (it != keys_.end()) remove(it);  // a doomed key makes room for the new one
+  // A doomed key makes room for the new one; its leases still end on this key.
+  std::uint32_t leases = 0;
+  if (it != keys_.end()) {
+    leases = it->second.leases;
+    remove(it);
+  }
   Entry& entry = keys_[key];
   entry.location = location;
+  entry.leases = leases;
   touch(key, entry);
   evict_over_capacity();
   return RegisterOutcome::kRegistered;

@@ -87,6 +87,23 @@ TEST(Directory, R1_1_LeasedKeysAreNotEvicted) {
   EXPECT_EQ(d.size(), 2u);
 }
 
+// A key deleted while leased and registered again: the old lease's end must not
+// take a lease count the new entry never had (it wrapped to 2^32-1, so the key
+// could never be deleted or evicted again).
+TEST(Directory, R1_1_ReRegisteringAKeyDeletedWhileLeasedKeepsItsLeaseCount) {
+  Directory d({.max_keys = 1});
+  ASSERT_TRUE(d.register_key("k", at("x:1", "b", 1, 0)).ok());
+  auto lease = d.lookup({"k"}, runtime::Instant(0)).lease;
+  EXPECT_EQ(d.erase({"k"}), 1u);  // doomed while leased
+  ASSERT_EQ(*d.register_key("k", at("x:1", "b", 1, 4096)), RegisterOutcome::kRegistered);
+  ASSERT_TRUE(d.release(lease.id).ok());
+  EXPECT_EQ(d.erase({"k"}), 1u);  // no lease left: it goes now
+  EXPECT_EQ(d.size(), 0u);
+  ASSERT_TRUE(d.register_key("k", at("x:1", "b", 1, 0)).ok());
+  ASSERT_TRUE(d.register_key("j", at("x:1", "b", 1, 4096)).ok());
+  EXPECT_EQ(d.size(), 1u);  // and it is evictable again
+}
+
 TEST(Directory, R1_1_DropRegionDropsEveryKeyOfIt) {
   Directory d;
   ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
