@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps configure build run test unit clean format
+.PHONY: all deps configure build run test unit clean format tidy
 
 all: build
 
@@ -30,3 +30,7 @@ clean:
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+# clang-tidy (.clang-tidy) over the non-test sources: minutes of CPU, so not in `make test`.
+tidy: configure
+	@ci/check-tidy -p $(BUILD) -j $(JOBS)

@@ -188,7 +188,8 @@ class SimListener final : public runtime::Listener {
     open_ = false;
   }
   void accept(std::shared_ptr<SimConn> conn) {
-    static_cast<SimStrand&>(strand_).run_inline([this, conn] { on_accept_(conn); });
+    static_cast<SimStrand&>(strand_).run_inline(
+        [this, conn = std::move(conn)] { on_accept_(conn); });
   }
 
  private:

@@ -82,12 +82,14 @@ class SimQueuePair final : public runtime::QueuePair,
           wire_time(std::min(op.wire_length(), params().stream_segment_bytes),
                     params().bytes_per_second) +
           params().latency;
-      loop().schedule_at(first_arrival, [self, op, payload, batch, index, tx_start] {
-        self->write_arrived(op, payload, batch, index, tx_start);
-      });
+      loop().schedule_at(first_arrival,
+                         [self, op, payload, batch = std::move(batch), index, tx_start] {
+                           self->write_arrived(op, payload, batch, index, tx_start);
+                         });
     } else {
-      loop().schedule_after(params().per_op + params().latency,
-                            [self, op, batch, index] { self->read_arrived(op, batch, index); });
+      loop().schedule_after(
+          params().per_op + params().latency,
+          [self, op, batch = std::move(batch), index] { self->read_arrived(op, batch, index); });
     }
   }
 
@@ -127,16 +129,17 @@ class SimQueuePair final : public runtime::QueuePair,
     });
     last_write_applied_ = applied;
     auto self = shared_from_this();
-    loop().schedule_at(applied, [self, op, payload, batch, index, offset] {
-      // The registration may have gone while the device filled the pages.
-      const auto* still = self->check(op, runtime::kAccessRemoteWrite, batch, index);
-      if (!still) return;
-      (void)still->pool->write(offset, std::as_bytes(std::span(*payload)));
-      if (auto* timing = dynamic_cast<MemoryTiming*>(still->pool)) {
-        timing->accessed(offset, op.wire_length(), true, self->loop().now());
-      }
-      self->finish_op(batch, index, Status(), self->loop().now() + self->params().latency);
-    });
+    loop().schedule_at(
+        applied, [self, op, payload = std::move(payload), batch = std::move(batch), index, offset] {
+          // The registration may have gone while the device filled the pages.
+          const auto* still = self->check(op, runtime::kAccessRemoteWrite, batch, index);
+          if (!still) return;
+          (void)still->pool->write(offset, std::as_bytes(std::span(*payload)));
+          if (auto* timing = dynamic_cast<MemoryTiming*>(still->pool)) {
+            timing->accessed(offset, op.wire_length(), true, self->loop().now());
+          }
+          self->finish_op(batch, index, Status(), self->loop().now() + self->params().latency);
+        });
   }
 
   // A READ responder serves one READ of the QP at a time, in order (RC). It asks
@@ -209,7 +212,7 @@ class SimQueuePair final : public runtime::QueuePair,
     at = std::max(at, last_completion_);
     last_completion_ = at;
     auto self = shared_from_this();
-    loop().schedule_at(at, [self, batch, index, status] {
+    loop().schedule_at(at, [self, batch = std::move(batch), index, status = std::move(status)] {
       batch->statuses[index] = status;
       if (--batch->remaining == 0) self->complete_batch(batch);
     });

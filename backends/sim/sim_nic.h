@@ -22,7 +22,7 @@ struct NicParams {
   // Per work request cost in the NIC pipeline.
   runtime::Duration per_op = std::chrono::nanoseconds(100);
   // Granularity at which a transfer streams against device readiness.
-  std::uint64_t stream_segment_bytes = 256 * 1024;
+  std::uint64_t stream_segment_bytes = std::uint64_t{256} * 1024;
 };
 
 class SimNic;

@@ -14,7 +14,7 @@
 namespace rcxl::verbs {
 namespace {
 
-constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr std::size_t kReadChunk = std::size_t{64} * 1024;
 // Reads per readiness event, so one busy peer cannot starve the others.
 constexpr int kReadsPerEvent = 16;
 constexpr std::uint32_t kReadEvents = EPOLLIN | EPOLLRDHUP;
@@ -43,7 +43,8 @@ std::shared_ptr<ConnState> ConnState::Adopt(const std::shared_ptr<Reactor>& reac
   return state;
 }
 
-ConnState::ConnState(std::shared_ptr<Reactor> reactor, int fd, runtime::Duration close_linger)
+ConnState::ConnState(const std::shared_ptr<Reactor>& reactor, int fd,
+                     runtime::Duration close_linger)
     : reactor_(reactor),
       loop_(reactor.get()),
       id_(next_conn_id++),
@@ -76,9 +77,8 @@ void ConnState::start(runtime::Strand& strand, runtime::Conn::DataHandler on_dat
 void ConnState::send(std::string bytes) {
   if (user_ended_ || bytes.empty()) return;
   if (auto reactor = reactor_.lock()) {
-    reactor->run([self = shared_from_this(), bytes = std::move(bytes)]() mutable {
-      self->queue_bytes(std::move(bytes));
-    });
+    reactor->run(
+        [self = shared_from_this(), bytes = std::move(bytes)] { self->queue_bytes(bytes); });
   }
 }
 
@@ -153,7 +153,7 @@ void ConnState::deliver(std::string bytes) {
   });
 }
 
-void ConnState::queue_bytes(std::string bytes) {
+void ConnState::queue_bytes(const std::string& bytes) {
   if (phase_ != Phase::kOpen || fd_ < 0) return;
   out_.append(bytes);
   if (!watching_writable_) flush();

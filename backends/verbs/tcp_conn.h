@@ -42,11 +42,11 @@ class ConnState final : public Reactor::Handler, public std::enable_shared_from_
  private:
   enum class Phase { kOpen, kFlushing, kLingering, kDone };
 
-  ConnState(std::shared_ptr<Reactor> reactor, int fd, runtime::Duration close_linger);
+  ConnState(const std::shared_ptr<Reactor>& reactor, int fd, runtime::Duration close_linger);
   void begin_delivery();
   void read_some();
   void deliver(std::string bytes);
-  void queue_bytes(std::string bytes);
+  void queue_bytes(const std::string& bytes);
   void flush();
   void begin_close();
   void finish_close();

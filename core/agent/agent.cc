@@ -192,13 +192,12 @@ Status Agent::start() {
         address, *accept_strand_, [this, activity = activity_](std::shared_ptr<runtime::Conn> raw) {
           Activity::Scope scope(activity);
           if (!scope) return raw->abort();
-          accept(raw);
+          accept(std::move(raw));
         });
     if (!listener.ok()) {
       for (auto& l : listeners_) l->close();
       listeners_.clear();
-      return Error(listener.status().code(),
-                   "cannot listen on " + address.ToString() + ": " + listener.status().message());
+      return listener.status();  // the transport's message names the address
     }
     listeners_.push_back(std::move(listener).value());
   }
@@ -394,7 +393,7 @@ void Agent::pump(const SessionPtr& s) {
   s->pumping = false;
 }
 
-void Agent::complete(const SessionPtr& s, Json reply, bool close_after) {
+void Agent::complete(const SessionPtr& s, const Json& reply, bool close_after) {
   if (!s->closing) s->conn->send(reply);
   s->busy = false;
   if (close_after && !s->closing) {
@@ -406,10 +405,10 @@ void Agent::complete(const SessionPtr& s, Json reply, bool close_after) {
 
 void Agent::complete_later(const SessionPtr& s, Json reply) {
   std::weak_ptr<Session> weak = s;
-  s->strand->post([this, weak, activity = activity_, reply = std::move(reply)]() mutable {
+  s->strand->post([this, weak, activity = activity_, reply = std::move(reply)] {
     Activity::Scope scope(activity);
     if (!scope) return;
-    if (auto live = weak.lock()) complete(live, std::move(reply));
+    if (auto live = weak.lock()) complete(live, reply);
   });
 }
 
@@ -534,7 +533,7 @@ void Agent::handle_alloc(const SessionPtr& s, const Json& id, const protocol::Al
     reply =
         error_reply(id, Error(ErrorCode::kInternal, "cannot write the region table --state-file"));
   }
-  complete(s, std::move(reply));
+  complete(s, reply);
 }
 
 Result<runtime::Registration> Agent::register_and_announce(const ext::RegionInfo& info,
@@ -622,7 +621,7 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
     return std::nullopt;
   }();
   if (early) {
-    if (!early->is_null()) complete(s, std::move(*early));
+    if (!early->is_null()) complete(s, *early);
     return;
   }
   auto reg = register_and_announce(info, fresh);
@@ -675,7 +674,7 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
   for (auto& waiter : waiters) waiter();
   // "Mapped before" survives a restart: no fresh=true for it afterwards (R5.2).
   if (first_map) (void)persist_regions();
-  complete(s, std::move(reply));
+  complete(s, reply);
 }
 
 void Agent::handle_release(const SessionPtr& s, const Json& id, const protocol::ReleaseRequest& r) {
@@ -692,7 +691,7 @@ void Agent::handle_release(const SessionPtr& s, const Json& id, const protocol::
     drop_hold_locked(*it->second, s->id);
     return protocol::ok_reply(id);
   }();
-  complete(s, std::move(reply));
+  complete(s, reply);
 }
 
 void Agent::handle_free(const SessionPtr& s, const Json& id, const protocol::FreeRequest& r) {
@@ -723,13 +722,13 @@ void Agent::handle_free(const SessionPtr& s, const Json& id, const protocol::Fre
     regions_.erase(it);
     return std::nullopt;
   }();
-  if (refusal) return complete(s, std::move(*refusal));
+  if (refusal) return complete(s, *refusal);
   (void)persist_regions();
   retire_outside_lock({info});
   complete(s, protocol::ok_reply(id));
 }
 
-void Agent::retire_outside_lock(std::vector<ext::RegionInfo> candidates) {
+void Agent::retire_outside_lock(const std::vector<ext::RegionInfo>& candidates) {
   bool released = false;
   for (const auto& info : candidates) {
     {
@@ -913,7 +912,7 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
     if (r.action == Action::kWriteWait) ++metrics_.write_waits;
     return std::nullopt;
   }();
-  if (early) return complete(s, std::move(*early));
+  if (early) return complete(s, *early);
   if (r.action == Action::kWriteWait) {
     ext::WriteWait wait{s->id, r.name, std::move(ranges), r.timeout_ms};
     std::weak_ptr<Session> weak = s;
@@ -948,7 +947,7 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
         std::lock_guard lock(mu_);
         reply = refuse_hint_locked(id, Error(ErrorCode::kExtensionFailed, st.message()), false);
       }
-      complete(s, std::move(reply));
+      complete(s, reply);
     }
     return;
   }
@@ -969,7 +968,7 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
       reply = refuse_hint_locked(id, Error(ErrorCode::kExtensionFailed, st.message()), false);
     }
   }
-  complete(s, std::move(reply));
+  complete(s, reply);
 }
 
 // ---------------------------------------------------------------- state
@@ -1054,7 +1053,7 @@ void Agent::sweep() {
     for (const auto& [id, info] : retiring_) candidates.push_back(info);
     closed.swap(closed_sessions_);
   }
-  retire_outside_lock(std::move(candidates));
+  retire_outside_lock(candidates);
   closed.clear();  // their strands end here, never on themselves
 }
 

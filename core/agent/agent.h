@@ -112,7 +112,7 @@ class Agent {
   void on_message(const SessionPtr& s, Incoming message);
   void on_closed(const SessionPtr& s);
   void pump(const SessionPtr& s);
-  void complete(const SessionPtr& s, protocol::Json reply, bool close_after = false);
+  void complete(const SessionPtr& s, const protocol::Json& reply, bool close_after = false);
   void complete_later(const SessionPtr& s, protocol::Json reply);
   void handle(const SessionPtr& s, Incoming& message);
 
@@ -134,7 +134,7 @@ class Agent {
   void deregister_locked(Region& region);
   // A boot change: every mapping, hold and open hint request goes (SPEC R6.3).
   void drop_everything_locked();
-  void retire_outside_lock(std::vector<ext::RegionInfo> candidates);
+  void retire_outside_lock(const std::vector<ext::RegionInfo>& candidates);
   // The state file: loaded once at start; written after each change, outside mu_.
   Status load_regions();
   Status persist_regions();

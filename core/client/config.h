@@ -30,8 +30,10 @@ struct Config {
   // Names hint requests and store tokens apart from other clients' (per connection anyway).
   std::string client_name = "rcxl-client";
 
-  std::uint64_t chunk_size_bytes = 256 * 1024;         // one key's bytes take one page of this
-  std::uint64_t region_size_bytes = 64 * 1024 * 1024;  // alloc size; multiple of 4096 and chunk
+  // One key's bytes take one page of this.
+  std::uint64_t chunk_size_bytes = std::uint64_t{256} * 1024;
+  // Alloc size; a multiple of 4096 and of the chunk.
+  std::uint64_t region_size_bytes = std::uint64_t{64} * 1024 * 1024;
 
   // Simulator only: loads keep the first this-many bytes of each chunk and
   // time the rest (stores pass StoreItem::wire_bytes); 0 = every byte is real.

@@ -96,9 +96,10 @@ void Handler::promote_read(std::string request) {
   hints_->read_promote(std::move(request));
 }
 
-void Handler::lookup(std::vector<std::string> keys, std::function<void(Result<std::size_t>)> done) {
+void Handler::lookup(const std::vector<std::string>& keys,
+                     std::function<void(Result<std::size_t>)> done) {
   directory_->probe(
-      std::move(keys), /*with_locations=*/false,
+      keys, /*with_locations=*/false,
       [done = std::move(done)](Result<directory::ProbeReply> reply) {
         if (!reply.ok()) return done(reply.status());
         done(reply->hits);
@@ -111,8 +112,9 @@ void Handler::lookup(std::vector<std::string> keys, std::function<void(Result<st
 void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
                             std::function<void(Result<std::vector<Page>>)> done) {
   if (free_pages_.size() >= n) {
-    std::vector<Page> pages(free_pages_.begin(), free_pages_.begin() + n);
-    free_pages_.erase(free_pages_.begin(), free_pages_.begin() + n);
+    const auto end = free_pages_.begin() + static_cast<std::ptrdiff_t>(n);
+    std::vector<Page> pages(free_pages_.begin(), end);
+    free_pages_.erase(free_pages_.begin(), end);
     return done(std::move(pages));
   }
   if (config_.agents.empty() || agents_tried >= config_.agents.size()) {
@@ -198,7 +200,8 @@ void Handler::start_store(std::shared_ptr<StoreJob> job) {
       agents.insert(page.agent);
     }
     const bool hints_on = config_.effective_write_hints();
-    auto after_plan = [this, alive, job, agents, hints_on](std::set<std::string> takes_wait) {
+    auto after_plan = [this, alive, job, agents,
+                       hints_on](const std::set<std::string>& takes_wait) {
       if (alive.expired()) return;
       std::set<std::string> others;
       for (const auto& a : agents) {
@@ -208,17 +211,18 @@ void Handler::start_store(std::shared_ptr<StoreJob> job) {
       if (hints_on && !others.empty()) hints_->write_hint(job->token, subset(job->ranges, others));
       if (takes_wait.empty()) return write_and_register(job);
       const runtime::Instant wait_start = clock_.now();
-      waits_->wait(job->token, subset(job->ranges, takes_wait),
-                   std::chrono::milliseconds(config_.write_wait_ms),
-                   [this, alive, job, hints_on, wait_start](std::set<std::string> not_asked) {
-                     if (alive.expired()) return;
-                     stats_.longest_write_wait =
-                         std::max(stats_.longest_write_wait, clock_.now() - wait_start);
-                     if (hints_on && !not_asked.empty()) {
-                       hints_->write_hint(job->token, subset(job->ranges, not_asked));
-                     }
-                     write_and_register(job);  // whatever the answers were
-                   });
+      waits_->wait(
+          job->token, subset(job->ranges, takes_wait),
+          std::chrono::milliseconds(config_.write_wait_ms),
+          [this, alive, job, hints_on, wait_start](const std::set<std::string>& not_asked) {
+            if (alive.expired()) return;
+            stats_.longest_write_wait =
+                std::max(stats_.longest_write_wait, clock_.now() - wait_start);
+            if (hints_on && !not_asked.empty()) {
+              hints_->write_hint(job->token, subset(job->ranges, not_asked));
+            }
+            write_and_register(job);  // whatever the answers were
+          });
     };
     if (config_.write_wait_ms == 0) return after_plan({});
     waits_->plan({agents.begin(), agents.end()}, after_plan);
@@ -306,7 +310,7 @@ void Handler::register_written(std::shared_ptr<StoreJob> job) {
   if (entries.empty()) return job->done(*result);
   std::weak_ptr<bool> alive = alive_;
   directory_->register_keys(
-      std::move(entries),
+      entries,
       [this, alive, job, indexes, result](Result<std::vector<bool>> registered) {
         if (alive.expired()) return;
         if (!registered.ok()) return job->done(registered.status());
@@ -378,7 +382,7 @@ void Handler::resolve_locations(std::shared_ptr<LoadJob> job, std::size_t index)
   const auto& l = job->locations[index];
   std::weak_ptr<bool> alive = alive_;
   regions_->map_for_read(l.agent, l.region, l.read_handle,
-                         [this, alive, job, index](Result<Mapping> mapping) {
+                         [this, alive, job, index](const Result<Mapping>& mapping) {
                            if (alive.expired()) return;
                            if (!accept_location(*job, index, mapping)) return read_batches(job);
                            resolve_locations(job, index + 1);
@@ -461,7 +465,7 @@ void Handler::read_batches(std::shared_ptr<LoadJob> job) {
 // a read_hint of its ranges in READ order, is answered.
 void Handler::gated_reads(const std::string& agent, std::shared_ptr<runtime::QueuePair> qp,
                           std::vector<runtime::RdmaOp> ops, std::shared_ptr<LoadJob> job,
-                          std::vector<std::size_t> indexes,
+                          const std::vector<std::size_t>& indexes,
                           std::function<void(std::vector<Status>)> done) {
   RangeList ranges;
   for (auto i : indexes) {

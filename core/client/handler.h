@@ -81,7 +81,7 @@ class Handler {
   // `engine_hinted`: the engine hinted this load already (no R3.7 hint).
   void load(std::vector<std::string> keys, LoadDone done, bool engine_hinted = false);
   // How many leading keys hit (a probe; no lease).
-  void lookup(std::vector<std::string> keys, std::function<void(Result<std::size_t>)> done);
+  void lookup(const std::vector<std::string>& keys, std::function<void(Result<std::size_t>)> done);
 
   // R3.4: queue a hint and its end on the hint strand.
   void hint_read(std::string request, std::vector<std::string> keys);
@@ -119,7 +119,8 @@ class Handler {
   void finish_load(std::shared_ptr<LoadJob> job);
   void gated_reads(const std::string& agent, std::shared_ptr<runtime::QueuePair> qp,
                    std::vector<runtime::RdmaOp> ops, std::shared_ptr<LoadJob> job,
-                   std::vector<std::size_t> indexes, std::function<void(std::vector<Status>)> done);
+                   const std::vector<std::size_t>& indexes,
+                   std::function<void(std::vector<Status>)> done);
   void on_boot_change(const std::string& agent, const std::string& new_boot,
                       const std::vector<OwnRegion>& lost);
   // Config::zero_copy: registers the buffers of ops about to be posted; the

@@ -83,7 +83,8 @@ void MemoryHints::process(Item& item, Next next) {
     // A probe with locations: no lease, but it refreshes the keys' last use.
     directory_.probe(
         h->keys, /*with_locations=*/true,
-        [this, alive, request = h->request, next](Result<directory::ProbeReply> reply) {
+        [this, alive, request = h->request,
+         next = std::move(next)](Result<directory::ProbeReply> reply) {
           if (alive.expired()) return;
           if (!reply.ok() || reply->locations.empty()) return next();
           auto locations =
@@ -117,7 +118,7 @@ void MemoryHints::process(Item& item, Next next) {
   }
   if (auto* h = std::get_if<WriteHint>(&item)) {
     return send_ranged("write_hint", "token", h->token, std::move(h->ranges),
-                       [next](std::set<std::string>) { next(); });
+                       [next](const std::set<std::string>&) { next(); });
   }
   if (auto* h = std::get_if<ReadPromote>(&item)) return send_promote(h->request, next);
 }
@@ -132,7 +133,7 @@ void MemoryHints::send_read_hint(const std::string& request, RangesByAgent range
   }
   std::weak_ptr<bool> alive = alive_;
   send_ranged("read_hint", "request", request, std::move(ranges),
-              [this, alive, request, next](std::set<std::string> agents) {
+              [this, alive, request, next = std::move(next)](std::set<std::string> agents) {
                 if (alive.expired()) return;
                 if (!agents.empty()) remember_open(request, std::move(agents));
                 next();
@@ -189,7 +190,7 @@ void MemoryHints::send_ranged(const std::string& action, const char* name_field,
         }
         sent_to->insert(agent);
       },
-      [sent_to, done] { done(*sent_to); });
+      [sent_to, done = std::move(done)] { done(*sent_to); });
 }
 
 void MemoryHints::send_promote(const std::string& request, Next next) {
@@ -205,7 +206,7 @@ void MemoryHints::send_promote(const std::string& request, Next next) {
               {"epoch", peer->hello.boot},
               {"request", request}});
       },
-      next);
+      std::move(next));
 }
 
 void MemoryHints::for_each_peer(std::vector<std::string> agents,

@@ -76,8 +76,8 @@ void MemoryWaits::note_failure(const std::string& agent, const Status& status, c
   }
 }
 
-void MemoryWaits::wait(const std::string& token, RangesByAgent ranges, runtime::Duration budget,
-                       std::function<void(std::set<std::string>)> done) {
+void MemoryWaits::wait(const std::string& token, const RangesByAgent& ranges,
+                       runtime::Duration budget, std::function<void(std::set<std::string>)> done) {
   auto pieces = std::make_shared<std::vector<std::pair<std::string, RangeList>>>();
   for (const auto& [agent, list] : ranges) {
     for (auto& piece : list.split(config_.max_ranges_per_message)) {

@@ -43,7 +43,7 @@ class MemoryWaits {
   void plan(std::vector<std::string> agents, std::function<void(std::set<std::string>)> done);
   // Asks each agent in turn, all under one budget from now; `done` gets the
   // agents that were not asked (budget spent) so the store hints them instead.
-  void wait(const std::string& token, RangesByAgent ranges, runtime::Duration budget,
+  void wait(const std::string& token, const RangesByAgent& ranges, runtime::Duration budget,
             std::function<void(std::set<std::string> not_asked)> done);
   // PAPER P3, the replaced design (#124): one control round trip before each
   // READ (a load's batch for this agent). With read hints advertised it is a

@@ -44,7 +44,7 @@ void RegionMapClient::on_hello(const std::string& agent, const Json& reply) {
   read_maps_.clear();
   for (auto& [key, region] : own_) {
     if (key.first != agent) continue;
-    map_own(key, 1, [](Result<Mapping>) {});
+    map_own(key, 1, [](const Result<Mapping>&) {});
   }
 }
 
@@ -105,7 +105,7 @@ void RegionMapClient::allocate_once(const std::string& agent, std::uint64_t size
                                     bool retry_on_boot, Done<OwnRegion> done) {
   std::weak_ptr<bool> alive = alive_;
   hello(agent, [this, alive, agent, size, retry_on_boot,
-                done = std::move(done)](Result<AgentHello> hello) mutable {
+                done = std::move(done)](const Result<AgentHello>& hello) mutable {
     if (alive.expired()) return;
     if (!hello.ok()) return done(hello.status());
     agents_[agent].conn->call(
@@ -124,7 +124,7 @@ void RegionMapClient::allocate_once(const std::string& agent, std::uint64_t size
           own_[key] = region;
           map_own(key, 1,
                   [this, alive, key, agent, size, retry_on_boot,
-                   done = std::move(done)](Result<Mapping> mapping) mutable {
+                   done = std::move(done)](const Result<Mapping>& mapping) mutable {
                     if (alive.expired()) return;
                     auto it = own_.find(key);
                     if (mapping.ok() && it != own_.end()) return done(it->second);
@@ -185,7 +185,7 @@ void RegionMapClient::map_own(RegionKey key, int attempt, Done<Mapping> done) {
 }
 
 void RegionMapClient::recheck(const std::string& agent, std::uint64_t region) {
-  map_own({agent, region}, config_.map_attempts, [](Result<Mapping>) {});
+  map_own({agent, region}, config_.map_attempts, [](const Result<Mapping>&) {});
 }
 
 void RegionMapClient::map_for_read(const std::string& agent, std::uint64_t region,
@@ -199,7 +199,7 @@ void RegionMapClient::map_for_read(const std::string& agent, std::uint64_t regio
   waiters.push_back(std::move(done));
   if (waiters.size() > 1) return;  // one map in flight per region
   std::weak_ptr<bool> alive = alive_;
-  auto finish = [this, alive, key](Result<Mapping> result) {
+  auto finish = [this, alive, key](const Result<Mapping>& result) {
     if (alive.expired()) return;
     auto waiters = std::move(read_map_waiters_[key]);
     read_map_waiters_.erase(key);
@@ -211,7 +211,8 @@ void RegionMapClient::map_for_read(const std::string& agent, std::uint64_t regio
 void RegionMapClient::send_read_map(const RegionKey& key, const std::string& handle,
                                     bool retry_stale, Done<Mapping> finish) {
   std::weak_ptr<bool> alive = alive_;
-  hello(key.first, [this, alive, key, handle, retry_stale, finish](Result<AgentHello> hello) {
+  hello(key.first, [this, alive, key, handle, retry_stale,
+                    finish = std::move(finish)](const Result<AgentHello>& hello) {
     if (alive.expired()) return;
     if (!hello.ok()) return finish(hello.status());
     const std::string epoch = agents_[key.first].hello.boot;

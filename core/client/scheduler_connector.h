@@ -29,8 +29,8 @@ class SchedulerConnector {
   void on_finished_recving(const std::string& request);
   void on_request_finished(const std::string& request);
   // The scheduler's lookup: how many leading keys hit (shares the directory client, R3.9).
-  void lookup(std::vector<std::string> keys, std::function<void(Result<std::size_t>)> done) {
-    handler_.lookup(std::move(keys), std::move(done));
+  void lookup(const std::vector<std::string>& keys, std::function<void(Result<std::size_t>)> done) {
+    handler_.lookup(keys, std::move(done));
   }
 
   std::size_t tracked() const;

@@ -55,7 +55,7 @@ void WorkerConnector::next_save() {
   std::weak_ptr<bool> alive = alive_;
   handler_.store(std::move(save.items),
                  [this, alive, done = std::move(save.done)](Result<StoreResult> result) {
-                   if (done) done(result);
+                   if (done) done(std::move(result));
                    if (alive.expired()) return;
                    write_behind_->post([this, alive] {
                      if (alive.expired()) return;

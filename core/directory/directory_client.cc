@@ -46,7 +46,7 @@ std::vector<Json> keys_json(const std::vector<std::string>& keys) {
 
 }  // namespace
 
-void DirectoryClient::register_keys(std::vector<std::pair<std::string, Location>> entries,
+void DirectoryClient::register_keys(const std::vector<std::pair<std::string, Location>>& entries,
                                     Done<std::vector<bool>> done, runtime::Strand* reply_on) {
   Json list = Json::array();
   for (const auto& [key, location] : entries) {
@@ -65,7 +65,7 @@ void DirectoryClient::register_keys(std::vector<std::pair<std::string, Location>
       reply_on);
 }
 
-void DirectoryClient::lookup(std::vector<std::string> keys, Done<LookupReply> done,
+void DirectoryClient::lookup(const std::vector<std::string>& keys, Done<LookupReply> done,
                              runtime::Strand* reply_on) {
   call(
       {{"op", "lookup"}, {"keys", keys_json(keys)}},
@@ -79,7 +79,7 @@ void DirectoryClient::lookup(std::vector<std::string> keys, Done<LookupReply> do
       reply_on);
 }
 
-void DirectoryClient::probe(std::vector<std::string> keys, bool with_locations,
+void DirectoryClient::probe(const std::vector<std::string>& keys, bool with_locations,
                             Done<ProbeReply> done, runtime::Strand* reply_on) {
   call(
       {{"op", "probe"}, {"keys", keys_json(keys)}, {"with_locations", with_locations}},
@@ -117,7 +117,7 @@ std::function<void(const Status&, const Json&)> count_reply(DirectoryClient::Don
 }
 }  // namespace
 
-void DirectoryClient::erase(std::vector<std::string> keys, Done<std::size_t> done,
+void DirectoryClient::erase(const std::vector<std::string>& keys, Done<std::size_t> done,
                             runtime::Strand* reply_on) {
   call({{"op", "delete"}, {"keys", keys_json(keys)}}, count_reply(std::move(done), "deleted"),
        reply_on);

@@ -37,14 +37,14 @@ class DirectoryClient {
   ~DirectoryClient();
 
   // registered[i]: false when the key was already there (first writer wins) or its boot is gone.
-  void register_keys(std::vector<std::pair<std::string, Location>> entries,
+  void register_keys(const std::vector<std::pair<std::string, Location>>& entries,
                      Done<std::vector<bool>> done, runtime::Strand* reply_on = nullptr);
-  void lookup(std::vector<std::string> keys, Done<LookupReply> done,
+  void lookup(const std::vector<std::string>& keys, Done<LookupReply> done,
               runtime::Strand* reply_on = nullptr);
-  void probe(std::vector<std::string> keys, bool with_locations, Done<ProbeReply> done,
+  void probe(const std::vector<std::string>& keys, bool with_locations, Done<ProbeReply> done,
              runtime::Strand* reply_on = nullptr);
   void release(std::uint64_t lease, StatusDone done = nullptr, runtime::Strand* reply_on = nullptr);
-  void erase(std::vector<std::string> keys, Done<std::size_t> done,
+  void erase(const std::vector<std::string>& keys, Done<std::size_t> done,
              runtime::Strand* reply_on = nullptr);
   void drop_region(std::string agent, std::uint64_t region, Done<std::size_t> done = nullptr,
                    runtime::Strand* reply_on = nullptr);

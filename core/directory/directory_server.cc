@@ -41,7 +41,7 @@ void DirectoryServer::on_accept(std::shared_ptr<runtime::Conn> raw) {
   session.conn = conn;
   session.challenge = random_->next_hex(256);
   conn->start(
-      strand_, [this, id](Json message) { on_message(id, message); },
+      strand_, [this, id](const Json& message) { on_message(id, message); },
       [this, id](const Status&) { conns_.erase(id); });
   conn->send({{"op", "greeting"}, {"version", 1}, {"challenge", session.challenge}});
 }

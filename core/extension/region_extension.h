@@ -85,6 +85,8 @@ class RegionExtension {
   virtual std::vector<std::string> hint_actions() const { return default_hint_actions(); }
   // R4.4: called only when hint_actions() lists write_wait. `done` must be
   // called exactly once, at the latest after wait.timeout_ms (on any strand).
+  // By value: overrides keep `done` past the call; this default only calls it.
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
   virtual void write_wait(const WriteWait& /*wait*/, WriteWaitDone done) { done(Json(nullptr)); }
 };
 

@@ -15,7 +15,7 @@ std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
        reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest, &length);
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string hex;
-  hex.reserve(2 * length);
+  hex.reserve(std::size_t{2} * length);
   for (unsigned int i = 0; i < length; ++i) {
     hex.push_back(kDigits[digest[i] >> 4]);
     hex.push_back(kDigits[digest[i] & 0xf]);

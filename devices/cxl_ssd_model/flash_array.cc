@@ -29,8 +29,11 @@ FlashArray::FlashArray(const CxlSsdParams& p)
       program_per_page_(p.flash_program * static_cast<std::int64_t>(p.page_bytes) /
                         static_cast<std::int64_t>(p.program_unit_bytes)),
       program_unit_(p.flash_program),
+      // channels and ways are 1..1024 each (device_profile.cc): the product fits.
+      // NOLINTBEGIN(bugprone-implicit-widening-of-multiplication-result)
       die_(p.channels * p.ways, Instant{0}),
       program_(p.channels * p.ways, Instant{0}),
+      // NOLINTEND(bugprone-implicit-widening-of-multiplication-result)
       channel_(p.channels, Instant{0}) {}
 
 void FlashArray::abort_all(Instant now) {

@@ -80,7 +80,7 @@ StoreBandwidthRun run_store_bandwidth(const DeviceProfile& profile,
           {runtime::RdmaOp::Kind::kWrite, payload, reg->addr + o, reg->rkey, write_bytes});
     }
     const std::uint64_t bytes = end - b;
-    qp->post(std::move(ops), [&, bytes](std::vector<Status> statuses) {
+    qp->post(std::move(ops), [&, bytes](const std::vector<Status>& statuses) {
       for (const auto& s : statuses) all_ok = all_ok && s.ok();
       const Instant now = world.loop().now();
       run.samples.push_back({runtime::to_millis(now - start), gbps(bytes, now - last)});

@@ -9,10 +9,10 @@ Result<EngineParams> engine_params_from_json(const nlohmann::json& j) {
   EngineParams p;
   if (!j.is_object()) return Error(ErrorCode::kBadRequest, "/engine: expected an object");
   for (const auto& item : j.items()) {
-    // Named copies: lambdas may not capture structured bindings before clang 16.
-    const std::string key = item.key();
+    // Named: lambdas may not capture structured bindings before clang 16.
+    const std::string& key = item.key();
     const nlohmann::json& value = item.value();
-    if (key.rfind("_", 0) == 0) continue;  // "_sources" and other notes
+    if (key.rfind('_', 0) == 0) continue;  // "_sources" and other notes
     auto number = [&](double lo, double hi) -> Result<double> {
       if (!value.is_number() || value.get<double>() < lo || value.get<double>() > hi) {
         char range[64];

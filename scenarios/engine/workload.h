@@ -17,7 +17,9 @@ struct IntRange {
   int lo = 0;
   int hi = 0;
   int draw(runtime::RandomSource& rnd) const {
-    return lo + static_cast<int>(rnd.next_below(static_cast<std::uint64_t>(hi - lo + 1)));
+    // In 64 bits: hi - lo + 1 and lo + offset overflow int for the widest ranges.
+    const std::uint64_t span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo) + 1;
+    return static_cast<int>(std::int64_t{lo} + static_cast<std::int64_t>(rnd.next_below(span)));
   }
 };
 

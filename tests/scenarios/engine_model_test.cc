@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <set>
 
 #include "backends/sim/sim_world.h"
@@ -122,6 +123,29 @@ TEST(EngineModel, WorkloadJsonIsValidatedWithPointers) {
   auto unknown = workload_from_json({{"convs", 4}});
   EXPECT_NE(unknown.status().message().find("unknown field"), std::string::npos);
   EXPECT_FALSE(workload_from_json({{"output_tokens", {5, 1}}}).ok());
+}
+
+// Found by clang-tidy (bugprone-misplaced-widening-cast): hi - lo + 1 was
+// computed in int, so a range wider than INT_MAX drew out of range or, for the
+// whole int range, asked next_below(0) (a division by zero).
+TEST(EngineModel, IntRangeDrawsStayInTheWidestRanges) {
+  runtime::DeterministicRandom rnd(7);
+  constexpr int kMin = std::numeric_limits<int>::min();
+  constexpr int kMax = std::numeric_limits<int>::max();
+  const IntRange ranges[] = {{0, kMax}, {kMin, kMax}, {kMin, 0}, {kMax, kMax}, {600, 1000}};
+  for (const IntRange& range : ranges) {
+    bool below_middle = false;
+    bool above_middle = false;
+    const std::int64_t middle = (std::int64_t{range.lo} + range.hi) / 2;
+    for (int i = 0; i < 200; ++i) {
+      const int v = range.draw(rnd);
+      ASSERT_GE(v, range.lo);
+      ASSERT_LE(v, range.hi);
+      below_middle |= v <= middle;
+      above_middle |= v >= middle;
+    }
+    EXPECT_TRUE(below_middle && above_middle) << range.lo << ".." << range.hi;
+  }
 }
 
 }  // namespace
