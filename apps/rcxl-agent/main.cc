@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "apps/cli_checks.h"
 #include "apps/rcxl-agent/none_nic.h"
 #include "backends/verbs/open_memory_pool.h"
 #include "backends/verbs/plugin_loader.h"
@@ -44,9 +45,12 @@ struct Flags {
   std::string state_file;
 };
 
+// Exit codes (--help, docs/agent.md): bad flags and setup errors 1.
+constexpr int kExitError = 1;
+
 int fail(const std::string& message) {
   std::cerr << "rcxl-agent: " << message << std::endl;
-  return 1;
+  return kExitError;
 }
 
 // The ground's own file reader (kNotFound / kIoError with the path).
@@ -68,8 +72,11 @@ Result<std::unique_ptr<rcxl::runtime::Nic>> open_nic(const std::string& spec) {
 
 void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--listen", f.listen, "HOST:PORT to listen on (repeatable)")->required();
-  app.add_option("--auth-secret-file", f.auth_secret_file, "file holding the shared secret");
-  app.add_option("--auth", f.auth, "'none': no authentication (loopback listeners only)");
+  app.add_option("--auth-secret-file", f.auth_secret_file,
+                 "file holding the shared secret (this or --auth none is required)");
+  app.add_option("--auth", f.auth,
+                 "'none': no authentication, loopback listeners only (this or "
+                 "--auth-secret-file is required)");
   app.add_option("--memory", f.memory, "anon:BYTES | file:PATH:BYTES | dax:PATH")->required();
   app.add_option("--nic", f.nic, "none | verbs:DEVICE")->capture_default_str();
   app.add_option("--region-extension", f.region_extension, "region extension name")
@@ -82,21 +89,25 @@ void add_flags(CLI::App& app, Flags& f) {
                  "directories with librcxl_ext_<name>.so plugins (also RCXL_EXTENSION_PATH)");
   app.add_option("--max-hint-requests", f.max_hint_requests, "open hint requests per connection")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--memory-generation-poll-s", f.generation_poll_s, "generation poll interval")
+      ->check(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(1));
+  app.add_option("--memory-generation-poll-s", f.generation_poll_s,
+                 "seconds between generation reads")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(rcxl::apps::Seconds(/*zero_ok=*/false));
   app.add_option("--memory-generation-grace-s", f.generation_grace_s,
-                 "seconds of failed reads before the generation is unknown")
+                 "seconds of failing generation reads before the generation is unknown")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--sweep-interval-s", f.sweep_interval_s, "retire/generation sweep interval")
+      ->check(rcxl::apps::Seconds(/*zero_ok=*/true));
+  app.add_option("--sweep-interval-s", f.sweep_interval_s,
+                 "seconds between sweeps (retire retries, generation reads)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(rcxl::apps::Seconds(/*zero_ok=*/false));
   app.add_option("--max-frame-bytes", f.max_frame_bytes, "largest control frame")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--max-connections", f.max_connections, "0 = no limit")->capture_default_str();
+      ->check(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(1));
+  app.add_option("--max-connections", f.max_connections, "0 = no limit")
+      ->capture_default_str()
+      ->check(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(0));
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error")->capture_default_str();
   app.add_option("--state-file", f.state_file,
                  "keep the region table in PATH so regions survive an agent restart "
@@ -109,9 +120,14 @@ void add_flags(CLI::App& app, Flags& f) {
 
 int main(int argc, char** argv) {
   CLI::App app{"rcxl-agent: the memory-node agent (owns node memory, maps regions, takes hints)"};
+  app.footer(
+      "Needs --listen, --memory and one of --auth-secret-file PATH or --auth none.\n"
+      "Exit codes: 0 after SIGTERM/SIGINT, 1 bad flags or a setup error (message on stderr).");
   Flags f;
   add_flags(app, f);
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = rcxl::apps::parse_command_line(app, argc, argv, "rcxl-agent", kExitError)) {
+    return *code;
+  }
 
   auto level = rcxl::runtime::parse_log_level(f.log_level);
   if (!level.ok()) return fail(level.status().message());
@@ -130,9 +146,11 @@ int main(int argc, char** argv) {
     return fail("--auth-secret-file PATH or --auth none is required");
   } else {
     auto secret = read_text(f.auth_secret_file);
-    if (!secret.ok()) return fail(secret.status().message());
+    if (!secret.ok()) return fail("--auth-secret-file: " + secret.status().message());
     config.auth_secret = rcxl::protocol::secret_from_file_contents(*secret);
-    if (config.auth_secret->empty()) return fail(f.auth_secret_file + " holds an empty secret");
+    if (config.auth_secret->empty()) {
+      return fail("--auth-secret-file: " + f.auth_secret_file + " holds an empty secret");
+    }
   }
   if (f.boot_id.empty()) {
     auto boot_id = read_text("/proc/sys/kernel/random/boot_id");
@@ -171,7 +189,11 @@ int main(int argc, char** argv) {
   if (!nic.ok()) return fail("--nic " + f.nic + ": " + nic.status().message());
 
   auto extension_config = rcxl::ext::parse_extension_config(f.region_extension_config);
-  if (!extension_config.ok()) return fail(extension_config.status().message());
+  if (!extension_config.ok()) {
+    // The value may come from the environment (a systemd drop-in): name both and quote it.
+    return fail("--region-extension-config (or RCXL_AGENT_REGION_EXTENSION_CONFIG): " +
+                extension_config.status().message() + ": '" + f.region_extension_config + "'");
+  }
   auto registry = rcxl::ext::ExtensionRegistry::WithBuiltins();
   registry.set_fallback(
       rcxl::verbs::plugin_fallback(rcxl::verbs::extension_search_path(f.extension_path)));

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "apps/cli_checks.h"
 #include "backends/verbs/posix_file_system.h"
 #include "backends/verbs/thread_runtime.h"
 #include "core/directory/directory_server.h"
@@ -15,7 +16,6 @@
 
 namespace {
 
-using rcxl::ErrorCode;
 using rcxl::Result;
 
 struct Flags {
@@ -28,9 +28,12 @@ struct Flags {
   std::string log_level = "info";
 };
 
+// Exit codes (--help, docs/directory.md): bad flags and setup errors 1.
+constexpr int kExitError = 1;
+
 int fail(const std::string& message) {
   std::cerr << "rcxl-directory: " << message << std::endl;
-  return 1;
+  return kExitError;
 }
 
 // The ground's own file reader (kNotFound / kIoError with the path).
@@ -42,21 +45,29 @@ Result<std::string> read_text(const std::string& path) {
 
 int main(int argc, char** argv) {
   CLI::App app{"rcxl-directory: key -> location registry of one application group"};
+  app.footer(
+      "Needs --listen and one of --auth-secret-file PATH or --auth none.\n"
+      "Exit codes: 0 after SIGTERM/SIGINT, 1 bad flags or a setup error (message on stderr).");
   Flags f;
-  app.add_option("--listen", f.listen, "HOST:PORT to listen on")->required();
-  app.add_option("--auth-secret-file", f.auth_secret_file, "file holding the shared secret");
-  app.add_option("--auth", f.auth, "'none': no authentication (loopback listener only)");
+  app.add_option("--listen", f.listen, "HOST:PORT to listen on (IPv6 as [::1]:PORT)")->required();
+  app.add_option("--auth-secret-file", f.auth_secret_file,
+                 "file holding the shared secret (this or --auth none is required)");
+  app.add_option("--auth", f.auth,
+                 "'none': no authentication, loopback listener only (this or "
+                 "--auth-secret-file is required)");
   app.add_option("--max-keys", f.max_keys, "keys kept before LRU eviction")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(rcxl::apps::WholeNumberAtLeast<std::uint64_t>(1));
   app.add_option("--lease-ttl-s", f.lease_ttl_s, "seconds a lookup's lease lasts unreleased")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(rcxl::apps::Seconds(/*zero_ok=*/false));
   app.add_option("--max-frame-bytes", f.max_frame_bytes, "largest control frame")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(1));
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = rcxl::apps::parse_command_line(app, argc, argv, "rcxl-directory", kExitError)) {
+    return *code;
+  }
 
   auto level = rcxl::runtime::parse_log_level(f.log_level);
   if (!level.ok()) return fail(level.status().message());
@@ -78,9 +89,11 @@ int main(int argc, char** argv) {
     return fail("--auth-secret-file PATH or --auth none is required");
   } else {
     auto secret = read_text(f.auth_secret_file);
-    if (!secret.ok()) return fail(secret.status().message());
+    if (!secret.ok()) return fail("--auth-secret-file: " + secret.status().message());
     options.secret = rcxl::protocol::secret_from_file_contents(*secret);
-    if (options.secret->empty()) return fail(f.auth_secret_file + " holds an empty secret");
+    if (options.secret->empty()) {
+      return fail("--auth-secret-file: " + f.auth_secret_file + " holds an empty secret");
+    }
   }
 
   // Signals are taken by sigwait below: block them before any thread starts.
@@ -97,7 +110,7 @@ int main(int argc, char** argv) {
   std::promise<Result<rcxl::runtime::Address>> started;
   strand->post([&] { started.set_value(server.start(*address)); });
   auto bound = started.get_future().get();
-  if (!bound.ok()) return fail("--listen " + f.listen + ": " + bound.status().message());
+  if (!bound.ok()) return fail("--listen: " + bound.status().message());
   std::cout << "rcxl-directory listening on " << bound->ToString() << std::endl;
 
   int signal = 0;

@@ -6,10 +6,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
 
+#include "apps/cli_checks.h"
 #include "apps/rcxl-kv/bench.h"
 #include "apps/rcxl-kv/kv_client.h"
 #include "backends/verbs/memory_spec.h"
@@ -58,6 +60,17 @@ struct Flags {
 int fail(const std::string& message) {
   std::cerr << "rcxl-kv: " << message << std::endl;
   return kExitError;
+}
+
+// --NAME and --no-NAME as two flags, giving both is refused. (One negatable
+// CLI11 flag prints as "--NAME,--no-NAME{false}", which reads as the default.)
+void add_on_off_flags(CLI::App& app, const std::string& name, const std::string& what,
+                      const std::string& default_text, std::function<void(bool)> set) {
+  auto* on = app.add_flag_callback(
+      "--" + name, [set] { set(true); }, what + " on (default: " + default_text + ")");
+  app.add_flag_callback(
+         "--no-" + name, [set] { set(false); }, what + " off")
+      ->excludes(on);
 }
 
 // The device named by --nic verbs:DEV, checked before anything opens it.
@@ -208,23 +221,21 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--region-size", f.region_size, "bytes per allocated region (K/M/G)")
       ->capture_default_str();
-  app.add_flag("--read-hints,!--no-read-hints", f.read_hints, "read hints (SPEC R3.4)")
-      ->capture_default_str();
-  // Called only when given (count -1 for the negated form): unset follows read hints.
-  app.add_flag_function(
-      "--write-hints,!--no-write-hints", [&f](std::int64_t count) { f.write_hints = count > 0; },
-      "write hints (SPEC R4.1; default follows read hints)");
-  app.add_flag_function(
-      "--promotes,!--no-promotes", [&f](std::int64_t count) { f.promotes = count > 0; },
-      "read promotes (SPEC R4.5; default follows read hints)");
+  add_on_off_flags(app, "read-hints", "read hints (SPEC R3.4)", "on",
+                   [&f](bool on) { f.read_hints = on; });
+  // Set only when given: unset follows read hints.
+  add_on_off_flags(app, "write-hints", "write hints (SPEC R4.1)", "follows read hints",
+                   [&f](bool on) { f.write_hints = on; });
+  add_on_off_flags(app, "promotes", "read promotes (SPEC R4.5)", "follows read hints",
+                   [&f](bool on) { f.promotes = on; });
   app.add_option("--write-wait-ms", f.write_wait_ms, "write wait per store (SPEC R4.3; 0 = none)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 10000));
+      ->check(rcxl::apps::WholeNumberIn(0, 10000));
   app.add_flag("--zero-copy", f.zero_copy,
                "register buffers with the NIC instead of the staging copy");
   app.add_option("--timeout-s", f.timeout_s, "seconds one store or load call may take")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(rcxl::apps::Seconds(/*zero_ok=*/false));
   app.add_option("--client-name", f.client_name, "names this client's hints and tokens")
       ->capture_default_str();
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error")->capture_default_str();
@@ -238,22 +249,24 @@ int main(int argc, char** argv) {
       "bench", "store and load generated KV with a writer and a reader, verifying every byte");
   bench->add_option("--mib", f.bench.mib, "MiB of KV per round")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(rcxl::apps::WholeNumberIn(1, 1 << 20));
   bench->add_option("--batch", f.bench.batch, "keys per store/load call")
       ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
+      ->check(rcxl::apps::WholeNumberIn(1, 4096));
   bench->add_option("--seed", f.bench.seed, "names and bytes of the keys")->capture_default_str();
   bench->add_option("--between-rounds", f.bench.between_rounds,
                     "shell command run after round 1 (e.g. reset the node's memory generation); "
                     "round 2 follows");
   bench->add_option("--settle-s", f.bench.settle_s, "seconds to wait after that command")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(rcxl::apps::Seconds(/*zero_ok=*/true));
   bench->add_flag("--expect-reset", f.bench.expect_reset,
                   "the command resets the node: round 1 keys must miss afterwards");
   bench->add_flag("--zero-copy-reader", f.bench_zero_copy_reader,
                   "zero copy for the reader only (both paths in one run)");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = rcxl::apps::parse_command_line(app, argc, argv, "rcxl-kv", kExitError)) {
+    return *code;
+  }
 
   if (store->parsed() && f.store_pairs.size() % 2 != 0) {
     return fail("store takes KEY FILE pairs; got " + std::to_string(f.store_pairs.size()) +

@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include "backends/verbs/memory_spec.h"
 
@@ -29,6 +31,42 @@ struct FdCloser {
     if (fd >= 0) close(fd);
   }
 };
+
+// Undoes what a failed open_file did to the disk: removes a file it created,
+// or shrinks a file it grew back to its old size. keep() once the pool is open.
+class FileUndo {
+ public:
+  FileUndo(std::string path, int fd, bool created)
+      : path_(std::move(path)), fd_(fd), created_(created) {}
+  FileUndo(const FileUndo&) = delete;
+  FileUndo& operator=(const FileUndo&) = delete;
+  ~FileUndo() {
+    if (keep_) return;
+    if (created_) {
+      unlink(path_.c_str());
+    } else if (old_size_ >= 0) {
+      // Best effort: the error to report is the open's, not this one's.
+      if (ftruncate(fd_, old_size_) != 0) return;
+    }
+  }
+  void growing_from(off_t old_size) { old_size_ = old_size; }
+  void keep() { keep_ = true; }
+
+ private:
+  std::string path_;
+  int fd_;
+  bool created_;
+  off_t old_size_ = -1;
+  bool keep_ = false;
+};
+
+// Opens PATH read-write, creating it if missing; `created` says which happened.
+int open_or_create(const std::string& path, bool& created) {
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  created = fd >= 0;
+  if (fd < 0 && errno == EEXIST) fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  return fd;
+}
 
 }  // namespace
 
@@ -81,8 +119,10 @@ Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::map_fd(int fd, std::uint
 Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::open_file(const std::string& path,
                                                                   std::uint64_t bytes) {
   if (bytes == 0) return Error(ErrorCode::kBadRequest, "file pool of 0 bytes");
-  FdCloser fd{open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)};
+  bool created = false;
+  FdCloser fd{open_or_create(path, created)};
   if (fd.fd < 0) return os_error("open " + path);
+  FileUndo undo(path, fd.fd, created);
   struct stat st {};
   if (fstat(fd.fd, &st) != 0) return os_error("stat " + path);
   if (!S_ISREG(st.st_mode)) {
@@ -92,6 +132,7 @@ Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::open_file(const std::str
   const std::uint64_t file_bytes = (bytes + page - 1) / page * page;
   if (static_cast<std::uint64_t>(st.st_size) < file_bytes) {
     // Allocate blocks now: a sparse file would SIGBUS on a full disk instead of failing here.
+    undo.growing_from(st.st_size);
     int rc = posix_fallocate(fd.fd, 0, static_cast<off_t>(file_bytes));
     if (rc == EOPNOTSUPP || rc == EINVAL) {
       rc = ftruncate(fd.fd, static_cast<off_t>(file_bytes)) == 0 ? 0 : errno;
@@ -101,7 +142,9 @@ Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::open_file(const std::str
                    "grow " + path + " to " + format_bytes(file_bytes) + ": " + std::strerror(rc));
     }
   }
-  return map_fd(fd.fd, bytes, "file " + path);
+  auto pool = map_fd(fd.fd, bytes, "file " + path);
+  if (pool.ok()) undo.keep();
+  return pool;
 }
 
 Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::open_dax(const std::string& path) {

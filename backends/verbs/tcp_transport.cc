@@ -255,7 +255,8 @@ Result<std::unique_ptr<runtime::Listener>> TcpTransport::listen(const Address& a
   auto state = std::make_shared<ListenerState>(reactor_, *fd, strand, std::move(on_accept),
                                                options_.close_linger);
   if (!reactor_->run([state] { state->watch(); })) {
-    return Error(ErrorCode::kUnavailable, "transport stopped");
+    return Error(ErrorCode::kUnavailable,
+                 "cannot listen on " + address.ToString() + ": transport stopped");
   }
   return std::unique_ptr<runtime::Listener>(
       std::make_unique<TcpListener>(std::move(bound), std::move(state), reactor_));

@@ -18,7 +18,11 @@ struct Address {
   std::string host;
   std::uint16_t port = 0;
 
-  std::string ToString() const { return host + ":" + std::to_string(port); }
+  // "HOST:PORT", IPv6 as "[::1]:PORT" (what Parse reads back).
+  std::string ToString() const {
+    const std::string port_text = ":" + std::to_string(port);
+    return host.find(':') == std::string::npos ? host + port_text : "[" + host + "]" + port_text;
+  }
   bool operator==(const Address&) const = default;
   // "HOST:PORT" (IPv6 as "[::1]:PORT").
   static Result<Address> Parse(std::string_view text);
@@ -62,6 +66,7 @@ class Transport {
 
   virtual ~Transport() = default;
   // New connections are handed to `on_accept` on `strand`. Port 0 picks a free port.
+  // A failure's message names the address.
   virtual Result<std::unique_ptr<Listener>> listen(const Address& address, Strand& strand,
                                                    AcceptHandler on_accept) = 0;
   // `on_connected` runs on `strand` with the connection or the reason it failed.

@@ -23,6 +23,7 @@
 #include "core/protocol/frame_codec.h"
 #include "tests/agent/tcp_wire.h"
 #include "tests/child_process.h"
+#include "tests/held_port.h"
 
 namespace {
 
@@ -138,6 +139,111 @@ TEST(AgentProcess, R7_AuthNoneIsRefusedOnANonLoopbackListener) {
       {RCXL_AGENT_BINARY, "--listen", "0.0.0.0:0", "--auth", "none", "--memory", "anon:1M"});
   EXPECT_EQ(agent.wait_exit(std::chrono::seconds(5)), 1);
   EXPECT_NE(agent.read_all_err().find("loopback"), std::string::npos);
+}
+
+struct Outcome {
+  int exit_code = -1;
+  std::string err;
+};
+
+// Runs the agent with `args` after the binary until it exits (5 s at most).
+Outcome run_agent(std::vector<std::string> args) {
+  args.insert(args.begin(), RCXL_AGENT_BINARY);
+  Child agent = Child::Start(args);
+  Outcome r;
+  r.exit_code = agent.wait_exit(std::chrono::seconds(5));
+  r.err = agent.read_all_err();
+  return r;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+const std::vector<std::string> kLoopbackNoAuth = {"--listen", "127.0.0.1:0", "--auth",
+                                                  "none",     "--memory",    "anon:1M"};
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+// SPEC R7: --help lists the flags, says which auth flag is required and the exit codes.
+TEST(AgentProcess, R7_HelpExitsZeroAndSaysAnAuthFlagIsRequired) {
+  Child agent = Child::Start({RCXL_AGENT_BINARY, "--help"});
+  EXPECT_EQ(agent.wait_exit(std::chrono::seconds(5)), 0);
+  const std::string help = Child::read_all(agent.out);
+  EXPECT_TRUE(contains(help, "one of --auth-secret-file PATH or --auth none")) << help;
+  EXPECT_TRUE(contains(help, "1 bad flags")) << help;
+  EXPECT_TRUE(contains(help, "--boot-id")) << help;
+}
+
+// SPEC R7: a bad flag value exits with the usage code 1 (not CLI11's 105),
+// saying what the flag wants in a line a person can read.
+TEST(AgentProcess, R7_ABadFlagValueExitsOneSayingWhatIsWanted) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--max-frame-bytes", "0"}, "--max-frame-bytes: must be a whole number >= 1, not '0'"},
+      {{"--max-frame-bytes", "4294967296"}, "--max-frame-bytes: must be at most 4294967295"},
+      {{"--memory-generation-poll-s", "abc"},
+       "--memory-generation-poll-s: must be a number > 0, not 'abc'"},
+      {{"--max-hint-requests", "-1"}, "--max-hint-requests: must be a whole number >= 1"},
+      {{"--memory-generation-grace-s", "-1"}, "--memory-generation-grace-s: must be a number >= 0"},
+      {{"--sweep-interval-s", "1e300"}, "--sweep-interval-s: must be at most"},
+      {{"--no-such-flag"}, "--no-such-flag"},
+  };
+  for (const auto& [flag, says] : cases) {
+    const Outcome r = run_agent(with(kLoopbackNoAuth, flag));
+    EXPECT_EQ(r.exit_code, 1) << flag[0] << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, says)) << flag[0] << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, "run with --help")) << r.err;
+    EXPECT_LT(r.err.size(), 300u) << r.err;  // no 300-digit range bounds
+  }
+  const Outcome missing = run_agent({"--auth", "none", "--memory", "anon:1M"});
+  EXPECT_EQ(missing.exit_code, 1) << missing.err;
+  EXPECT_TRUE(contains(missing.err, "--listen")) << missing.err;
+}
+
+TEST(AgentProcess, R7_AMissingSecretFileNamesTheFlag) {
+  const Outcome r = run_agent({"--listen", "127.0.0.1:0", "--auth-secret-file",
+                               "/nonexistent/secret", "--memory", "anon:1M"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "--auth-secret-file: ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "/nonexistent/secret")) << r.err;
+}
+
+TEST(AgentProcess, R7_AListenAddressInUseIsNamedOnce) {
+  rcxl::testing::HeldPort held;
+  ASSERT_NE(held.port(), 0);
+  const std::string address = "127.0.0.1:" + std::to_string(held.port());
+  const Outcome r =
+      run_agent({"--listen", address, "--auth", "none", "--memory", "anon:1M", "--nic", "none"});
+  EXPECT_EQ(r.exit_code, 1);
+  const auto first = r.err.find("cannot listen on " + address);
+  ASSERT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(address, first + 17 + address.size()), std::string::npos) << r.err;
+}
+
+// SPEC R2.1: the config may come from the flag or the environment (a systemd
+// drop-in); the refusal names both and quotes what arrived.
+TEST(AgentProcess, R2_1_AConfigThatIsNotJsonNamesTheFlagAndTheVariable) {
+  const Outcome r = run_agent(with(kLoopbackNoAuth, {"--region-extension", "recording",
+                                                     "--region-extension-config", "{log:/tmp/x}"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "--region-extension-config")) << r.err;
+  EXPECT_TRUE(contains(r.err, "RCXL_AGENT_REGION_EXTENSION_CONFIG")) << r.err;
+  EXPECT_TRUE(contains(r.err, "'{log:/tmp/x}'")) << r.err;
+}
+
+// SPEC R7 (--memory file:PATH:BYTES): a pool that cannot be made leaves no file.
+TEST(AgentProcess, R7_AFilePoolThatCannotBeMadeLeavesNoFileBehind) {
+  const fs::path dir = scratch_dir();
+  const fs::path pool = dir / "bigpool";
+  const Outcome r = run_agent({"--listen", "127.0.0.1:0", "--auth", "none", "--memory",
+                               "file:" + pool.string() + ":1048576G"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "--memory")) << r.err;
+  EXPECT_FALSE(fs::exists(pool)) << r.err;
+  fs::remove_all(dir);
 }
 
 TEST(AgentProcess, R2_1_TheExtensionNameDefaultsFromTheEnvironment) {

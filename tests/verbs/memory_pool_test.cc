@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,26 @@ TEST(MemoryPool, R7_FilePoolErrorsAreCoded) {
   auto zero = PmemMemoryPool::open_file(dir.file("zero"), 0);
   ASSERT_FALSE(zero.ok());
   EXPECT_EQ(zero.status().code(), ErrorCode::kBadRequest);
+}
+
+// SPEC R7 (a refusal leaves nothing changed): 1 PiB cannot be allocated or
+// mapped anywhere, and the failed open takes back what it did to the disk.
+TEST(MemoryPool, R7_AFilePoolThatCannotBeGrownLeavesNoFileBehind) {
+  TempDir dir;
+  auto pool = PmemMemoryPool::open_file(dir.file("huge"), std::uint64_t{1} << 50);
+  ASSERT_FALSE(pool.ok());
+  EXPECT_NE(pool.status().message().find(dir.file("huge")), std::string::npos)
+      << pool.status().ToString();
+  EXPECT_FALSE(std::filesystem::exists(dir.file("huge")));
+}
+
+TEST(MemoryPool, R7_AnExistingFileThatCannotBeGrownKeepsItsSizeAndBytes) {
+  TempDir dir;
+  std::ofstream(dir.file("small")) << "kept";
+  auto pool = PmemMemoryPool::open_file(dir.file("small"), std::uint64_t{1} << 50);
+  ASSERT_FALSE(pool.ok());
+  ASSERT_TRUE(std::filesystem::exists(dir.file("small")));
+  EXPECT_EQ(std::filesystem::file_size(dir.file("small")), 4u);
 }
 
 TEST(MemoryPool, R7_DaxPathThatIsMissingFails) {

@@ -1,0 +1,107 @@
+// Command-line checks shared by rcxl-agent, rcxl-directory and rcxl-kv: number
+// validators whose refusal says what is wanted, and one parse step that turns
+// CLI11's errors into the binary's documented usage exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <string>
+
+namespace rcxl::apps {
+
+namespace detail {
+
+inline std::string number_text(double value) {
+  std::ostringstream out;
+  out.precision(15);
+  out << value;
+  return out.str();
+}
+
+// Digits only, in [min, max]. A refusal reads "must be <wanted>, not 'TEXT'",
+// or "must be <too_big>, not 'TEXT'" for a number above max; --help shows
+// the type as "UINT:<help>".
+inline CLI::Validator whole_number(std::uint64_t min, std::uint64_t max, const std::string& wanted,
+                                   const std::string& too_big, const std::string& help) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        std::uint64_t value = 0;
+        const char* end = text.data() + text.size();
+        const auto [last, ec] = std::from_chars(text.data(), end, value);
+        const bool digits = !text.empty() && last == end &&
+                            (ec == std::errc() || ec == std::errc::result_out_of_range);
+        if (!digits || (ec == std::errc() && value < min)) {
+          return "must be " + wanted + ", not '" + text + "'";
+        }
+        if (ec != std::errc() || value > max) return "must be " + too_big + ", not '" + text + "'";
+        return {};
+      },
+      help);
+}
+
+}  // namespace detail
+
+// An unsigned whole number >= min that fits T: "--flag: must be a whole number >= 1, not '0'".
+template <typename T>
+CLI::Validator WholeNumberAtLeast(std::uint64_t min) {
+  const std::uint64_t max = std::numeric_limits<T>::max();
+  const std::string help = min == 0   ? "NONNEGATIVE"
+                           : min == 1 ? "POSITIVE"
+                                      : ">= " + std::to_string(min);
+  return detail::whole_number(min, max, "a whole number >= " + std::to_string(min),
+                              "at most " + std::to_string(max), help);
+}
+
+// An unsigned whole number in [min, max]: "must be a whole number from 1 to 4096, not '0'".
+inline CLI::Validator WholeNumberIn(std::uint64_t min, std::uint64_t max) {
+  const std::string wanted =
+      "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+  return detail::whole_number(min, max, wanted, wanted,
+                              "in [" + std::to_string(min) + " - " + std::to_string(max) + "]");
+}
+
+// Seconds of a duration: a finite number > 0 (or >= 0 with `zero_ok`), at most
+// a year so that the nanosecond count cannot overflow: "must be a number > 0, not 'abc'".
+inline CLI::Validator Seconds(bool zero_ok) {
+  constexpr double kYear = 365.0 * 24 * 3600;
+  const std::string wanted = zero_ok ? "a number >= 0" : "a number > 0";
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = text.empty() ? NAN : std::strtod(text.c_str(), &end);
+        if (!std::isfinite(value) || end != text.c_str() + text.size() ||
+            (zero_ok ? value < 0 : value <= 0)) {
+          return "must be " + wanted + ", not '" + text + "'";
+        }
+        if (value > kYear) {
+          return "must be at most " + detail::number_text(kYear) + " (a year), not '" + text + "'";
+        }
+        return {};
+      },
+      zero_ok ? "NONNEGATIVE" : "POSITIVE");
+}
+
+// Parses the command line. --help prints and answers 0; any other parse
+// error prints "PROGRAM: <CLI11's message>" and a pointer to --help on stderr
+// and answers `usage_exit_code`. nullopt: parsed, go on.
+inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv,
+                                             const std::string& program, int usage_exit_code) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    std::cerr << program << ": " << e.what() << "\nrun with --help for more information"
+              << std::endl;
+    return usage_exit_code;
+  }
+  return std::nullopt;
+}
+
+}  // namespace rcxl::apps
