@@ -12,6 +12,7 @@
 #include "scenarios/batch_runner.h"
 #include "scenarios/configurations.h"
 #include "scenarios/embedded/embedded.h"
+#include "scenarios/out_dir.h"
 #include "scenarios/report/stats.h"
 #include "scenarios/report/svg_chart.h"
 #include "scenarios/serving_rig.h"
@@ -128,6 +129,7 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   auto loaded = reproduce_profiles(options);
   if (!loaded.ok()) return loaded.status();
   const std::map<std::string, Profile> profiles = std::move(loaded).value();
+  if (auto s = prepare_out_dir(options.out_dir); !s.ok()) return s;
   std::string settings_text;  // "NAME=VALUE NAME=VALUE"
   for (const auto& spec : options.settings)
     settings_text += (settings_text.empty() ? "" : " ") + spec;
@@ -222,12 +224,14 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   auto pairs_of = [&](const std::string& a) { return runs_of[index(a)]; };
   auto ratios = [&](const std::string& a, const std::string& b) {
     std::vector<double> out;
+    out.reserve(static_cast<std::size_t>(pairs_of(a)));
     for (int p = 0; p < pairs_of(a); ++p)
       out.push_back(results[index(a)][p].ttft_ms / results[index(b)][p].ttft_ms);
     return t_interval_95(out);
   };
   auto load_deltas = [&](const std::string& a, const std::string& b) {
     std::vector<double> out;
+    out.reserve(static_cast<std::size_t>(pairs_of(a)));
     for (int p = 0; p < pairs_of(a); ++p)
       out.push_back(results[index(a)][p].load_ms - results[index(b)][p].load_ms);
     return t_interval_95(out);
@@ -357,7 +361,9 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   }
 
   // Pictures.
-  std::filesystem::create_directories(options.out_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(options.out_dir, ec);  // gone since the start?
+  if (ec) return Error(ErrorCode::kIoError, options.out_dir + ": " + ec.message());
   std::vector<Series> ttft_series, load_series;
   for (std::size_t c = 0; c < cfgs.size(); ++c) {
     if (runs_of[c] == 0) continue;
@@ -372,22 +378,26 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   const std::string ttft_svg = options.out_dir + "/ttft_cdf.svg";
   const std::string load_svg = options.out_dir + "/load_time_cdf.svg";
   const std::string store_svg = options.out_dir + "/store_bandwidth.svg";
-  write_file(ttft_svg, render_line_chart({"Reuse-turn TTFT per configuration (all pairs)",
-                                          "TTFT (ms)", "fraction of requests", true},
-                                         ttft_series));
-  write_file(load_svg, render_line_chart({"KV load time per configuration (all pairs)",
-                                          "load time (ms)", "fraction of loads", true},
-                                         load_series));
+  std::string unwritten;  // the first file that could not be written
+  auto write = [&](const std::string& path, const std::string& text) {
+    if (!write_file(path, text) && unwritten.empty()) unwritten = path;
+  };
+  write(ttft_svg, render_line_chart({"Reuse-turn TTFT per configuration (all pairs)", "TTFT (ms)",
+                                     "fraction of requests", true, true},
+                                    ttft_series));
+  write(load_svg, render_line_chart({"KV load time per configuration (all pairs)", "load time (ms)",
+                                     "fraction of loads", true, true},
+                                    load_series));
   Series un, pr;
   un.label = "unprepared pages (filled from flash)";
   pr.label = "prepared by write hints";
   for (const auto& s : p4.unprepared.samples) un.x.push_back(s.t_ms), un.y.push_back(s.gbps);
   for (const auto& s : p4.prepared.samples) pr.x.push_back(s.t_ms), pr.y.push_back(s.gbps);
-  write_file(
-      store_svg,
-      render_line_chart({"Store bandwidth over time (P4)", "time (ms)", "GB/s", false}, {un, pr}));
+  write(store_svg, render_line_chart({"Store bandwidth over time (P4)", "time (ms)", "GB/s", false},
+                                     {un, pr}));
   report.pictures = {ttft_svg, load_svg, store_svg};
-  write_file(options.out_dir + "/reproduce.json", j.dump(2));
+  write(options.out_dir + "/reproduce.json", j.dump(2));
+  if (!unwritten.empty()) return Error(ErrorCode::kIoError, "cannot write " + unwritten);
   return report;
 }
 

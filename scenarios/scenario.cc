@@ -1,7 +1,10 @@
 #include "scenarios/scenario.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
+
+#include "scenarios/scenario_extensions.h"
 
 namespace rcxl::scenarios {
 namespace {
@@ -83,12 +86,30 @@ class Reader {
     return Error(ErrorCode::kBadRequest, origin_ + ": " + pointer_ + sub + ": " + what);
   }
   const std::string& pointer() const { return pointer_; }
+  const std::string& origin() const { return origin_; }
 
  private:
   const Json& j_;
   std::string origin_;
   std::string pointer_;
 };
+
+// Network faults act on any node; the device and agent faults on the memory node only.
+Status check_fault_node(const Reader& r, const Fault& f) {
+  const bool network = f.kind == Fault::Kind::kDropConnections ||
+                       f.kind == Fault::Kind::kPartition || f.kind == Fault::Kind::kDelay;
+  if (!network) {
+    if (f.node == kMemoryNode) return {};
+    return r.fail("/node", "'" + fault_kind_name(f.kind) + "' acts on the memory node " +
+                               kMemoryNode + ", not '" + f.node + "'; drop node or write \"" +
+                               kMemoryNode + "\"");
+  }
+  for (const char* node : {kDirectoryNode, kGpuNode, kMemoryNode}) {
+    if (f.node == node) return {};
+  }
+  return r.fail("/node", "no node '" + f.node + "'; expected one of: " + kDirectoryNode + ", " +
+                             kGpuNode + ", " + kMemoryNode);
+}
 
 Status parse_fault(const Json& j, const std::string& origin, const std::string& pointer,
                    Fault& out) {
@@ -107,17 +128,114 @@ Status parse_fault(const Json& j, const std::string& origin, const std::string& 
   if (auto s = r.seconds("at_s", out.at, true); !s.ok()) return s;
   if (auto s = r.seconds("for_s", out.duration); !s.ok()) return s;
   if (auto s = r.string("node", out.node); !s.ok()) return s;
-  if (j.contains("extra_ms")) {
-    if (!j["extra_ms"].is_number() || j["extra_ms"].get<double>() < 0) {
-      return r.fail("/extra_ms", "expected milliseconds >= 0");
-    }
-    out.extra = runtime::from_seconds(j["extra_ms"].get<double>() / 1000);
+  if (auto s = check_fault_node(r, out); !s.ok()) return s;
+  const bool is_delay = out.kind == Fault::Kind::kDelay;
+  if (j.contains("extra_ms") && !is_delay) {
+    return r.fail("/extra_ms", "only a delay fault takes extra_ms; drop it");
   }
-  const bool needs_duration = out.kind == Fault::Kind::kUnknown ||
-                              out.kind == Fault::Kind::kPartition ||
-                              out.kind == Fault::Kind::kDelay;
+  if (is_delay) {
+    if (!j.contains("extra_ms")) return r.fail("/extra_ms", "a delay fault needs extra_ms > 0");
+    const Json& extra = j["extra_ms"];
+    if (!extra.is_number() || !(extra.get<double>() > 0) || extra.get<double>() > 86400e3) {
+      return r.fail("/extra_ms", "expected milliseconds > 0 (at most 86400000)");
+    }
+    out.extra = runtime::from_seconds(extra.get<double>() / 1000);
+  }
+  const bool needs_duration =
+      out.kind == Fault::Kind::kUnknown || out.kind == Fault::Kind::kPartition || is_delay;
   if (needs_duration && out.duration.count() == 0) {
     return r.fail("/for_s", "this fault needs a duration (for_s > 0)");
+  }
+  if (!needs_duration && j.contains("for_s")) {
+    return r.fail("/for_s", "'" + kind + "' is instant and takes no for_s; drop it");
+  }
+  return {};
+}
+
+Status parse_boots(const Reader& r, const Json& j, std::vector<BootPattern>& out) {
+  if (!j.is_array()) {
+    return r.fail("", "expected an array of regular expressions, e.g. [\"^boot-mem0:1$\"]");
+  }
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const std::string at = "/" + std::to_string(i);
+    if (!j[i].is_string()) return r.fail(at, "expected a regular expression (a string)");
+    try {
+      out.push_back({j[i].get<std::string>(), std::regex(j[i].get<std::string>())});
+    } catch (const std::regex_error& e) {
+      return r.fail(at, "'" + j[i].get<std::string>() + "' is not a regular expression (" +
+                            e.what() + "); write ECMAScript syntax, e.g. ^boot-mem0:1$");
+    }
+  }
+  return {};
+}
+
+// A bound is a number >= 0; `out` keeps it as given.
+Status bound(const Reader& r, const Json& j, const char* key, std::optional<double>& out) {
+  if (!j.contains(key)) return {};
+  const Json& v = j[key];
+  if (!v.is_number() || v.get<double>() < 0) {
+    return r.fail(std::string("/") + key, "expected a number >= 0");
+  }
+  out = v.get<double>();
+  return {};
+}
+
+// "agent.boot_changes" -> /agent/boot_changes: letters, digits and _ between dots.
+bool is_counter_path(const std::string& path) {
+  if (path.empty() || path.front() == '.' || path.back() == '.') return false;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    const char c = path[i];
+    if (c == '.' && path[i + 1] == '.') return false;
+    if (c != '.' && c != '_' && !std::isalnum(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+Status parse_counter_bounds(const Reader& r, const Json& j, std::vector<CounterBounds>& out) {
+  if (!j.is_object()) {
+    return r.fail("", "expected an object such as {\"agent.boot_changes\": {\"min\": 1}}");
+  }
+  for (const auto& [path, bounds] : j.items()) {
+    Reader b(bounds, r.origin(), r.pointer() + "/" + path);
+    if (!is_counter_path(path)) {
+      return b.fail("", "expected a dotted counter path such as agent.boot_changes");
+    }
+    if (!bounds.is_object()) {
+      return b.fail("", "expected {\"min\": N, \"max\": N} (either or both), not a bare value");
+    }
+    if (auto s = b.only({"min", "max"}); !s.ok()) return s;
+    CounterBounds c;
+    c.path = path;
+    std::string pointer = "/" + path;
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    c.pointer = Json::json_pointer(pointer);
+    if (auto s = bound(b, bounds, "min", c.min); !s.ok()) return s;
+    if (auto s = bound(b, bounds, "max", c.max); !s.ok()) return s;
+    if (!c.min && !c.max) return b.fail("", "give min, max or both");
+    if (c.min && c.max && *c.min > *c.max) return b.fail("/min", "is above max");
+    out.push_back(std::move(c));
+  }
+  return {};
+}
+
+Status parse_expect(const Json& j, const std::string& origin, Expectations& out) {
+  Reader r(j, origin, "/expect");
+  if (auto s = r.require_object(); !s.ok()) return s;
+  if (auto s = r.only({"boots", "counters", "min_reuse_hits"}); !s.ok()) return s;
+  if (j.contains("boots")) {
+    if (auto s = parse_boots(Reader(j["boots"], origin, "/expect/boots"), j["boots"], out.boots);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (j.contains("counters")) {
+    Reader c(j["counters"], origin, "/expect/counters");
+    if (auto s = parse_counter_bounds(c, j["counters"], out.counters); !s.ok()) return s;
+  }
+  if (j.contains("min_reuse_hits")) {
+    std::uint64_t hits = 0;
+    if (auto s = r.unsigned_int("min_reuse_hits", hits, 0, UINT64_MAX); !s.ok()) return s;
+    out.min_reuse_hits = hits;
   }
   return {};
 }
@@ -149,6 +267,9 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
   if (auto s = r.string("profile", sc.profile); !s.ok()) return s;
   if (auto s = r.unsigned_int("pool_bytes", sc.pool_bytes, 1 << 20, 1ull << 46); !s.ok()) return s;
   if (auto s = r.seconds("time_limit_s", sc.time_limit); !s.ok()) return s;
+  if (j.contains("time_limit_s") && sc.time_limit.count() <= 0) {
+    return r.fail("/time_limit_s", "expected seconds > 0 (a run needs some virtual time)");
+  }
   if (j.contains("extension")) {
     Reader e(j["extension"], origin, "/extension");
     if (auto s = e.require_object(); !s.ok()) return s;
@@ -158,6 +279,9 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
       if (!j["extension"]["config"].is_object()) return e.fail("/config", "expected an object");
       sc.extension_config = j["extension"]["config"];
     }
+  }
+  if (auto s = check_scenario_extension(sc.extension, sc.extension_config, origin); !s.ok()) {
+    return s;
   }
   if (j.contains("client")) {
     Reader c(j["client"], origin, "/client");
@@ -195,8 +319,7 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
     }
   }
   if (j.contains("expect")) {
-    if (!j["expect"].is_object()) return r.fail("/expect", "expected an object");
-    sc.expect = j["expect"];
+    if (auto s = parse_expect(j["expect"], origin, sc.expect); !s.ok()) return s;
   }
   return sc;
 }

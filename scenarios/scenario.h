@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,7 @@ struct Fault {
   runtime::Duration at{0};
   runtime::Duration duration{0};
   runtime::Duration extra{0};
-  std::string node = "mem0";
+  std::string node = "mem0";  // one of kDirectoryNode, kGpuNode, kMemoryNode
 };
 
 struct ClientSettings {
@@ -41,6 +42,33 @@ struct ClientSettings {
   bool read_hint_on_arrival = false;
   bool gate_reads = false;
 };
+
+// Bounds on one number of the run's counters JSON.
+struct CounterBounds {
+  std::string path;                      // as written: "agent.boot_changes"
+  nlohmann::json::json_pointer pointer;  // /agent/boot_changes
+  std::optional<double> min;
+  std::optional<double> max;
+};
+
+// A regular expression an advertised boot must match (ECMAScript syntax).
+struct BootPattern {
+  std::string text;
+  std::regex re;
+};
+
+// The `expect` block, checked when the file is read so a mistake in it is
+// refused before the run, not reported after it.
+struct Expectations {
+  std::vector<BootPattern> boots;       // matched in order by later and later boots
+  std::vector<CounterBounds> counters;  // sorted by path
+  std::optional<std::uint64_t> min_reuse_hits;
+};
+
+// The nodes of the simulated deployment (serving_rig.cc builds them): faults name one.
+inline constexpr const char* kDirectoryNode = "dir";
+inline constexpr const char* kGpuNode = "gpu0";
+inline constexpr const char* kMemoryNode = "mem0";
 
 struct Scenario {
   std::string name;
@@ -53,7 +81,7 @@ struct Scenario {
   ClientSettings client;
   WorkloadParams workload;
   std::vector<Fault> faults;
-  Json expect = Json::object();
+  Expectations expect;
   // Virtual-time limit of the run.
   runtime::Duration time_limit = std::chrono::seconds(600);
 };

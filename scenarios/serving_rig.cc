@@ -1,6 +1,7 @@
 #include "scenarios/serving_rig.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <regex>
@@ -13,13 +14,12 @@
 #include "core/client/scheduler_connector.h"
 #include "core/client/worker_connector.h"
 #include "core/directory/directory_server.h"
-#include "core/extension/extension_registry.h"
-#include "devices/cxl_ssd_model/cxl_ssd_extension.h"
 #include "scenarios/checked_extension.h"
 #include "scenarios/checked_nic.h"
 #include "scenarios/embedded/embedded.h"
 #include "scenarios/invariant_monitor.h"
 #include "scenarios/rcxl_engine_kv.h"
+#include "scenarios/scenario_extensions.h"
 
 namespace rcxl::scenarios {
 namespace {
@@ -179,14 +179,14 @@ class Deployment {
       return Error(ErrorCode::kIoError, "cannot write the trace to " + options_.trace_path);
     }
     // Directory node.
-    dir_node_ = &world_.add_node("dir");
+    dir_node_ = &world_.add_node(kDirectoryNode);
     dir_strand_ = dir_node_->make_strand("directory");
     directory::DirectoryServerOptions dopts;
     dopts.secret = kSecret;
     directory_ = std::make_unique<directory::DirectoryServer>(*dir_node_, *dir_strand_, dopts);
     if (auto a = directory_->start({"dir", kDirectoryPort}); !a.ok()) return a.status();
     // Memory node: the device is the agent's pool and the RNIC's timing.
-    mem_node_ = &world_.add_node("mem0");
+    mem_node_ = &world_.add_node(kMemoryNode);
     mem_nic_ = &fabric_.add_nic("mem0");
     InvariantLimits limits;
     limits.max_hint_requests = agent::AgentConfig{}.max_hint_requests;
@@ -197,7 +197,7 @@ class Deployment {
     device_ = std::make_unique<device::CxlSsdDevice>(world_.loop(), dp);
     if (auto s = start_agent(); !s.ok()) return s;
     // GPU node: scheduler and worker processes, each with its own Handler.
-    gpu_node_ = &world_.add_node("gpu0");
+    gpu_node_ = &world_.add_node(kGpuNode);
     gpu_nic_ = &fabric_.add_nic("gpu0");
     checked_gpu_nic_ = std::make_unique<CheckedNic>(*gpu_nic_, gpu_node_->clock(), *monitor_);
     client::Config base;
@@ -304,8 +304,7 @@ class Deployment {
   }
 
   Status start_agent() {
-    auto registry = ext::ExtensionRegistry::WithBuiltins();
-    registry.add("cxl_ssd", device::make_cxl_ssd_extension);
+    const auto registry = scenario_extension_registry();
     ext::ExtensionContext ctx{mem_node_, device_.get()};
     Json config = sc_.extension_config;
     auto extension = registry.create(sc_.extension, ctx, config);
@@ -452,54 +451,52 @@ class Deployment {
 
 }  // namespace
 
-std::vector<std::string> check_expectations(const Json& expect, const RunResult& run) {
+namespace {
+
+// 1, not 1.000000: a bound reads as it was written.
+std::string bound_text(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, v == std::floor(v) && v < 9.2e18 ? "%.0f" : "%.15g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<std::string> check_expectations(const Expectations& expect, const RunResult& run) {
   std::vector<std::string> failures;
-  for (const auto& [key, want] : expect.items()) {
-    if (key == "counters") {
-      for (const auto& [path, bounds] : want.items()) {
-        // "agent.boot_changes" -> /agent/boot_changes
-        std::string pointer = "/" + path;
-        for (auto& c : pointer) c = c == '.' ? '/' : c;
-        const Json::json_pointer ptr(pointer);
-        if (!run.counters.contains(ptr) || !run.counters[ptr].is_number()) {
-          failures.push_back("counter " + path + " does not exist");
-          continue;
-        }
-        const double v = run.counters[ptr].get<double>();
-        if (bounds.contains("min") && v < bounds["min"].get<double>()) {
-          failures.push_back("counter " + path + " = " + run.counters[ptr].dump() +
-                             ", wanted >= " + bounds["min"].dump());
-        }
-        if (bounds.contains("max") && v > bounds["max"].get<double>()) {
-          failures.push_back("counter " + path + " = " + run.counters[ptr].dump() +
-                             ", wanted <= " + bounds["max"].dump());
-        }
-      }
-    } else if (key == "boots") {
-      // Each pattern must match a later boot than the previous one did.
-      std::size_t at = 0;
-      for (const auto& pattern : want) {
-        const std::regex re(pattern.get<std::string>());
-        while (at < run.boots_seen.size() && !std::regex_match(run.boots_seen[at], re)) ++at;
-        if (at == run.boots_seen.size()) {
-          std::string seen;
-          for (const auto& b : run.boots_seen) seen += (seen.empty() ? "" : ", ") + b;
-          failures.push_back("no boot matching '" + pattern.get<std::string>() +
-                             "' in order; boots seen: " + seen);
-          break;
-        }
-        ++at;
-      }
-    } else if (key == "min_reuse_hits") {
-      std::size_t hits = 0;
-      for (const auto& r : run.records) hits += r.reuse_turn() && r.loaded_chunks > 0;
-      if (hits < want.get<std::size_t>()) {
-        failures.push_back("reuse turns that loaded KV: " + std::to_string(hits) +
-                           ", wanted >= " + want.dump());
-      }
-    } else {
-      failures.push_back("unknown expectation '" + key +
-                         "' (known: counters, boots, min_reuse_hits)");
+  // Each pattern must match a later boot than the previous one did.
+  std::size_t at = 0;
+  for (const auto& pattern : expect.boots) {
+    while (at < run.boots_seen.size() && !std::regex_match(run.boots_seen[at], pattern.re)) ++at;
+    if (at == run.boots_seen.size()) {
+      std::string seen;
+      for (const auto& b : run.boots_seen) seen += (seen.empty() ? "" : ", ") + b;
+      failures.push_back("no boot matching '" + pattern.text + "' in order; boots seen: " + seen);
+      break;
+    }
+    ++at;
+  }
+  for (const auto& c : expect.counters) {
+    if (!run.counters.contains(c.pointer) || !run.counters[c.pointer].is_number()) {
+      failures.push_back("counter " + c.path + " does not exist");
+      continue;
+    }
+    const double v = run.counters[c.pointer].get<double>();
+    if (c.min && v < *c.min) {
+      failures.push_back("counter " + c.path + " = " + run.counters[c.pointer].dump() +
+                         ", wanted >= " + bound_text(*c.min));
+    }
+    if (c.max && v > *c.max) {
+      failures.push_back("counter " + c.path + " = " + run.counters[c.pointer].dump() +
+                         ", wanted <= " + bound_text(*c.max));
+    }
+  }
+  if (expect.min_reuse_hits) {
+    std::uint64_t hits = 0;
+    for (const auto& r : run.records) hits += r.reuse_turn() && r.loaded_chunks > 0;
+    if (hits < *expect.min_reuse_hits) {
+      failures.push_back("reuse turns that loaded KV: " + std::to_string(hits) +
+                         ", wanted >= " + std::to_string(*expect.min_reuse_hits));
     }
   }
   return failures;

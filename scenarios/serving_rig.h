@@ -73,7 +73,7 @@ RunResult run_scenario(const Scenario& scenario, const Profile& profile,
 
 // Checks a scenario's `expect` block against a run; each failure is one line
 // naming the expectation, what was wanted and what the run did.
-std::vector<std::string> check_expectations(const nlohmann::json& expect, const RunResult& run);
+std::vector<std::string> check_expectations(const Expectations& expect, const RunResult& run);
 
 // Mean TTFT (ms) over reuse turns; mean KV load time (ms) over loads.
 double mean_reuse_ttft_ms(const std::vector<RequestRecord>& records);

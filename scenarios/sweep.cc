@@ -12,6 +12,7 @@
 
 #include "scenarios/configurations.h"
 #include "scenarios/embedded/embedded.h"
+#include "scenarios/out_dir.h"
 #include "scenarios/report/stats.h"
 #include "scenarios/report/svg_chart.h"
 
@@ -426,6 +427,12 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     scenario->name = cfg.name;
     return Prepared{std::move(scenario).value(), std::move(profile).value()};
   };
+  // The scenario alone first (`only` names no parameter), so its errors blame none.
+  for (const auto& cfg : cfgs) {
+    SweepPoint p;
+    p.index.assign(report.params.size(), 0);
+    if (auto r = prepare(p, cfg, report.params.size()); !r.ok()) return r.status();
+  }
   // Every value alone first, so an error names the one parameter at fault.
   for (const auto& cfg : cfgs) {
     for (std::size_t i = 0; i < report.params.size(); ++i) {
@@ -444,6 +451,9 @@ Result<SweepReport> sweep(const SweepOptions& options) {
       if (!r.ok()) return r.status();
       prepared.push_back(std::move(r).value());
     }
+  }
+  if (options.write_files) {
+    if (auto s = prepare_out_dir(options.out_dir); !s.ok()) return s;
   }
 
   // Runs: point-major, then configuration, then seed.
@@ -633,7 +643,7 @@ Result<SweepReport> sweep(const SweepOptions& options) {
   }
   if (!options.write_files) return report;
   std::error_code ec;
-  std::filesystem::create_directories(options.out_dir, ec);
+  std::filesystem::create_directories(options.out_dir, ec);  // gone since the start?
   if (ec) return Error(ErrorCode::kIoError, options.out_dir + ": " + ec.message());
   for (std::size_t m = 0; m < metrics().size(); ++m) {
     const Metric& metric = metrics()[m];

@@ -1,6 +1,10 @@
 // rcxl-sim: the deterministic simulator's command line (docs/reproduce.md).
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -15,6 +19,76 @@
 namespace {
 
 using rcxl::scenarios::Json;
+
+constexpr char kExitCodes[] =
+    "Exit codes: 0 the run passed; 1 the run failed (deadlock, time limit) or an expectation or\n"
+    "invariant was violated; 2 bad input (file, flag or value), refused before anything ran.";
+
+// A seed is a decimal unsigned 64-bit integer; CLI11 alone would wrap -1 to 2^64-1.
+const CLI::Validator kSeed(
+    [](std::string& text) -> std::string {
+      std::uint64_t v = 0;
+      const char* end = text.data() + text.size();
+      const auto [at, ec] = std::from_chars(text.data(), end, v);
+      if (text.empty() || ec != std::errc() || at != end) {
+        return "'" + text + "' is not a seed; write an integer in 0.." + std::to_string(UINT64_MAX);
+      }
+      text = std::to_string(v);  // "010" is ten, not CLI11's octal eight
+      return "";
+    },
+    "SEED");
+
+// Bad input (kBadRequest, or a named file that is not there) exits 2; the rest 1.
+int exit_code_of(const rcxl::Status& status) {
+  const auto code = status.code();
+  return code == rcxl::ErrorCode::kBadRequest || code == rcxl::ErrorCode::kNotFound ? 2 : 1;
+}
+
+// The text of a scenario file, or the one line saying why not.
+rcxl::Result<std::string> read_scenario_text(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return rcxl::Error(rcxl::ErrorCode::kBadRequest,
+                       path + ": is a directory; name a scenario .json file");
+  }
+  errno = 0;
+  std::ifstream in(path);
+  if (!in) {
+    return rcxl::Error(rcxl::ErrorCode::kBadRequest,
+                       "cannot read " + path + " (" + std::strerror(errno ? errno : ENOENT) +
+                           "); name a scenario .json file (docs/scenarios.md)");
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// --trace must name a file we can write, checked before the run.
+rcxl::Status check_trace_path(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return rcxl::Error(rcxl::ErrorCode::kBadRequest,
+                       "--trace " + path + ": is a directory; name a file to write");
+  }
+  errno = 0;
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) {
+    return rcxl::Error(rcxl::ErrorCode::kBadRequest, "--trace " + path + ": cannot write it (" +
+                                                         std::strerror(errno ? errno : EACCES) +
+                                                         "); choose a writable file");
+  }
+  return {};
+}
+
+// --profiles must name a directory; the profiles in it are read later.
+rcxl::Status check_profiles_dir(const std::string& dir) {
+  std::error_code ec;
+  if (dir.empty() || std::filesystem::is_directory(dir, ec)) return {};
+  return rcxl::Error(rcxl::ErrorCode::kBadRequest,
+                     "--profiles " + dir +
+                         ": no such directory; name a directory of <profile>.json files or drop "
+                         "--profiles for the built-in ones");
+}
 
 // Two nodes ping each other through the core echo protocol on the simulated
 // network; prints the trace hash (same seed => same hash).
@@ -55,14 +129,12 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
   if (embedded) {
     text = std::string(*embedded);
   } else {
-    std::ifstream in(path);
-    if (!in) {
-      std::fprintf(stderr, "rcxl-sim: cannot read %s\n", path.c_str());
+    auto read = read_scenario_text(path);
+    if (!read.ok()) {
+      std::fprintf(stderr, "rcxl-sim: %s\n", read.status().message().c_str());
       return 2;
     }
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    text = buffer.str();
+    text = std::move(read).value();
   }
   Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded()) {
@@ -75,10 +147,20 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
     return 2;
   }
   if (seed) scenario->seed = *seed;
+  if (auto s = check_profiles_dir(profiles); !s.ok()) {
+    std::fprintf(stderr, "rcxl-sim: %s\n", s.message().c_str());
+    return 2;
+  }
   auto profile = rcxl::scenarios::load_profile(profiles, scenario->profile);
   if (!profile.ok()) {
     std::fprintf(stderr, "rcxl-sim: %s\n", profile.status().message().c_str());
     return 2;
+  }
+  if (!trace.empty()) {
+    if (auto s = check_trace_path(trace); !s.ok()) {
+      std::fprintf(stderr, "rcxl-sim: %s\n", s.message().c_str());
+      return 2;
+    }
   }
   rcxl::scenarios::RunOptions options;
   options.record_trace_file = !trace.empty();
@@ -138,10 +220,14 @@ void print_report(bool json, const nlohmann::json& j, const std::string& table,
 }
 
 int run_reproduce(const rcxl::scenarios::ReproduceOptions& options, bool json) {
+  if (auto s = check_profiles_dir(options.profiles_dir); !s.ok()) {
+    std::fprintf(stderr, "rcxl-sim reproduce: %s\n", s.message().c_str());
+    return 2;
+  }
   auto report = rcxl::scenarios::reproduce(options);
   if (!report.ok()) {
     std::fprintf(stderr, "rcxl-sim reproduce: %s\n", report.status().message().c_str());
-    return report.status().code() == rcxl::ErrorCode::kBadRequest ? 2 : 1;
+    return exit_code_of(report.status());
   }
   print_report(json, report->json, report->table, report->pictures,
                options.out_dir + "/reproduce.json");
@@ -170,15 +256,17 @@ int run_sweep(rcxl::scenarios::SweepOptions options, const std::vector<std::stri
     }
     options.params.push_back(std::move(p).value());
   }
+  if (auto s = check_profiles_dir(options.profiles_dir); !s.ok()) {
+    std::fprintf(stderr, "rcxl-sim sweep: %s\n", s.message().c_str());
+    return 2;
+  }
   if (!options.scenario_path.empty()) {
-    std::ifstream in(options.scenario_path);
-    if (!in) {
-      std::fprintf(stderr, "rcxl-sim sweep: cannot read %s\n", options.scenario_path.c_str());
+    auto text = read_scenario_text(options.scenario_path);
+    if (!text.ok()) {
+      std::fprintf(stderr, "rcxl-sim sweep: --scenario %s\n", text.status().message().c_str());
       return 2;
     }
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    Json j = Json::parse(buffer.str(), nullptr, false);
+    Json j = Json::parse(*text, nullptr, false);
     if (j.is_discarded()) {
       std::fprintf(stderr, "rcxl-sim sweep: %s: not valid JSON\n", options.scenario_path.c_str());
       return 2;
@@ -188,47 +276,81 @@ int run_sweep(rcxl::scenarios::SweepOptions options, const std::vector<std::stri
   auto report = rcxl::scenarios::sweep(options);
   if (!report.ok()) {
     std::fprintf(stderr, "rcxl-sim sweep: %s\n", report.status().message().c_str());
-    return report.status().code() == rcxl::ErrorCode::kBadRequest ? 2 : 1;
+    return exit_code_of(report.status());
   }
   print_report(json, report->json, report->table, report->pictures, options.out_dir + "/sweep.csv");
   for (const auto& f : report->failures) std::fprintf(stderr, "FAILED %s\n", f.c_str());
   return report->failures.empty() ? 0 : 1;
 }
 
-}  // namespace
+// Unknown or missing subcommand: name it and list the subcommands (CLI11 would
+// only say "not expected").
+bool refuse_subcommand(CLI::App& app, int argc, char** argv) {
+  if (argc > 1 && argv[1][0] == '-') return false;  // --help, or CLI11 names the flag
+  std::string list;
+  for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (argc > 1 && sub->get_name() == argv[1]) return false;
+    list += (list.empty() ? "" : ", ") + sub->get_name();
+  }
+  if (argc > 1) {
+    std::fprintf(stderr, "rcxl-sim: no subcommand '%s'; one of: %s (rcxl-sim --help)\n", argv[1],
+                 list.c_str());
+  } else {
+    std::fprintf(stderr, "rcxl-sim: name a subcommand, one of: %s (rcxl-sim --help)\n",
+                 list.c_str());
+  }
+  return true;
+}
 
-int main(int argc, char** argv) {
+// --help prints help and exits 0; any other parse error is one line and exit 2.
+int parse_error(CLI::App& app, const CLI::ParseError& e) {
+  if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+  std::string where = "rcxl-sim";
+  for (const auto* sub : app.get_subcommands()) where += " " + sub->get_name();
+  std::string what = e.what();
+  for (auto& c : what) c = c == '\n' ? ' ' : c;
+  std::fprintf(stderr, "%s: %s; run %s --help\n", where.c_str(), what.c_str(), where.c_str());
+  return 2;
+}
+
+int run_cli(int argc, char** argv) {
   CLI::App app{"rcxl-sim: run rcxl on the deterministic simulator (virtual time, seeded faults)"};
   app.require_subcommand(1);
   std::uint64_t seed = 1;
   int pings = 10;
   auto* demo =
       app.add_subcommand("demo", "ping between two simulated nodes; prints the trace hash");
-  demo->add_option("--seed", seed, "the run's seed (same seed => same trace hash)");
-  demo->add_option("--pings", pings, "how many pings")->check(CLI::Range(1, 1000000));
+  demo->add_option("--seed", seed, "the run's seed (same seed => same trace hash)")
+      ->transform(kSeed)
+      ->capture_default_str();
+  demo->add_option("--pings", pings, "how many pings")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
 
   std::string file, trace, profiles;
   std::optional<std::uint64_t> run_seed;
   bool json = false;
   auto* run = app.add_subcommand("run", "run one scenario file; prints its results and trace hash");
   run->add_option("FILE", file, "scenario JSON (docs/scenarios.md)")->required();
-  run->add_option("--seed", run_seed, "override the scenario's seed");
+  run->add_option("--seed", run_seed, "override the scenario's seed")->transform(kSeed);
   run->add_option("--trace", trace, "write the trace lines to this file");
   run->add_flag("--json", json, "print the result as one JSON object");
   run->add_option("--profiles", profiles,
                   "read profiles from this directory instead of the built-in ones");
   bool run_quiet = false;
   run->add_flag("--quiet", run_quiet, "no progress lines on stderr");
+  run->footer(kExitCodes);
   std::string replay_name;
   auto* replay =
       app.add_subcommand("replay", "run a shipped fault scenario by name (--list shows them)");
   replay->add_option("NAME", replay_name, "e.g. reset_during_load");
   bool list = false;
   replay->add_flag("--list", list, "list the shipped scenarios");
-  replay->add_option("--seed", run_seed, "override the scenario's seed");
+  replay->add_option("--seed", run_seed, "override the scenario's seed")->transform(kSeed);
   replay->add_option("--trace", trace, "write the trace lines to this file");
   replay->add_flag("--json", json, "print the result as one JSON object");
   replay->add_flag("--quiet", run_quiet, "no progress lines on stderr");
+  replay->footer(kExitCodes);
 
   rcxl::scenarios::ReproduceOptions repro;
   bool repro_json = false, quiet = false;
@@ -248,6 +370,7 @@ int main(int argc, char** argv) {
   reproduce->add_flag("--beyond", repro.beyond_seed,
                       "also run CXL-SSD without hints (the no-hint TTFT ratio, beyond the seed)");
   reproduce->add_option("--seed", repro.first_seed, "seed of the first pair")
+      ->transform(kSeed)
       ->capture_default_str();
   reproduce
       ->add_option("--threads", repro.threads, "runs in parallel (results do not depend on it)")
@@ -281,7 +404,9 @@ int main(int argc, char** argv) {
                    "runs per point and configuration (seeds from --seed)")
       ->check(CLI::Range(1, 50))
       ->capture_default_str();
-  sweep->add_option("--seed", sweep_opts.first_seed, "the first seed")->capture_default_str();
+  sweep->add_option("--seed", sweep_opts.first_seed, "the first seed")
+      ->transform(kSeed)
+      ->capture_default_str();
   sweep
       ->add_option("--threads", sweep_opts.threads,
                    "runs in parallel (results do not depend on it)")
@@ -302,7 +427,12 @@ int main(int argc, char** argv) {
                     "read profiles from this directory instead of the built-in ones");
   sweep->add_flag("--json", sweep_json, "print one JSON object (summary and every run)");
   sweep->add_flag("--quiet", sweep_quiet, "no progress lines on stderr");
-  CLI11_PARSE(app, argc, argv);
+  if (refuse_subcommand(app, argc, argv)) return 2;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return parse_error(app, e);
+  }
   if (sweep->parsed()) {
     sweep_opts.configs.clear();
     std::stringstream names(sweep_configs);
@@ -317,19 +447,27 @@ int main(int argc, char** argv) {
     return run_sweep(sweep_opts, sweep_params, sweep_json);
   }
   if (replay->parsed()) {
-    if (list || replay_name.empty()) {
-      for (const auto& f : rcxl::scenarios::embedded_files()) {
-        if (f.path.rfind("replays/", 0) == 0) {
-          std::printf("%s\n", std::string(f.path.substr(8, f.path.size() - 13)).c_str());
-        }
+    std::vector<std::string> names;
+    for (const auto& f : rcxl::scenarios::embedded_files()) {
+      if (f.path.rfind("replays/", 0) == 0) {
+        names.emplace_back(f.path.substr(8, f.path.size() - 13));
       }
-      return list ? 0 : 2;
+    }
+    if (list) {
+      for (const auto& n : names) std::printf("%s\n", n.c_str());
+      return 0;
+    }
+    std::string known;
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    if (replay_name.empty()) {
+      std::fprintf(stderr, "rcxl-sim replay: needs a NAME; one of: %s\n", known.c_str());
+      return 2;
     }
     const std::string path = "replays/" + replay_name + ".json";
     auto text = rcxl::scenarios::embedded_file(path);
     if (!text) {
-      std::fprintf(stderr, "rcxl-sim: no shipped scenario '%s' (rcxl-sim replay --list)\n",
-                   replay_name.c_str());
+      std::fprintf(stderr, "rcxl-sim replay: no shipped scenario '%s'; one of: %s\n",
+                   replay_name.c_str(), known.c_str());
       return 2;
     }
     return run_file(path, run_seed, trace, json, run_quiet, "", text);
@@ -343,4 +481,16 @@ int main(int argc, char** argv) {
   if (demo->parsed()) return run_demo(seed, pings);
   if (run->parsed()) return run_file(file, run_seed, trace, json, run_quiet, profiles);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A crash guard, not error handling: bad input is refused above with exit 2.
+  try {
+    return run_cli(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rcxl-sim: internal error: %s\n", e.what());
+    return 1;
+  }
 }

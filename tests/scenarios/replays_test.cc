@@ -77,6 +77,37 @@ TEST(Replay, ADifferentSeedGivesADifferentTrace) {
   EXPECT_NE(a, run_scenario(*sc, *profile).trace_hash);
 }
 
+// SPEC R8: the typed `expect` block judges a run; each failure names what was
+// wanted and what the run did (no run needed: the result is made up).
+TEST(Replay, R8_ExpectationsJudgeTheRunsBootsCountersAndReuseHits) {
+  Json j = {
+      {"name", "t"},
+      {"expect",
+       {{"boots", Json::array({"^boot-mem0:1$", "^boot-mem0:2$"})},
+        {"counters", {{"device.resets", {{"min", 1}, {"max", 1}}}, {"agent.nope", {{"min", 0}}}}},
+        {"min_reuse_hits", 2}}}};
+  auto sc = parse_scenario(j, "t.json");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  RunResult run;
+  run.boots_seen = {"boot-mem0:1", "boot-mem0:2"};
+  run.counters = {{"device", {{"resets", 1}}}};
+  RequestRecord reuse;
+  reuse.turn = 2;
+  reuse.loaded_chunks = 1;
+  run.records = {reuse, reuse};
+  EXPECT_EQ(check_expectations(sc->expect, run),
+            std::vector<std::string>{"counter agent.nope does not exist"});
+
+  run.boots_seen = {"boot-mem0:2", "boot-mem0:1"};  // out of order
+  run.counters = {{"device", {{"resets", 2}}}, {"agent", {{"nope", 0}}}};
+  run.records.pop_back();
+  EXPECT_EQ(
+      check_expectations(sc->expect, run),
+      (std::vector<std::string>{
+          "no boot matching '^boot-mem0:2$' in order; boots seen: boot-mem0:2, boot-mem0:1",
+          "counter device.resets = 2, wanted <= 1", "reuse turns that loaded KV: 1, wanted >= 2"}));
+}
+
 TEST(Replay, UnknownProfileNamesTheBuiltInOnes) {
   auto p = load_profile("", "nope");
   ASSERT_FALSE(p.ok());

@@ -61,5 +61,21 @@ TEST(ReproduceSettings, R8_BadSettingsAreRefusedNamingTheOption) {
   }
 }
 
+// SPEC R8: --out is made and proven writable before the first run (it used to
+// run everything and then throw filesystem_error).
+TEST(ReproduceSettings, R8_AnUnwritableOutDirIsRefusedBeforeAnyRun) {
+  ReproduceOptions options;
+  options.out_dir = "/proc/rcxl-no-such-dir";
+  int runs = 0;
+  options.progress = [&](const std::string&) { ++runs; };
+  auto report = reproduce(options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), ErrorCode::kBadRequest);
+  const std::string& m = report.status().message();
+  EXPECT_EQ(m.rfind("--out /proc/rcxl-no-such-dir: cannot create directory (", 0), 0u) << m;
+  EXPECT_TRUE(m.ends_with("); choose a writable directory")) << m;
+  EXPECT_EQ(runs, 0);
+}
+
 }  // namespace
 }  // namespace rcxl::scenarios

@@ -2,6 +2,8 @@
 // pointer and the fix (docs/scenarios.md).
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "scenarios/scenario.h"
 
 namespace rcxl::scenarios {
@@ -64,6 +66,159 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{{{"faults", Json::array({{{"kind", "reset"}}})}}, "/faults/0/at_s"},
         BadCase{{{"workload", {{"turns", 0}}}}, "/workload/turns"},
         BadCase{{{"extension", {{"name", "x"}, {"config", 3}}}}, "/extension/config"}));
+
+// SPEC R8 (bad input is a coded error): every mistake in a scenario file is
+// refused when the file is read, naming the file, the JSON pointer and the fix;
+// nothing throws and nothing is left to fail after a run.
+struct Refusal {
+  std::string what;
+  Json patch;
+  std::string pointer;
+  std::string fix;  // a piece of the message that says what would be right
+  friend void PrintTo(const Refusal& c, std::ostream* os) { *os << c.what; }
+};
+
+class ScenarioFileRefusals : public ::testing::TestWithParam<Refusal> {};
+
+TEST_P(ScenarioFileRefusals, R8_RefusedAtLoadNamingFilePointerAndFix) {
+  Json j = minimal();
+  j.merge_patch(GetParam().patch);
+  Result<Scenario> sc = Error(ErrorCode::kInternal, "not parsed");
+  ASSERT_NO_THROW(sc = parse_scenario(j, "bad.json"));
+  ASSERT_FALSE(sc.ok());
+  const std::string& m = sc.status().message();
+  EXPECT_EQ(sc.status().code(), ErrorCode::kBadRequest);
+  EXPECT_EQ(m.rfind("bad.json: " + GetParam().pointer + ": ", 0), 0u) << m;
+  EXPECT_NE(m.find(GetParam().fix), std::string::npos) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+}
+
+Json fault(Json f) {
+  return {{"faults", Json::array({std::move(f)})}};
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ScenarioFileRefusals,
+    ::testing::Values(
+        Refusal{"boot_not_a_regex",
+                {{"expect", {{"boots", Json::array({"(("})}}}},
+                "/expect/boots/0",
+                "not a regular expression"},
+        Refusal{"boot_not_a_string",
+                {{"expect", {{"boots", Json::array({1})}}}},
+                "/expect/boots/0",
+                "expected a regular expression"},
+        Refusal{"boots_not_an_array",
+                {{"expect", {{"boots", "^boot$"}}}},
+                "/expect/boots",
+                "expected an array"},
+        Refusal{"min_reuse_hits_string",
+                {{"expect", {{"min_reuse_hits", "x"}}}},
+                "/expect/min_reuse_hits",
+                "expected an integer"},
+        Refusal{"min_reuse_hits_negative",
+                {{"expect", {{"min_reuse_hits", -1}}}},
+                "/expect/min_reuse_hits",
+                "expected an integer"},
+        Refusal{"min_reuse_hits_fraction",
+                {{"expect", {{"min_reuse_hits", 1.5}}}},
+                "/expect/min_reuse_hits",
+                "expected an integer"},
+        Refusal{"counter_min_string",
+                {{"expect", {{"counters", {{"agent.boot_changes", {{"min", "1"}}}}}}}},
+                "/expect/counters/agent.boot_changes/min",
+                "expected a number >= 0"},
+        Refusal{"counter_bare_number",
+                {{"expect", {{"counters", {{"agent.boot_changes", 1}}}}}},
+                "/expect/counters/agent.boot_changes",
+                "{\"min\": N, \"max\": N}"},
+        Refusal{"counter_unknown_key",
+                {{"expect", {{"counters", {{"agent.boot_changes", {{"atleast", 1}}}}}}}},
+                "/expect/counters/agent.boot_changes/atleast",
+                "expected one of: min, max"},
+        Refusal{"counter_min_above_max",
+                {{"expect", {{"counters", {{"device.resets", {{"min", 3}, {"max", 1}}}}}}}},
+                "/expect/counters/device.resets/min",
+                "above max"},
+        Refusal{"counter_no_bounds",
+                {{"expect", {{"counters", {{"device.resets", Json::object()}}}}}},
+                "/expect/counters/device.resets",
+                "give min, max or both"},
+        Refusal{"counter_bad_path",
+                {{"expect", {{"counters", {{"device~resets", {{"min", 1}}}}}}}},
+                "/expect/counters/device~resets",
+                "dotted counter path"},
+        Refusal{"unknown_expectation",
+                {{"expect", {{"min_hits", 3}}}},
+                "/expect/min_hits",
+                "expected one of: boots, counters, min_reuse_hits"},
+        Refusal{"fault_on_no_such_node",
+                fault({{"kind", "drop_connections"}, {"at_s", 1}, {"node", "mem9"}}),
+                "/faults/0/node", "expected one of: dir, gpu0, mem0"},
+        Refusal{"device_fault_elsewhere", fault({{"kind", "reset"}, {"at_s", 1}, {"node", "gpu0"}}),
+                "/faults/0/node", "acts on the memory node mem0"},
+        Refusal{"delay_without_extra", fault({{"kind", "delay"}, {"at_s", 1}, {"for_s", 2}}),
+                "/faults/0/extra_ms", "extra_ms > 0"},
+        Refusal{"delay_of_zero",
+                fault({{"kind", "delay"}, {"at_s", 1}, {"for_s", 2}, {"extra_ms", 0}}),
+                "/faults/0/extra_ms", "milliseconds > 0"},
+        Refusal{"extra_on_a_reset", fault({{"kind", "reset"}, {"at_s", 1}, {"extra_ms", 5}}),
+                "/faults/0/extra_ms", "only a delay fault"},
+        Refusal{"duration_of_an_instant_fault",
+                fault({{"kind", "reset"}, {"at_s", 1}, {"for_s", 5}}), "/faults/0/for_s",
+                "instant"},
+        Refusal{"no_time_to_run", {{"time_limit_s", 0}}, "/time_limit_s", "seconds > 0"},
+        Refusal{"unknown_extension",
+                {{"extension", {{"name", "cxl_sd"}}}},
+                "/extension/name",
+                "expected one of: cxl_ssd, none, recording"},
+        Refusal{"extension_config_key",
+                {{"extension", {{"name", "cxl_ssd"}, {"config", {{"poll_us", 5}}}}}},
+                "/extension/config",
+                "unknown key 'poll_us'"},
+        Refusal{"recording_config_key",
+                {{"extension", {{"name", "recording"}, {"config", {{"nope", 1}}}}}},
+                "/extension/config",
+                "unknown key 'nope'"},
+        Refusal{"config_for_none",
+                {{"extension", {{"name", "none"}, {"config", {{"a", 1}}}}}},
+                "/extension/config",
+                "takes no config"}),
+    [](const ::testing::TestParamInfo<Refusal>& info) { return info.param.what; });
+
+// SPEC R8: what the refusals above allow is kept as typed values.
+TEST(ScenarioFile, R8_ExpectIsReadIntoTypedValues) {
+  Json j = minimal();
+  j["expect"] = {
+      {"boots", Json::array({"^boot-mem0:1$", ".*:unknown"})},
+      {"counters", {{"device.resets", {{"min", 1}}}, {"agent.boot_changes", {{"max", 0}}}}},
+      {"min_reuse_hits", 4}};
+  j["faults"] = Json::array(
+      {{{"kind", "delay"}, {"at_s", 1}, {"for_s", 2}, {"extra_ms", 1500}, {"node", "gpu0"}}});
+  j["extension"] = {{"name", "cxl_ssd"}, {"config", {{"write_wait_poll_us", 50}}}};
+  auto sc = parse_scenario(j, "t.json");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  ASSERT_EQ(sc->expect.boots.size(), 2u);
+  EXPECT_TRUE(std::regex_match("boot-mem0:unknown", sc->expect.boots[1].re));
+  ASSERT_EQ(sc->expect.counters.size(), 2u);
+  EXPECT_EQ(sc->expect.counters[0].path, "agent.boot_changes");  // sorted by path
+  EXPECT_EQ(sc->expect.counters[0].pointer.to_string(), "/agent/boot_changes");
+  EXPECT_EQ(sc->expect.counters[0].max, 0.0);
+  EXPECT_FALSE(sc->expect.counters[0].min.has_value());
+  EXPECT_EQ(sc->expect.counters[1].min, 1.0);
+  EXPECT_EQ(sc->expect.min_reuse_hits, 4u);
+  EXPECT_EQ(sc->faults[0].extra, std::chrono::milliseconds(1500));
+  EXPECT_EQ(sc->faults[0].node, "gpu0");
+}
+
+// SPEC R8: a null count is refused too (merge_patch above cannot write a null).
+TEST(ScenarioFile, R8_NullMinReuseHitsIsRefused) {
+  Json j = minimal();
+  j["expect"] = {{"min_reuse_hits", nullptr}};
+  auto sc = parse_scenario(j, "t.json");
+  ASSERT_FALSE(sc.ok());
+  EXPECT_NE(sc.status().message().find("/expect/min_reuse_hits"), std::string::npos);
+}
 
 TEST(ScenarioFile, NameIsRequired) {
   auto sc = parse_scenario(Json::object(), "x.json");

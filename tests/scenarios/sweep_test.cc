@@ -123,6 +123,49 @@ TEST(Sweep, R8_OutOfRangeValuesAreRefusedBeforeAnyRun) {
   EXPECT_FALSE(sweep(o).ok()) << "one parameter given twice";
 }
 
+// SPEC R8: a mistake in the scenario itself blames the file, not a parameter;
+// one a parameter makes (an `expect` value) names that parameter.
+TEST(Sweep, R8_ScenarioAndExpectMistakesAreRefusedBeforeAnyRun) {
+  SweepOptions o = tiny_options();
+  o.scenario->merge_patch({{"expect", {{"boots", Json::array({"(("})}}}});
+  o.params = {param("concurrency=1")};
+  std::atomic<int> runs{0};
+  o.progress = [&](const std::string&) { ++runs; };
+  auto r = sweep(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kBadRequest);
+  EXPECT_EQ(r.status().message().rfind("tiny.json: /expect/boots/0: ", 0), 0u)
+      << r.status().message();
+  o = tiny_options();
+  o.params = {param("/expect/min_reuse_hits=-1")};
+  o.progress = [&](const std::string&) { ++runs; };
+  r = sweep(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--param /expect/min_reuse_hits=-1: tiny.json: "
+                                      "/expect/min_reuse_hits"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(runs.load(), 0);
+}
+
+// SPEC R8: --out is made and proven writable before the first run.
+TEST(Sweep, R8_AnUnwritableOutDirIsRefusedBeforeAnyRun) {
+  SweepOptions o = tiny_options();
+  o.write_files = true;
+  o.out_dir = "/proc/rcxl-no-such-dir";
+  o.params = {param("concurrency=1")};
+  std::atomic<int> runs{0};
+  o.progress = [&](const std::string&) { ++runs; };
+  auto r = sweep(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kBadRequest);
+  EXPECT_EQ(
+      r.status().message().rfind("--out /proc/rcxl-no-such-dir: cannot create directory (", 0), 0u)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("choose a writable directory"), std::string::npos);
+  EXPECT_EQ(runs.load(), 0);
+}
+
 TEST(Sweep, R8_GridIsNestedWithTheFirstParameterOutermost) {
   const auto grid = expand_grid({param("flash_read_ns=1,2"), param("concurrency=1,2,3")});
   ASSERT_EQ(grid.size(), 6u);

@@ -1,0 +1,61 @@
+#include "scenarios/scenario_extensions.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "core/extension/recording_extension.h"
+#include "devices/cxl_ssd_model/cxl_ssd_extension.h"
+
+namespace rcxl::scenarios {
+namespace {
+
+using Json = nlohmann::json;
+
+// Each extension's config parser, run without a device or runtime.
+const std::map<std::string, std::function<Status(const Json&)>>& config_checks() {
+  static const std::map<std::string, std::function<Status(const Json&)>> kChecks = {
+      {"none",
+       [](const Json& config) -> Status {
+         if (config.is_null() || config.empty()) return {};
+         return Error(ErrorCode::kBadRequest, "the extension none takes no config; drop it");
+       }},
+      {"recording",
+       [](const Json& config) { return ext::RecordingConfig::FromJson(config).status(); }},
+      {"cxl_ssd",
+       [](const Json& config) { return device::parse_cxl_ssd_extension_config(config).status(); }},
+  };
+  return kChecks;
+}
+
+}  // namespace
+
+ext::ExtensionRegistry scenario_extension_registry() {
+  auto registry = ext::ExtensionRegistry::WithBuiltins();
+  registry.add("cxl_ssd", device::make_cxl_ssd_extension);
+  return registry;
+}
+
+std::vector<std::string> scenario_extension_names() {
+  return scenario_extension_registry().names();
+}
+
+Status check_scenario_extension(const std::string& name, const Json& config,
+                                const std::string& origin) {
+  const auto names = scenario_extension_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    return Error(ErrorCode::kBadRequest, origin + ": /extension/name: unknown extension '" + name +
+                                             "'; expected one of: " + list);
+  }
+  auto check = config_checks().find(name);
+  if (check == config_checks().end()) return {};  // the factory checks it when the agent starts
+  if (Status s = check->second(config); !s.ok()) {
+    return Error(ErrorCode::kBadRequest, origin + ": /extension/config: " + s.message() +
+                                             " (docs/scenarios.md lists each extension's keys)");
+  }
+  return {};
+}
+
+}  // namespace rcxl::scenarios

@@ -1,0 +1,25 @@
+// The region extensions a scenario can name (`extension.name`), and the check
+// of a name and its config before anything runs (docs/scenarios.md).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/extension/extension_registry.h"
+#include "core/runtime/status.h"
+
+namespace rcxl::scenarios {
+
+// `none`, `recording` and `cxl_ssd`: what the serving rig's agent can load.
+ext::ExtensionRegistry scenario_extension_registry();
+
+// Sorted names of scenario_extension_registry().
+std::vector<std::string> scenario_extension_names();
+
+// kBadRequest, naming `origin` and /extension/name or /extension/config, when
+// `name` is not one of the above or `config` is not what it takes.
+Status check_scenario_extension(const std::string& name, const nlohmann::json& config,
+                                const std::string& origin);
+
+}  // namespace rcxl::scenarios
