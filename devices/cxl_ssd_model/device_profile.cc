@@ -41,9 +41,19 @@ struct Field {
   std::function<void(double)> set;
 };
 
-// 1000000, not 1000000.000000: limits read as people write them.
-std::string shortest(double v) {
+// Limits read as people write them: 1000000, not 1000000.000000; a huge
+// power-of-two bound as 4 PiB (byte fields) or 2^52, not 4.5035996273705e+15.
+std::string shortest(double v, bool bytes) {
   char buf[32];
+  if (v >= 0x1p40 && std::exp2(std::ilogb(v)) == v) {
+    if (bytes) {
+      std::snprintf(buf, sizeof buf, "%g %s", v / 0x1p50 >= 1 ? v / 0x1p50 : v / 0x1p40,
+                    v / 0x1p50 >= 1 ? "PiB" : "TiB");
+    } else {
+      std::snprintf(buf, sizeof buf, "2^%d", std::ilogb(v));
+    }
+    return buf;
+  }
   std::snprintf(buf, sizeof buf, "%.15g", v);
   return buf;
 }
@@ -61,7 +71,9 @@ Status read_section(const json& profile, const std::string& section,
     if (!n.ok()) return n.status();
     const Field& field = f->second;
     if (*n < field.min || *n > field.max) {
-      return bad(name, "must lie in [" + shortest(field.min) + ", " + shortest(field.max) + "]");
+      const bool bytes = key.find("bytes") != std::string::npos;
+      return bad(name, "must lie in [" + shortest(field.min, bytes) + ", " +
+                           shortest(field.max, bytes) + "]");
     }
     if (field.integer && std::floor(*n) != *n) return bad(name, "must be an integer");
     field.set(*n);

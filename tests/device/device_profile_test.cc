@@ -69,5 +69,22 @@ TEST(DeviceProfile, R1_2_BadFieldsAreNamed) {
   EXPECT_FALSE(load_device_profile(j).ok());
 }
 
+// A refused value's limits read as written: 4 PiB and 2^52, not 4.5035996273705e+15.
+TEST(DeviceProfile, R1_2_LimitsAreReadable) {
+  auto base = load_file("cxl_ssd_default.json");
+  auto message = [&](const std::string& key, double value) {
+    auto j = base;
+    j["device"][key] = value;
+    auto p = load_device_profile(j);
+    return p.ok() ? std::string("(accepted)") : p.status().message();
+  };
+  EXPECT_NE(message("dram_cache_bytes", 1e17).find("must lie in [512, 4 PiB]"), std::string::npos)
+      << message("dram_cache_bytes", 1e17);
+  EXPECT_NE(message("hinted_bytes_cap", -1).find("must lie in [0, 4 PiB]"), std::string::npos)
+      << message("hinted_bytes_cap", -1);
+  EXPECT_NE(message("page_bytes", 100).find("must lie in [512, 65536]"), std::string::npos)
+      << message("page_bytes", 100);
+}
+
 }  // namespace
 }  // namespace rcxl::device
