@@ -12,6 +12,7 @@
 
 #include "core/protocol/frame_codec.h"
 #include "tests/agent/agent_rig.h"
+#include "tests/json_mutator.h"
 
 namespace rcxl::agent::testing {
 namespace {
@@ -85,24 +86,6 @@ struct Snapshot {
     return out.str();
   }
 };
-
-const std::set<std::string>& protocol_codes() {
-  static const std::set<std::string> kCodes = {"bad_request",
-                                               "unauthenticated",
-                                               "auth_failed",
-                                               "stale_epoch",
-                                               "not_advertised",
-                                               "bad_range",
-                                               "too_many_hint_requests",
-                                               "refused",
-                                               "generation_unknown",
-                                               "boot_changed",
-                                               "extension_failed",
-                                               "not_found",
-                                               "no_space",
-                                               "bad_frame"};
-  return kCodes;
-}
 
 // An agent with one region mapped and hinted by a "holder" connection, a
 // spare "victim" region to free, and a "mutator" connection that sends the
@@ -274,184 +257,6 @@ const std::vector<Json>& odd_values(MutationRig& rig) {
   return rig.odd_values;
 }
 
-// Raw tokens that a JSON library would never write.
-const std::vector<std::string>& raw_tokens() {
-  static const std::vector<std::string> kTokens = {"-0",
-                                                   "1e400",
-                                                   "-1e400",
-                                                   "18446744073709551616",
-                                                   "99999999999999999999999",
-                                                   "1.0",
-                                                   "1e3",
-                                                   "NaN",
-                                                   "Infinity",
-                                                   "-Infinity",
-                                                   "0x10",
-                                                   "01",
-                                                   "+1",
-                                                   ".5",
-                                                   "1.",
-                                                   "-",
-                                                   "tru",
-                                                   "nul",
-                                                   "\"\\ud800\"",
-                                                   "\"\\u12\"",
-                                                   "\"\xff\"",
-                                                   "\"a\x01\"",
-                                                   "[",
-                                                   "{",
-                                                   "}",
-                                                   "]",
-                                                   ",",
-                                                   "[1,]",
-                                                   "{\"a\":1,}",
-                                                   "/*c*/1",
-                                                   "'a'"};
-  return kTokens;
-}
-
-// Every value in `j` by JSON pointer (the root excluded).
-void collect_pointers(const Json& j, const Json::json_pointer& at,
-                      std::vector<Json::json_pointer>& out) {
-  if (j.is_object()) {
-    for (const auto& [key, value] : j.items()) {
-      out.push_back(at / key);
-      collect_pointers(value, at / key, out);
-    }
-  } else if (j.is_array() && j.size() <= 16) {
-    for (std::size_t i = 0; i < j.size(); ++i) {
-      out.push_back(at / i);
-      collect_pointers(j[i], at / i, out);
-    }
-  }
-}
-
-class Mutator {
- public:
-  explicit Mutator(std::uint64_t seed) : random_(seed) {}
-
-  std::string mutate(const Json& request, MutationRig& rig) {
-    std::string text = request.dump();
-    switch (pick(12)) {
-      case 0:  // a flipped bit
-        flip_bits(text, 1 + pick(3));
-        break;
-      case 1:  // a byte replaced by a JSON-significant one
-        if (!text.empty()) text[pick(text.size())] = significant();
-        break;
-      case 2:
-        text.insert(text.begin() + static_cast<std::ptrdiff_t>(pick(text.size() + 1)),
-                    significant());
-        break;
-      case 3:
-        if (!text.empty()) text.erase(pick(text.size()), 1 + pick(8));
-        break;
-      case 4:  // truncated
-        text.resize(pick(text.size() + 1));
-        break;
-      case 5:
-      case 6:  // a value of another type or an edge value
-        text = with_value(request, odd_values(rig)).dump();
-        break;
-      case 7:  // a field missing
-        text = without_field(request).dump();
-        break;
-      case 8:  // a number or string token replaced by raw text
-        text = with_raw_token(text);
-        break;
-      case 9:  // a duplicate key, first or last
-        text = with_duplicate_key(request, rig);
-        break;
-      case 10:  // deep nesting in an unknown field, closed or not
-        text = with_deep_nesting(text);
-        break;
-      default:  // trailing bytes, or two objects
-        text += pick(2) ? text : std::string(1, significant());
-        break;
-    }
-    return text;
-  }
-
- private:
-  std::size_t pick(std::size_t n) { return n == 0 ? 0 : random_() % n; }
-  char significant() {
-    static const std::string kAlphabet = "{}[]\",:0123456789-+.eE \\u\xff\xc3\x80\x00tfnrl";
-    return kAlphabet[pick(kAlphabet.size())];
-  }
-  void flip_bits(std::string& text, std::size_t n) {
-    for (std::size_t i = 0; i < n && !text.empty(); ++i) {
-      text[pick(text.size())] ^= static_cast<char>(1u << pick(8));
-    }
-  }
-  Json with_value(Json request, const std::vector<Json>& values) {
-    std::vector<Json::json_pointer> pointers;
-    collect_pointers(request, Json::json_pointer(), pointers);
-    request[pointers[pick(pointers.size())]] = values[pick(values.size())];
-    return request;
-  }
-  Json without_field(Json request) {
-    std::vector<Json::json_pointer> pointers;
-    collect_pointers(request, Json::json_pointer(), pointers);
-    const auto& at = pointers[pick(pointers.size())];
-    Json& parent = request[at.parent_pointer()];
-    if (parent.is_object()) {
-      parent.erase(at.back());
-    } else {
-      parent.erase(static_cast<std::size_t>(std::stoul(at.back())));
-    }
-    return request;
-  }
-  std::string with_raw_token(std::string text) {
-    // Replace the value after a random ':' or ',' or '[' with a raw token.
-    std::vector<std::size_t> starts;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-      if (text[i] == ':' || text[i] == ',' || text[i] == '[') starts.push_back(i + 1);
-    }
-    if (starts.empty()) return text;
-    const std::size_t at = starts[pick(starts.size())];
-    std::size_t end = at;
-    if (end < text.size() && text[end] == '"') {
-      end = text.find('"', end + 1);
-      end = end == std::string::npos ? text.size() : end + 1;
-    } else {
-      while (end < text.size() && std::string_view(",]}").find(text[end]) == std::string::npos)
-        ++end;
-    }
-    return text.substr(0, at) + raw_tokens()[pick(raw_tokens().size())] + text.substr(end);
-  }
-  std::string with_duplicate_key(const Json& request, MutationRig& rig) {
-    const auto& values = odd_values(rig);
-    std::vector<std::string> keys;
-    for (const auto& [key, value] : request.items()) keys.push_back(key);
-    const std::string key = keys[pick(keys.size())];
-    // Either an odd value, or the same value again (a duplicate that agrees).
-    const Json value = pick(3) == 0 ? request[key] : values[pick(values.size())];
-    const std::string member = Json(key).dump() + ":" + value.dump();
-    std::string text = request.dump();
-    if (pick(2)) return "{" + member + "," + text.substr(1);
-    text.pop_back();
-    return text + "," + member + "}";
-  }
-  std::string with_deep_nesting(std::string text) {
-    static const std::size_t kDepths[] = {63, 64, 65, 1025, 5000, 20000};
-    const std::size_t depth = kDepths[pick(std::size(kDepths))];
-    const bool closed = pick(4) != 0;
-    const char open = pick(2) ? '[' : '{';
-    std::string deep;
-    if (open == '[') {
-      deep = std::string(depth, '[') + (closed ? std::string(depth, ']') : "");
-    } else {
-      for (std::size_t i = 0; i < depth; ++i) deep += "{\"a\":";
-      deep += "1";
-      if (closed) deep += std::string(depth, '}');
-    }
-    text.pop_back();
-    return text + ",\"deep\":" + deep + "}";
-  }
-
-  std::mt19937_64 random_;
-};
-
 // ------------------------------------------------------------ the check
 
 struct Outcome {
@@ -511,7 +316,7 @@ bool check_one(MutationRig& rig, const std::string& frame, const std::string& wh
   const Json& error = reply["error"];
   const std::string code = error.is_object() ? error.value("code", "") : "";
   ++outcome.codes[code];
-  EXPECT_TRUE(protocol_codes().count(code))
+  EXPECT_TRUE(rcxl::testing::wire_error_codes().count(code))
       << what << ": code '" << code << "' in " << reply.dump();
   EXPECT_TRUE(error.is_object() && error.contains("message") && error["message"].is_string())
       << what << ": " << reply.dump();
@@ -543,10 +348,10 @@ void mutate_kind(const std::string& kind, std::uint64_t seed) {
     EXPECT_EQ(code_of(rig->mutator->next()), "ok") << kind << ": " << valid.dump();
     rig = std::make_unique<MutationRig>();
   }
-  Mutator mutator(seed);
+  rcxl::testing::JsonMutator mutator(seed);
   Outcome outcome;
   for (int i = 0; i < kMutationsPerKind; ++i) {
-    const std::string text = mutator.mutate((*make)(*rig), *rig);
+    const std::string text = mutator.mutate((*make)(*rig), odd_values(*rig));
     const std::string what = kind + " #" + std::to_string(i) + " " + text.substr(0, 160);
     if (check_one(*rig, protocol::encode_frame(text), what, outcome)) {
       rig = std::make_unique<MutationRig>();
@@ -609,11 +414,11 @@ TEST(AgentMutation, R1_2_ZeroAndOversizeFramesAreBadFrameAndChangeNothing) {
 // already bad), the connection closed, nothing changed (SPEC R1.3).
 TEST(AgentMutation, R1_3_MutatedRequestsBeforeHelloChangeNothing) {
   MutationRig rig;
-  Mutator mutator(21);
+  rcxl::testing::JsonMutator mutator(21);
   for (int i = 0; i < 200; ++i) {
     const auto& [kind, make] =
         templates()[1 + static_cast<std::size_t>(i) % (templates().size() - 1)];
-    const std::string text = mutator.mutate(make(rig), rig);
+    const std::string text = mutator.mutate(make(rig), odd_values(rig));
     auto stranger = rig.client();
     const Snapshot before = rig.snapshot();
     stranger->send_raw(protocol::encode_frame(text));

@@ -15,6 +15,7 @@
 #include "core/directory/directory_server.h"
 #include "core/protocol/auth.h"
 #include "core/protocol/frame_codec.h"
+#include "tests/json_mutator.h"
 
 namespace rcxl::directory {
 namespace {
@@ -220,156 +221,6 @@ const std::vector<Json>& odd_values() {
   return kValues;
 }
 
-const std::vector<std::string>& raw_tokens() {
-  static const std::vector<std::string> kTokens = {
-      "-0",        "1e400",       "18446744073709551616",
-      "1.0",       "NaN",         "Infinity",
-      "01",        "+1",          ".5",
-      "tru",       "\"\\ud800\"", "\"\xff\"",
-      "\"a\x01\"", "[",           "{",
-      "}",         "]",           "[1,]",
-      "{\"a\":1,}"};
-  return kTokens;
-}
-
-void collect_pointers(const Json& j, const Json::json_pointer& at,
-                      std::vector<Json::json_pointer>& out) {
-  if (j.is_object()) {
-    for (const auto& [key, value] : j.items()) {
-      out.push_back(at / key);
-      collect_pointers(value, at / key, out);
-    }
-  } else if (j.is_array() && j.size() <= 16) {
-    for (std::size_t i = 0; i < j.size(); ++i) {
-      out.push_back(at / i);
-      collect_pointers(j[i], at / i, out);
-    }
-  }
-}
-
-class Mutator {
- public:
-  explicit Mutator(std::uint64_t seed) : random_(seed) {}
-
-  std::string mutate(const Json& request) {
-    std::string text = request.dump();
-    std::vector<Json::json_pointer> pointers;
-    collect_pointers(request, Json::json_pointer(), pointers);
-    switch (pick(11)) {
-      case 0:
-        for (std::size_t i = 0, n = 1 + pick(3); i < n && !text.empty(); ++i) {
-          text[pick(text.size())] ^= static_cast<char>(1u << pick(8));
-        }
-        break;
-      case 1:
-        if (!text.empty()) text[pick(text.size())] = significant();
-        break;
-      case 2:
-        text.insert(text.begin() + static_cast<std::ptrdiff_t>(pick(text.size() + 1)),
-                    significant());
-        break;
-      case 3:
-        text.resize(pick(text.size() + 1));
-        break;
-      case 4:
-      case 5: {
-        Json changed = request;
-        const auto& values = odd_values();
-        changed[pointers[pick(pointers.size())]] = values[pick(values.size())];
-        text = changed.dump();
-        break;
-      }
-      case 6: {
-        Json changed = request;
-        const auto& at = pointers[pick(pointers.size())];
-        Json& parent = changed[at.parent_pointer()];
-        if (parent.is_object()) {
-          parent.erase(at.back());
-        } else {
-          parent.erase(static_cast<std::size_t>(std::stoul(at.back())));
-        }
-        text = changed.dump();
-        break;
-      }
-      case 7:
-        text = with_raw_token(text);
-        break;
-      case 8: {  // a duplicate key at the top level
-        std::vector<std::string> keys;
-        for (const auto& [key, value] : request.items()) keys.push_back(key);
-        const std::string key = keys[pick(keys.size())];
-        const auto& values = odd_values();
-        const Json value = pick(3) == 0 ? request[key] : values[pick(values.size())];
-        const std::string member = Json(key).dump() + ":" + value.dump();
-        if (pick(2)) {
-          text = "{" + member + "," + text.substr(1);
-        } else {
-          text.pop_back();
-          text += "," + member + "}";
-        }
-        break;
-      }
-      case 9: {  // deep nesting, closed or not
-        static const std::size_t kDepths[] = {64, 1025, 20000};
-        const std::size_t depth = kDepths[pick(std::size(kDepths))];
-        text.pop_back();
-        text += ",\"deep\":" + std::string(depth, '[') +
-                (pick(4) ? std::string(depth, ']') + "}" : std::string());
-        break;
-      }
-      default:
-        text += pick(2) ? text : std::string(1, significant());
-        break;
-    }
-    return text;
-  }
-
- private:
-  std::size_t pick(std::size_t n) { return n == 0 ? 0 : random_() % n; }
-  char significant() {
-    static const std::string kAlphabet = "{}[]\",:0123456789-+.eE \\u\xff\xc3\x80tfnrl";
-    return kAlphabet[pick(kAlphabet.size())];
-  }
-  std::string with_raw_token(const std::string& text) {
-    std::vector<std::size_t> starts;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-      if (text[i] == ':' || text[i] == ',' || text[i] == '[') starts.push_back(i + 1);
-    }
-    if (starts.empty()) return text;
-    const std::size_t at = starts[pick(starts.size())];
-    std::size_t end = at;
-    if (end < text.size() && text[end] == '"') {
-      end = text.find('"', end + 1);
-      end = end == std::string::npos ? text.size() : end + 1;
-    } else {
-      while (end < text.size() && std::string_view(",]}").find(text[end]) == std::string::npos) {
-        ++end;
-      }
-    }
-    return text.substr(0, at) + raw_tokens()[pick(raw_tokens().size())] + text.substr(end);
-  }
-
-  std::mt19937_64 random_;
-};
-
-const std::set<std::string>& protocol_codes() {
-  static const std::set<std::string> kCodes = {"bad_request",
-                                               "unauthenticated",
-                                               "auth_failed",
-                                               "stale_epoch",
-                                               "not_advertised",
-                                               "bad_range",
-                                               "too_many_hint_requests",
-                                               "refused",
-                                               "generation_unknown",
-                                               "boot_changed",
-                                               "extension_failed",
-                                               "not_found",
-                                               "no_space",
-                                               "bad_frame"};
-  return kCodes;
-}
-
 void mutate_op(const std::string& op, std::uint64_t seed) {
   const Template* make = nullptr;
   for (const auto& [name, t] : templates()) {
@@ -383,11 +234,11 @@ void mutate_op(const std::string& op, std::uint64_t seed) {
     EXPECT_TRUE(reply.value("ok", false)) << op << ": " << valid.dump() << " -> " << reply.dump();
     rig = std::make_unique<Rig>();
   }
-  Mutator mutator(seed);
+  rcxl::testing::JsonMutator mutator(seed);
   int refused = 0, rebuilt = 0;
   std::map<std::string, int> codes;
   for (int i = 0; i < kMutationsPerOp && !::testing::Test::HasFailure(); ++i) {
-    const std::string text = mutator.mutate((*make)(*rig));
+    const std::string text = mutator.mutate((*make)(*rig), odd_values());
     const std::string what = op + " #" + std::to_string(i) + " " + text.substr(0, 160);
     const Snapshot before = rig->snapshot();
     rig->client->send_raw(protocol::encode_frame(text));
@@ -404,7 +255,7 @@ void mutate_op(const std::string& op, std::uint64_t seed) {
     ++refused;
     const std::string code = reply["error"].value("code", "");
     ++codes[code];
-    EXPECT_TRUE(protocol_codes().count(code)) << what << ": " << reply.dump();
+    EXPECT_TRUE(rcxl::testing::wire_error_codes().count(code)) << what << ": " << reply.dump();
     EXPECT_TRUE(reply["error"].contains("message") && reply["error"]["message"].is_string())
         << what << ": " << reply.dump();
     const bool closes = code == "bad_frame" || code == "auth_failed" || code == "unauthenticated";
