@@ -1,6 +1,9 @@
 #include "scenarios/engine/workload.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <optional>
 
 namespace rcxl::scenarios {
 
@@ -27,15 +30,30 @@ std::vector<ConversationSpec> make_workload(const WorkloadParams& params,
 
 namespace {
 
+// The JSON integer as int when it lies in [lo, hi]: get<int>() alone would
+// wrap 4294967297 to 1 and accept it.
+std::optional<int> int_in(const nlohmann::json& v, int lo, int hi) {
+  if (!v.is_number_integer()) return std::nullopt;
+  if (v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)
+                             : v.get<std::int64_t>() > hi || v.get<std::int64_t>() < lo) {
+    return std::nullopt;
+  }
+  const int n = static_cast<int>(v.get<std::int64_t>());
+  if (n < lo) return std::nullopt;
+  return n;
+}
+
 Status read_range(const nlohmann::json& j, const char* key, IntRange& out) {
   if (!j.contains(key)) return {};
   const auto& v = j[key];
-  if (!v.is_array() || v.size() != 2 || !v[0].is_number_integer() || !v[1].is_number_integer() ||
-      v[0].get<int>() < 1 || v[1].get<int>() < v[0].get<int>()) {
+  const auto lo = v.is_array() && v.size() == 2 ? int_in(v[0], 1, INT_MAX) : std::nullopt;
+  const auto hi = lo ? int_in(v[1], *lo, INT_MAX) : std::nullopt;
+  if (!hi) {
     return Error(ErrorCode::kBadRequest,
-                 std::string("/workload/") + key + ": expected [lo, hi] with 1 <= lo <= hi");
+                 std::string("/workload/") + key +
+                     ": expected [lo, hi] with 1 <= lo <= hi <= " + std::to_string(INT_MAX));
   }
-  out = {v[0].get<int>(), v[1].get<int>()};
+  out = {*lo, *hi};
   return {};
 }
 
@@ -54,12 +72,13 @@ Result<WorkloadParams> workload_from_json(const nlohmann::json& j) {
   }
   auto read_int = [&](const char* key, int& out, int lo, int hi) -> Status {
     if (!j.contains(key)) return {};
-    if (!j[key].is_number_integer() || j[key].get<int>() < lo || j[key].get<int>() > hi) {
+    const auto n = int_in(j[key], lo, hi);
+    if (!n) {
       return Error(ErrorCode::kBadRequest, std::string("/workload/") + key +
                                                ": expected an integer in " + std::to_string(lo) +
                                                ".." + std::to_string(hi));
     }
-    out = j[key].get<int>();
+    out = *n;
     return {};
   };
   auto read_seconds = [&](const char* key, runtime::Duration& out) -> Status {

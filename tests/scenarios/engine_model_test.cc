@@ -123,6 +123,13 @@ TEST(EngineModel, WorkloadJsonIsValidatedWithPointers) {
   auto unknown = workload_from_json({{"convs", 4}});
   EXPECT_NE(unknown.status().message().find("unknown field"), std::string::npos);
   EXPECT_FALSE(workload_from_json({{"output_tokens", {5, 1}}}).ok());
+  // Integers past int are refused, not wrapped (4294967297 would read as 1).
+  EXPECT_FALSE(workload_from_json({{"conversations", 4294967297ull}}).ok());
+  EXPECT_FALSE(workload_from_json({{"turns", -4294967295ll}}).ok());
+  EXPECT_FALSE(workload_from_json({{"output_tokens", {1, 4294967297ull}}}).ok());
+  EXPECT_FALSE(workload_from_json({{"output_tokens", {-4294967295ll, 5}}}).ok());
+  EXPECT_FALSE(workload_from_json({{"output_tokens", {1, 18446744073709551615ull}}}).ok());
+  EXPECT_TRUE(workload_from_json({{"output_tokens", {1, 2147483647}}}).ok());
 }
 
 // Found by clang-tidy (bugprone-misplaced-widening-cast): hi - lo + 1 was
