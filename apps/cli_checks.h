@@ -41,6 +41,9 @@ inline CLI::Validator whole_number(std::uint64_t min, std::uint64_t max, const s
           return "must be " + wanted + ", not '" + text + "'";
         }
         if (ec != std::errc() || value > max) return "must be " + too_big + ", not '" + text + "'";
+        // CLI11 reads a leading 0 as octal: hand it the decimal value checked here
+        // (so add these with ->transform(), which keeps the rewrite; ->check() drops it).
+        text = std::to_string(value);
         return {};
       },
       help);

@@ -89,7 +89,7 @@ void add_flags(CLI::App& app, Flags& f) {
                  "directories with librcxl_ext_<name>.so plugins (also RCXL_EXTENSION_PATH)");
   app.add_option("--max-hint-requests", f.max_hint_requests, "open hint requests per connection")
       ->capture_default_str()
-      ->check(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(1));
+      ->transform(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(1));
   app.add_option("--memory-generation-poll-s", f.generation_poll_s,
                  "seconds between generation reads")
       ->capture_default_str()
@@ -104,10 +104,10 @@ void add_flags(CLI::App& app, Flags& f) {
       ->check(rcxl::apps::Seconds(/*zero_ok=*/false));
   app.add_option("--max-frame-bytes", f.max_frame_bytes, "largest control frame")
       ->capture_default_str()
-      ->check(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(1));
+      ->transform(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(1));
   app.add_option("--max-connections", f.max_connections, "0 = no limit")
       ->capture_default_str()
-      ->check(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(0));
+      ->transform(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(0));
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error")->capture_default_str();
   app.add_option("--state-file", f.state_file,
                  "keep the region table in PATH so regions survive an agent restart "

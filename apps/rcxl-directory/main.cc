@@ -57,13 +57,13 @@ int main(int argc, char** argv) {
                  "--auth-secret-file is required)");
   app.add_option("--max-keys", f.max_keys, "keys kept before LRU eviction")
       ->capture_default_str()
-      ->check(rcxl::apps::WholeNumberAtLeast<std::uint64_t>(1));
+      ->transform(rcxl::apps::WholeNumberAtLeast<std::uint64_t>(1));
   app.add_option("--lease-ttl-s", f.lease_ttl_s, "seconds a lookup's lease lasts unreleased")
       ->capture_default_str()
       ->check(rcxl::apps::Seconds(/*zero_ok=*/false));
   app.add_option("--max-frame-bytes", f.max_frame_bytes, "largest control frame")
       ->capture_default_str()
-      ->check(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(1));
+      ->transform(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(1));
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error")->capture_default_str();
   if (auto code = rcxl::apps::parse_command_line(app, argc, argv, "rcxl-directory", kExitError)) {
     return *code;

@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
                    [&f](bool on) { f.promotes = on; });
   app.add_option("--write-wait-ms", f.write_wait_ms, "write wait per store (SPEC R4.3; 0 = none)")
       ->capture_default_str()
-      ->check(rcxl::apps::WholeNumberIn(0, 10000));
+      ->transform(rcxl::apps::WholeNumberIn(0, 10000));
   app.add_flag("--zero-copy", f.zero_copy,
                "register buffers with the NIC instead of the staging copy");
   app.add_option("--timeout-s", f.timeout_s, "seconds one store or load call may take")
@@ -249,10 +249,10 @@ int main(int argc, char** argv) {
       "bench", "store and load generated KV with a writer and a reader, verifying every byte");
   bench->add_option("--mib", f.bench.mib, "MiB of KV per round")
       ->capture_default_str()
-      ->check(rcxl::apps::WholeNumberIn(1, 1 << 20));
+      ->transform(rcxl::apps::WholeNumberIn(1, 1 << 20));
   bench->add_option("--batch", f.bench.batch, "keys per store/load call")
       ->capture_default_str()
-      ->check(rcxl::apps::WholeNumberIn(1, 4096));
+      ->transform(rcxl::apps::WholeNumberIn(1, 4096));
   bench->add_option("--seed", f.bench.seed, "names and bytes of the keys")->capture_default_str();
   bench->add_option("--between-rounds", f.bench.between_rounds,
                     "shell command run after round 1 (e.g. reset the node's memory generation); "

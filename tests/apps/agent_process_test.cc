@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/cli_checks.h"
 #include "core/protocol/auth.h"
 #include "core/protocol/frame_codec.h"
 #include "tests/agent/tcp_wire.h"
@@ -253,6 +254,17 @@ TEST(AgentProcess, R2_1_TheExtensionNameDefaultsFromTheEnvironment) {
   unsetenv("RCXL_AGENT_REGION_EXTENSION");
   EXPECT_EQ(agent.wait_exit(std::chrono::seconds(5)), 1);
   EXPECT_NE(agent.read_all_err().find("from_env_ext"), std::string::npos);
+}
+
+// The number a flag validator checked is the number the flag gets: CLI11 alone
+// would read "010" as octal 8 after "10" passed the check.
+TEST(AgentProcess, R7_AWholeNumberFlagIsReadAsTheDecimalItWasCheckedAs) {
+  CLI::App app;
+  std::uint64_t value = 0;
+  app.add_option("--n", value)->transform(rcxl::apps::WholeNumberAtLeast<std::uint64_t>(9));
+  const char* argv[] = {"prog", "--n", "010"};
+  app.parse(3, const_cast<char**>(argv));
+  EXPECT_EQ(value, 10u);
 }
 
 }  // namespace
