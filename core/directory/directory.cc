@@ -50,7 +50,10 @@ Result<RegisterOutcome> Directory::register_key(const std::string& key, const Lo
   entry.location = location;
   entry.leases = leases;
   touch(key, entry);
-  evict_over_capacity();
+  // The new key is the most recent use; evicting it would answer "registered"
+  // for a key no lookup finds. With every other key leased the directory stays
+  // over max_keys until a lease ends (release evicts then).
+  evict_over_capacity(&key);
   return RegisterOutcome::kRegistered;
 }
 
@@ -133,6 +136,8 @@ std::size_t Directory::drop_region(const std::string& agent, std::uint64_t regio
 std::size_t Directory::drop_where(const std::string& agent, const std::string& keep_boot) {
   std::vector<std::string> doomed;
   for (const auto& [key, entry] : keys_) {
+    // A key doomed before (deleted while leased) was counted when it was dropped.
+    if (entry.doomed) continue;
     if (entry.location.agent == agent && entry.location.boot != keep_boot) doomed.push_back(key);
   }
   // The memory behind them is gone: a lease cannot keep them readable.
@@ -159,12 +164,13 @@ Result<std::size_t> Directory::boot_changed(const std::string& agent, const std:
   return drop_where(agent, boot);
 }
 
-void Directory::evict_over_capacity() {
+void Directory::evict_over_capacity(const std::string* keep) {
   auto it = lru_.begin();
   while (keys_.size() > options_.max_keys && it != lru_.end()) {
     auto entry = keys_.find(it->second);
     ++it;
     if (entry->second.leases > 0) continue;  // a lease keeps a key while it is read
+    if (keep != nullptr && entry->first == *keep) continue;
     remove(entry);
     ++evictions_;
   }

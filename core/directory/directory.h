@@ -81,7 +81,7 @@ class Directory {
 
   void touch(const std::string& key, Entry& entry);
   void remove(std::map<std::string, Entry>::iterator it);
-  void evict_over_capacity();
+  void evict_over_capacity(const std::string* keep = nullptr);
   std::size_t drop_where(const std::string& agent, const std::string& keep_boot);
 
   DirectoryOptions options_;

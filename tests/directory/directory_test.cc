@@ -104,6 +104,24 @@ TEST(Directory, R1_1_ReRegisteringAKeyDeletedWhileLeasedKeepsItsLeaseCount) {
   EXPECT_EQ(d.size(), 1u);  // and it is evictable again
 }
 
+// With every other key leased there is nothing to evict but the new key; a
+// register that answers "registered" must leave a key that lookups find.
+TEST(Directory, R1_1_ARegisterNeverEvictsTheKeyItRegistered) {
+  Directory d({.max_keys = 1, .lease_ttl = 10s});
+  ASSERT_TRUE(d.register_key("old", at("x:1", "b", 1, 0)).ok());
+  auto lease = d.lookup({"old"}, runtime::Instant(0)).lease;
+  ASSERT_EQ(*d.register_key("new", at("x:1", "b", 1, 4096)), RegisterOutcome::kRegistered);
+  EXPECT_TRUE(d.find("new").has_value());
+  EXPECT_TRUE(d.find("old").has_value());
+  EXPECT_EQ(d.size(), 2u);  // over max_keys while the lease holds "old"
+  EXPECT_EQ(d.evictions(), 0u);
+  ASSERT_TRUE(d.release(lease.id).ok());
+  EXPECT_EQ(d.size(), 1u);  // the lease's end brings it back to max_keys
+  EXPECT_FALSE(d.find("old").has_value());
+  EXPECT_TRUE(d.find("new").has_value());
+  EXPECT_EQ(d.evictions(), 1u);
+}
+
 TEST(Directory, R1_1_DropRegionDropsEveryKeyOfIt) {
   Directory d;
   ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
@@ -129,6 +147,22 @@ TEST(Directory, R6_1_ANewBootDropsTheOldBootsKeysAndRetiresIt) {
   EXPECT_EQ(late.status().code(), ErrorCode::kStaleEpoch);
   EXPECT_FALSE(d.find("a"));
   EXPECT_EQ(d.boot_changed("x:1", "b1").status().code(), ErrorCode::kStaleEpoch);
+}
+
+// A key deleted while leased was dropped once; a boot change that takes the
+// rest of its boot's keys must not count it again.
+TEST(Directory, R6_1_ABootChangeCountsOnlyKeysItDrops) {
+  Directory d;
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b1", 1, 0)).ok());
+  ASSERT_TRUE(d.register_key("b", at("x:1", "b1", 1, 4096)).ok());
+  auto lease = d.lookup({"a"}, runtime::Instant(0)).lease;
+  EXPECT_EQ(d.erase({"a"}), 1u);  // doomed, still leased
+  auto dropped = d.boot_changed("x:1", "b2");
+  ASSERT_TRUE(dropped.ok());
+  EXPECT_EQ(*dropped, 1u);  // "b" only
+  EXPECT_EQ(d.size(), 1u);  // "a" stays until its lease ends
+  ASSERT_TRUE(d.release(lease.id).ok());
+  EXPECT_EQ(d.size(), 0u);
 }
 
 TEST(Directory, R6_1_ARegisterUnderANewBootActsAsTheBootChange) {
