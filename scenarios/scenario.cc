@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 
+#include "scenarios/run_counters.h"
 #include "scenarios/scenario_extensions.h"
 
 namespace rcxl::scenarios {
@@ -200,15 +201,13 @@ Status parse_counter_bounds(const Reader& r, const Json& j, std::vector<CounterB
     if (!is_counter_path(path)) {
       return b.fail("", "expected a dotted counter path such as agent.boot_changes");
     }
+    if (auto s = check_counter_path(path); !s.ok()) return b.fail("", s.message());
     if (!bounds.is_object()) {
       return b.fail("", "expected {\"min\": N, \"max\": N} (either or both), not a bare value");
     }
     if (auto s = b.only({"min", "max"}); !s.ok()) return s;
     CounterBounds c;
     c.path = path;
-    std::string pointer = "/" + path;
-    std::replace(pointer.begin(), pointer.end(), '.', '/');
-    c.pointer = Json::json_pointer(pointer);
     if (auto s = bound(b, bounds, "min", c.min); !s.ok()) return s;
     if (auto s = bound(b, bounds, "max", c.max); !s.ok()) return s;
     if (!c.min && !c.max) return b.fail("", "give min, max or both");

@@ -45,8 +45,7 @@ struct ClientSettings {
 
 // Bounds on one number of the run's counters JSON.
 struct CounterBounds {
-  std::string path;                      // as written: "agent.boot_changes"
-  nlohmann::json::json_pointer pointer;  // /agent/boot_changes
+  std::string path;  // as written: "agent.boot_changes" (scenarios/run_counters.h)
   std::optional<double> min;
   std::optional<double> max;
 };

@@ -2,7 +2,10 @@
 // the invariants, and runs twice to the same trace hash.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "scenarios/embedded/embedded.h"
+#include "scenarios/run_counters.h"
 #include "scenarios/serving_rig.h"
 
 namespace rcxl::scenarios {
@@ -18,6 +21,24 @@ std::vector<std::string> replay_paths() {
   return out;
 }
 
+// The dotted paths of every number in a run's counters JSON.
+void number_paths(const Json& j, const std::string& at, std::vector<std::string>& out) {
+  if (j.is_number()) out.push_back(at);
+  if (!j.is_object()) return;
+  for (const auto& [k, v] : j.items()) number_paths(v, at.empty() ? k : at + "." + k, out);
+}
+
+// What `expect` accepts at load (run_counters.h) is what runs report: every
+// fixed path is in the counters and every counter is a fixed or family path.
+void expect_counters_match_the_catalogue(const Json& counters) {
+  std::vector<std::string> seen;
+  number_paths(counters, "", seen);
+  for (const auto& p : seen) EXPECT_TRUE(check_counter_path(p).ok()) << p << " is not catalogued";
+  for (const auto& p : fixed_counter_paths()) {
+    EXPECT_NE(std::find(seen.begin(), seen.end(), p), seen.end()) << p << " is not in the run";
+  }
+}
+
 class Replay : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Replay, PassesItsExpectationsAndIsDeterministic) {
@@ -31,6 +52,7 @@ TEST_P(Replay, PassesItsExpectationsAndIsDeterministic) {
   ASSERT_TRUE(first.status.ok()) << first.status.ToString();
   for (const auto& v : first.invariants.violations) ADD_FAILURE() << v;
   EXPECT_EQ(first.invariants.stale_reads, 0u);
+  expect_counters_match_the_catalogue(first.counters);
   const RunResult second = run_scenario(*sc, *profile);
   EXPECT_EQ(first.trace_hash, second.trace_hash) << "same scenario and seed, different trace";
 }
@@ -80,26 +102,39 @@ TEST(Replay, ADifferentSeedGivesADifferentTrace) {
 // SPEC R8: the typed `expect` block judges a run; each failure names what was
 // wanted and what the run did (no run needed: the result is made up).
 TEST(Replay, R8_ExpectationsJudgeTheRunsBootsCountersAndReuseHits) {
-  Json j = {
-      {"name", "t"},
-      {"expect",
-       {{"boots", Json::array({"^boot-mem0:1$", "^boot-mem0:2$"})},
-        {"counters", {{"device.resets", {{"min", 1}, {"max", 1}}}, {"agent.nope", {{"min", 0}}}}},
-        {"min_reuse_hits", 2}}}};
+  Json j = {{"name", "t"},
+            {"expect",
+             {{"boots", Json::array({"^boot-mem0:1$", "^boot-mem0:2$"})},
+              {"counters",
+               {{"device.resets", {{"min", 1}, {"max", 1}}},
+                {"agent.maps", {{"min", 0}}},
+                {"agent.hints_refused.bad_range", {{"max", 0}}}}},
+              {"min_reuse_hits", 2}}}};
   auto sc = parse_scenario(j, "t.json");
   ASSERT_TRUE(sc.ok()) << sc.status().ToString();
   RunResult run;
   run.boots_seen = {"boot-mem0:1", "boot-mem0:2"};
-  run.counters = {{"device", {{"resets", 1}}}};
+  run.counters = {{"device", {{"resets", 1}}}};  // as when the agent did not come back
   RequestRecord reuse;
   reuse.turn = 2;
   reuse.loaded_chunks = 1;
   run.records = {reuse, reuse};
   EXPECT_EQ(check_expectations(sc->expect, run),
-            std::vector<std::string>{"counter agent.nope does not exist"});
+            (std::vector<std::string>{
+                "counter agent.hints_refused.bad_range is not in this run's counters",
+                "counter agent.maps is not in this run's counters"}));
+
+  // A refusal code the run never counted reads as 0 (the family holds only keys seen).
+  run.counters = {{"device", {{"resets", 1}}},
+                  {"agent", {{"maps", 3}, {"hints_refused", Json::object()}}}};
+  EXPECT_TRUE(check_expectations(sc->expect, run).empty());
+  run.counters["agent"]["hints_refused"]["bad_range"] = 2;
+  EXPECT_EQ(check_expectations(sc->expect, run),
+            std::vector<std::string>{"counter agent.hints_refused.bad_range = 2, wanted <= 0"});
 
   run.boots_seen = {"boot-mem0:2", "boot-mem0:1"};  // out of order
-  run.counters = {{"device", {{"resets", 2}}}, {"agent", {{"nope", 0}}}};
+  run.counters = {{"device", {{"resets", 2}}},
+                  {"agent", {{"maps", 0}, {"hints_refused", Json::object()}}}};
   run.records.pop_back();
   EXPECT_EQ(
       check_expectations(sc->expect, run),

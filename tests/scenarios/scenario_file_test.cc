@@ -2,8 +2,10 @@
 // pointer and the fix (docs/scenarios.md).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 
+#include "scenarios/run_counters.h"
 #include "scenarios/scenario.h"
 
 namespace rcxl::scenarios {
@@ -148,6 +150,23 @@ INSTANTIATE_TEST_SUITE_P(
                 {{"expect", {{"counters", {{"device~resets", {{"min", 1}}}}}}}},
                 "/expect/counters/device~resets",
                 "dotted counter path"},
+        Refusal{"counter_no_such_counter",
+                {{"expect", {{"counters", {{"device.hit", {{"min", 1}}}}}}}},
+                "/expect/counters/device.hit",
+                "no counter device.hit; device has device.demand_read_fills"},
+        Refusal{"counter_no_such_section",
+                {{"expect", {{"counters", {{"nic.bytes", {{"min", 1}}}}}}}},
+                "/expect/counters/nic.bytes",
+                "no counter section 'nic'; counters are under agent., device."},
+        Refusal{"counter_refusal_code_unknown",
+                {{"expect", {{"counters", {{"agent.hints_refused.bad_rnage", {{"max", 0}}}}}}}},
+                "/expect/counters/agent.hints_refused.bad_rnage",
+                "'bad_rnage' is not a key of agent.hints_refused; write "
+                "agent.hints_refused.<an error code such as bad_range>"},
+        Refusal{"counter_family_itself",
+                {{"expect", {{"counters", {{"agent.hints_accepted", {{"min", 1}}}}}}}},
+                "/expect/counters/agent.hints_accepted",
+                "agent has agent.boot_changes"},
         Refusal{"unknown_expectation",
                 {{"expect", {{"min_hits", 3}}}},
                 "/expect/min_hits",
@@ -202,7 +221,6 @@ TEST(ScenarioFile, R8_ExpectIsReadIntoTypedValues) {
   EXPECT_TRUE(std::regex_match("boot-mem0:unknown", sc->expect.boots[1].re));
   ASSERT_EQ(sc->expect.counters.size(), 2u);
   EXPECT_EQ(sc->expect.counters[0].path, "agent.boot_changes");  // sorted by path
-  EXPECT_EQ(sc->expect.counters[0].pointer.to_string(), "/agent/boot_changes");
   EXPECT_EQ(sc->expect.counters[0].max, 0.0);
   EXPECT_FALSE(sc->expect.counters[0].min.has_value());
   EXPECT_EQ(sc->expect.counters[1].min, 1.0);
@@ -224,6 +242,23 @@ TEST(ScenarioFile, NameIsRequired) {
   auto sc = parse_scenario(Json::object(), "x.json");
   ASSERT_FALSE(sc.ok());
   EXPECT_NE(sc.status().message().find("/name"), std::string::npos);
+}
+
+// SPEC R8: the counter catalogue that `expect` paths are checked against.
+TEST(RunCounters, R8_FamiliesTakeTheirKeysAndNothingElse) {
+  const auto& fixed = fixed_counter_paths();
+  EXPECT_TRUE(std::is_sorted(fixed.begin(), fixed.end()));  // looked up by binary search
+  EXPECT_TRUE(check_counter_path("agent.hints_accepted.read_promote").ok());
+  EXPECT_TRUE(check_counter_path("agent.hints_refused.too_many_hint_requests").ok());
+  EXPECT_FALSE(check_counter_path("agent.hints_accepted.bad_range").ok());  // a code, not an action
+  EXPECT_FALSE(check_counter_path("agent.hints_refused.ok").ok());
+  EXPECT_FALSE(check_counter_path("agent.hints_refused.bad_range.x").ok());
+  EXPECT_FALSE(check_counter_path("device").ok());
+  const Json counters = {{"agent", {{"hints_refused", {{"bad_range", 2}}}}}};
+  EXPECT_EQ(counter_value(counters, "agent.hints_refused.bad_range"), 2.0);
+  EXPECT_EQ(counter_value(counters, "agent.hints_refused.refused"), 0.0);
+  EXPECT_FALSE(counter_value(counters, "agent.hints_accepted.read_hint").has_value());
+  EXPECT_FALSE(counter_value(counters, "agent.maps").has_value());
 }
 
 }  // namespace

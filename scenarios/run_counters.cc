@@ -1,0 +1,124 @@
+#include "scenarios/run_counters.h"
+
+#include <algorithm>
+
+#include "core/protocol/messages.h"
+
+namespace rcxl::scenarios {
+namespace {
+
+struct Family {
+  const char* prefix;  // "agent.hints_refused"
+  const char* keys;    // what its keys are, for the error message
+  bool (*valid)(const std::string& key);
+};
+
+bool is_action(const std::string& key) {
+  return protocol::action_from_name(key).has_value();
+}
+bool is_error_code(const std::string& key) {
+  const auto code = error_code_from_name(key);
+  return code.has_value() && *code != ErrorCode::kOk;
+}
+
+constexpr Family kFamilies[] = {
+    {"agent.hints_accepted", "an extension action such as read_hint", is_action},
+    {"agent.hints_refused", "an error code such as bad_range", is_error_code},
+};
+
+// The family `path` is a member of, with its key; nullptr if none.
+const Family* family_of(const std::string& path, std::string& key) {
+  for (const auto& f : kFamilies) {
+    const std::string prefix = std::string(f.prefix) + ".";
+    if (path.rfind(prefix, 0) == 0) {
+      key = path.substr(prefix.size());
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+std::string section_of(const std::string& path) {
+  return path.substr(0, path.find('.'));
+}
+
+}  // namespace
+
+const std::vector<std::string>& fixed_counter_paths() {
+  static const std::vector<std::string> kPaths = {
+      "agent.boot_changes",
+      "agent.maps",
+      "agent.maps_refused",
+      "agent.open_hint_requests",
+      "agent.unknown_periods",
+      "agent.write_waits",
+      "device.demand_read_fills",
+      "device.evictions",
+      "device.fills",
+      "device.hinted_bytes_prepared",
+      "device.hits",
+      "device.idle_write_backs",
+      "device.merged_misses",
+      "device.misses",
+      "device.resets",
+      "device.write_allocate_fills",
+      "device.write_backs",
+      "kv.failed_loads",
+      "kv.failed_stores",
+      "scheduler.ends_sent",
+      "scheduler.hints_sent",
+      "scheduler.lookups",
+      "worker.boot_misses",
+      "worker.loads",
+      "worker.longest_write_wait_ms",
+      "worker.reads_posted",
+      "worker.remote_access_errors",
+      "worker.stores",
+      "worker.writes_posted",
+  };
+  return kPaths;
+}
+
+Status check_counter_path(const std::string& path) {
+  const auto& fixed = fixed_counter_paths();
+  if (std::binary_search(fixed.begin(), fixed.end(), path)) return {};
+  std::string key;
+  if (const Family* f = family_of(path, key)) {
+    if (!key.empty() && key.find('.') == std::string::npos && f->valid(key)) return {};
+    return Error(ErrorCode::kBadRequest, "'" + key + "' is not a key of " + f->prefix + "; write " +
+                                             f->prefix + ".<" + f->keys + ">");
+  }
+  // Name the counters of the section the path starts with, or the sections.
+  const std::string section = section_of(path);
+  std::string known;
+  for (const auto& p : fixed) {
+    if (section_of(p) == section) known += (known.empty() ? "" : ", ") + p;
+  }
+  for (const auto& f : kFamilies) {
+    if (section_of(f.prefix) == section) {
+      known += (known.empty() ? "" : ", ") + std::string(f.prefix) + ".<key>";
+    }
+  }
+  if (known.empty()) {
+    return Error(ErrorCode::kBadRequest,
+                 "no counter section '" + section +
+                     "'; counters are under agent., device., kv., scheduler. and worker.");
+  }
+  return Error(ErrorCode::kBadRequest, "no counter " + path + "; " + section + " has " + known);
+}
+
+std::optional<double> counter_value(const nlohmann::json& counters, const std::string& path) {
+  std::string pointer = "/" + path;
+  std::replace(pointer.begin(), pointer.end(), '.', '/');
+  const nlohmann::json::json_pointer p(pointer);
+  if (counters.contains(p) && counters[p].is_number()) return counters[p].get<double>();
+  std::string key;
+  if (family_of(path, key) != nullptr) {
+    const std::string family = pointer.substr(0, pointer.rfind('/'));
+    const nlohmann::json::json_pointer f(family);
+    if (counters.contains(f) && counters[f].is_object()) return 0.0;  // never counted
+  }
+  return std::nullopt;
+}
+
+}  // namespace rcxl::scenarios
