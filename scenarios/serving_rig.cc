@@ -379,7 +379,6 @@ class Deployment {
   Json counters() const {
     const auto& d = device_->counters();
     const auto ws = worker_handler_->stats();
-    const auto ss = scheduler_handler_->stats();
     Json j;
     j["device"] = {{"hits", d.hits},
                    {"misses", d.misses},
@@ -401,7 +400,7 @@ class Deployment {
                    {"longest_write_wait_ms", runtime::to_millis(ws.longest_write_wait)}};
     j["scheduler"] = {{"hints_sent", scheduler_->hints_sent()},
                       {"ends_sent", scheduler_->ends_sent()},
-                      {"lookups", ss.loads}};
+                      {"lookups", scheduler_->lookups()}};
     j["kv"] = {{"failed_loads", kv_->failed_loads()}, {"failed_stores", kv_->failed_stores()}};
     if (agent_) j["agent"] = agent_metrics_json(*agent_);
     if (!restart_failure_.empty()) j["agent_restart_failure"] = restart_failure_;

@@ -55,6 +55,20 @@ void SchedulerConnector::on_request_finished(const std::string& request) {
   requests_.erase(it);
 }
 
+void SchedulerConnector::lookup(const std::vector<std::string>& keys,
+                                std::function<void(Result<std::size_t>)> done) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++lookups_;
+  }
+  handler_.lookup(keys, std::move(done));
+}
+
+std::uint64_t SchedulerConnector::lookups() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return lookups_;
+}
+
 std::size_t SchedulerConnector::tracked() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return requests_.size();

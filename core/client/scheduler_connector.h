@@ -29,14 +29,13 @@ class SchedulerConnector {
   void on_finished_recving(const std::string& request);
   void on_request_finished(const std::string& request);
   // The scheduler's lookup: how many leading keys hit (shares the directory client, R3.9).
-  void lookup(const std::vector<std::string>& keys, std::function<void(Result<std::size_t>)> done) {
-    handler_.lookup(keys, std::move(done));
-  }
+  void lookup(const std::vector<std::string>& keys, std::function<void(Result<std::size_t>)> done);
 
   std::size_t tracked() const;
   std::uint64_t hints_sent() const;
   std::uint64_t ends_sent() const;
   std::uint64_t forced_ends() const;
+  std::uint64_t lookups() const;  // lookup calls (each one directory probe)
 
  private:
   struct State {
@@ -54,6 +53,7 @@ class SchedulerConnector {
   std::uint64_t hints_ = 0;
   std::uint64_t ends_ = 0;
   std::uint64_t forced_ends_ = 0;
+  std::uint64_t lookups_ = 0;
 };
 
 }  // namespace rcxl::client

@@ -60,6 +60,19 @@ TEST(SchedulerConnector, R3_8_HintsARequestOnceAndEndsItOnceAtFinishedRecving) {
   EXPECT_EQ(scheduler.tracked(), 0u);
 }
 
+// The scheduler's lookups answer how many leading keys hit, and are counted
+// (the simulator reports them as scheduler.lookups).
+TEST(SchedulerConnector, R3_9_LookupCountsLeadingHits) {
+  RoleRig s;
+  SchedulerConnector scheduler(*s.scheduler_handler);
+  std::vector<std::size_t> hits;
+  scheduler.lookup({"a", "b", "c"}, [&](Result<std::size_t> r) { hits.push_back(r.value()); });
+  scheduler.lookup({"c", "a"}, [&](Result<std::size_t> r) { hits.push_back(r.value()); });
+  s.rig.settle(*s.scheduler_handler);
+  EXPECT_EQ(hits, (std::vector<std::size_t>{2, 0}));
+  EXPECT_EQ(scheduler.lookups(), 2u);
+}
+
 TEST(SchedulerConnector, R3_8_RequestFinishedIsTheFallbackEnd) {
   RoleRig s;
   SchedulerConnector scheduler(*s.scheduler_handler);
