@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <regex>
 
 #include "scenarios/run_counters.h"
@@ -259,6 +261,19 @@ TEST(RunCounters, R8_FamiliesTakeTheirKeysAndNothingElse) {
   EXPECT_EQ(counter_value(counters, "agent.hints_refused.refused"), 0.0);
   EXPECT_FALSE(counter_value(counters, "agent.hints_accepted.read_hint").has_value());
   EXPECT_FALSE(counter_value(counters, "agent.maps").has_value());
+}
+
+// Every counter an `expect` block may name has a row in docs/scenarios.md.
+TEST(RunCounters, R8_EveryCounterIsExplainedInTheDocs) {
+  std::ifstream in(std::string(RCXL_SOURCE_DIR) + "/docs/scenarios.md");
+  ASSERT_TRUE(in) << "docs/scenarios.md";
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const auto& path : fixed_counter_paths()) {
+    EXPECT_NE(text.str().find("| `" + path + "` |"), std::string::npos) << path;
+  }
+  EXPECT_NE(text.str().find("| `agent.hints_accepted.<action>` |"), std::string::npos);
+  EXPECT_NE(text.str().find("| `agent.hints_refused.<code>` |"), std::string::npos);
 }
 
 }  // namespace
