@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 #include <regex>
+#include <sstream>
 
 #include "scenarios/run_counters.h"
 #include "scenarios/scenario.h"
