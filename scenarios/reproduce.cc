@@ -23,6 +23,7 @@ namespace {
 using Json = nlohmann::json;
 
 Json interval_json(const Interval& ci) {
+  if (!ci.has_interval()) return nullptr;  // one pair: no t-interval
   return Json::array({ci.low, ci.high});
 }
 
@@ -320,14 +321,16 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
                   seed.c_str(), sim.c_str(), within ? "within" : "OUTSIDE");
     return std::string(buf);
   };
-  auto ci_text = [](const Interval& ci, const char* f) {
-    return fmt(f, ci.mean) + " [" + fmt(f, ci.low) + ", " + fmt(f, ci.high) + "]";
+  // "1.0102 [1.0033, 1.0172]x", or "1.0110x (1 pair)": one pair has no t-interval.
+  auto ci_text = [](const Interval& ci, const char* f, const std::string& unit = "") {
+    if (!ci.has_interval()) return fmt(f, ci.mean) + unit + " (1 pair)";
+    return fmt(f, ci.mean) + " [" + fmt(f, ci.low) + ", " + fmt(f, ci.high) + "]" + unit;
   };
   std::string& t = report.table;
   t = row("id", "figure", "seed", "simulated", true);
   t.replace(t.rfind("within"), 6, "within?");
   t += row("P1", "reuse TTFT, hinted CXL-SSD / all-DRAM", "1.0038x [0.993, 1.015]",
-           ci_text(p1, "%.4f") + "x", j["P1"]["within"]);
+           ci_text(p1, "%.4f", "x"), j["P1"]["within"]);
   t += row("P2", "mean KV load, hinted - all-DRAM (ms)", "+1.24", ci_text(p2, "%+.2f"),
            j["P2"]["within"]);
   t += row("P3", "per-READ gate: TTFT ratio, load delta", "1.0041x, +2.04 ms",
@@ -335,16 +338,16 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   t += row("P4", "store GB/s, unprepared vs prepared", "1.3 vs 10.3",
            fmt("%.2f", p4.unprepared.gbps) + " vs " + fmt("%.2f", p4.prepared.gbps),
            j["P4"]["within"]);
-  t += row("P5", "TTFT, write waits off / on", "0.990x [0.957, 1.024]", ci_text(p5, "%.4f") + "x",
+  t += row("P5", "TTFT, write waits off / on", "0.990x [0.957, 1.024]", ci_text(p5, "%.4f", "x"),
            j["P5"]["within"]);
   t += row(
       "P6", "early READ held until filled, right bytes", "yes",
       p6["ok"].get<bool>() ? "yes (" + fmt("%.2f", p6["latency_ms"].get<double>()) + " ms)" : "NO",
       j["P6"]["within"]);
-  t += "\nP3 - P2, the gate's own cost (load, gated - hinted): " + ci_text(gate_cost, "%+.2f") +
-       " ms; seed +0.80 ms\n";
+  t += "\nP3 - P2, the gate's own cost (load, gated - hinted): " +
+       ci_text(gate_cost, "%+.2f", " ms") + "; seed +0.80 ms\n";
   if (beyond) {
-    t += "beyond the seed: no-hint TTFT / all-DRAM = " + ci_text(nohints, "%.4f") + "x, load " +
+    t += "beyond the seed: no-hint TTFT / all-DRAM = " + ci_text(nohints, "%.4f", "x") + ", load " +
          fmt("%+.2f", nohints_load.mean) + " ms\n";
   } else {
     t += "beyond the seed: --beyond adds the no-hint configuration (TTFT / all-DRAM)\n";

@@ -583,10 +583,13 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     for (std::size_t m = 0; m < metrics().size(); ++m) {
       const Interval& ci = cell.metric[m];
       std::string text = cell.ok_runs == 0 ? "FAILED" : fmt("%.2f", ci.mean);
-      if (seeds > 1 && cell.ok_runs > 0)
+      if (ci.has_interval()) {
         text += " [" + fmt("%.2f", ci.low) + ", " + fmt("%.2f", ci.high) + "]";
+      }
       table += pad(text, seeds > 1 ? 28 : 14);
-      s[metrics()[m].key] = {{"mean", ci.mean}, {"ci", {ci.low, ci.high}}};
+      // One run (one seed, or the others failed): a mean and no interval.
+      s[metrics()[m].key] = {{"mean", ci.mean},
+                             {"ci", ci.has_interval() ? Json{ci.low, ci.high} : Json(nullptr)}};
     }
     table += "\n";
     summary.push_back(s);
@@ -633,7 +636,7 @@ Result<SweepReport> sweep(const SweepOptions& options) {
         if (cell->ok_runs == 0) continue;
         s.x.push_back(axis_value(xparam, report.points[cell->point].index[0]));
         s.y.push_back(cell->metric[m].mean);
-        if (seeds > 1) {
+        if (seeds > 1) {  // a cell of one run draws no bar (low = high = mean)
           s.y_low.push_back(cell->metric[m].low);
           s.y_high.push_back(cell->metric[m].high);
         }

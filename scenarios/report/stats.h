@@ -9,9 +9,12 @@ namespace rcxl::scenarios {
 
 struct Interval {
   double mean = 0;
-  double low = 0;
+  double low = 0;  // low == high == mean when there is no interval
   double high = 0;
   std::size_t n = 0;
+  // A t-interval needs two values (n - 1 degrees of freedom): one value gives a
+  // mean and no interval, not an interval of zero width.
+  bool has_interval() const { return n >= 2; }
 };
 
 double mean(const std::vector<double>& xs);
@@ -19,7 +22,7 @@ double mean(const std::vector<double>& xs);
 double stddev(const std::vector<double>& xs);
 // Two-sided 97.5% quantile of Student's t with `df` degrees of freedom.
 double t_quantile_975(std::size_t df);
-// mean ± t * s / sqrt(n); a single value gives a zero-width interval.
+// mean ± t * s / sqrt(n); see has_interval() for a single value.
 Interval t_interval_95(const std::vector<double>& xs);
 // The p-th quantile (0..1) by linear interpolation; xs need not be sorted.
 double quantile(std::vector<double> xs, double p);

@@ -29,6 +29,10 @@ TEST(SimProcess, R8_ReproduceRunsEachFigureOnItsOwnPairs) {
   EXPECT_EQ(j["P1"]["pairs"], 2);
   EXPECT_EQ(j["P3"]["pairs"], 2);
   EXPECT_EQ(j["P5"]["pairs"], 1);
+  // Two pairs give a t-interval; one pair a mean and no interval (not a zero-width one).
+  ASSERT_TRUE(j["P1"]["ci"].is_array());
+  EXPECT_LT(j["P1"]["ci"][0].get<double>(), j["P1"]["ci"][1].get<double>());
+  EXPECT_TRUE(j["P5"]["ci"].is_null());
   // P3 also reports the gate's own cost: its load delta minus P2's.
   EXPECT_NEAR(j["P3"]["over_hints_ms"].get<double>(),
               j["P3"]["delta_ms"].get<double>() - j["P2"]["value"].get<double>(), 1e-9);

@@ -19,10 +19,13 @@ TEST(ReportStats, R8_TIntervalOfFivePairsUsesFourDegreesOfFreedom) {
   EXPECT_EQ(ci.n, 5u);
 }
 
-TEST(ReportStats, SingleValueHasZeroWidth) {
+TEST(ReportStats, SingleValueHasAMeanAndNoInterval) {
   const Interval ci = t_interval_95({2.5});
+  EXPECT_EQ(ci.mean, 2.5);
+  EXPECT_FALSE(ci.has_interval());
   EXPECT_EQ(ci.low, 2.5);
   EXPECT_EQ(ci.high, 2.5);
+  EXPECT_TRUE(t_interval_95({2.5, 2.5}).has_interval());  // zero width, but an interval
 }
 
 TEST(ReportStats, QuantileInterpolates) {

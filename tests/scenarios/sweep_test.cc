@@ -229,6 +229,10 @@ TEST(Sweep, R8_FlashReadTimeReachesTheDevice) {
   ASSERT_EQ(r->runs.size(), 2u);
   ASSERT_TRUE(r->runs[0].summary.ok() && r->runs[1].summary.ok());
   EXPECT_GT(r->runs[1].summary.load_ms, r->runs[0].summary.load_ms);
+  // One seed per point: a mean and no interval (not one of zero width).
+  ASSERT_EQ(r->json["summary"].size(), 2u);
+  EXPECT_TRUE(r->json["summary"][0]["load_mean_ms"]["ci"].is_null());
+  EXPECT_EQ(r->json["summary"][0]["load_mean_ms"]["mean"], r->runs[0].summary.load_ms);
 }
 
 // hint_lead_ms is the engine's scheduler-to-worker hand-off: loads start later.
