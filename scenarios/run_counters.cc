@@ -108,17 +108,29 @@ Status check_counter_path(const std::string& path) {
 }
 
 std::optional<double> counter_value(const nlohmann::json& counters, const std::string& path) {
-  std::string pointer = "/" + path;
-  std::replace(pointer.begin(), pointer.end(), '.', '/');
-  const nlohmann::json::json_pointer p(pointer);
-  if (counters.contains(p) && counters[p].is_number()) return counters[p].get<double>();
-  std::string key;
-  if (family_of(path, key) != nullptr) {
-    const std::string family = pointer.substr(0, pointer.rfind('/'));
-    const nlohmann::json::json_pointer f(family);
-    if (counters.contains(f) && counters[f].is_object()) return 0.0;  // never counted
+  // Walks the dotted path one object member at a time (no JSON-pointer text:
+  // a key is taken as it is, whatever characters it has).
+  const nlohmann::json* at = &counters;
+  std::size_t from = 0;
+  while (true) {
+    const std::size_t dot = path.find('.', from);
+    const std::string name = path.substr(from, dot == std::string::npos ? dot : dot - from);
+    if (!at->is_object()) return std::nullopt;
+    auto it = at->find(name);
+    if (it == at->end()) {
+      // The last name missing from a family the run has: never counted, 0.
+      std::string key;
+      const bool family_key =
+          dot == std::string::npos && family_of(path, key) != nullptr && key == name;
+      if (family_key) return 0.0;
+      return std::nullopt;
+    }
+    at = &*it;
+    if (dot == std::string::npos) break;
+    from = dot + 1;
   }
-  return std::nullopt;
+  if (!at->is_number()) return std::nullopt;
+  return at->get<double>();
 }
 
 }  // namespace rcxl::scenarios

@@ -22,8 +22,9 @@ const std::vector<std::string>& fixed_counter_paths();
 // bad_request naming what the path could have been.
 Status check_counter_path(const std::string& path);
 
-// The counter's value in `counters`: a family key the run never counted is 0;
-// nullopt when the run has no such counter (e.g. no agent ran).
+// The counter's value in `counters`: a family key the run never counted is 0
+// (when the run has the family); nullopt when the run has no such counter
+// (e.g. no agent ran) or it is not a number.
 std::optional<double> counter_value(const nlohmann::json& counters, const std::string& path);
 
 }  // namespace rcxl::scenarios

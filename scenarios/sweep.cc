@@ -636,7 +636,7 @@ Result<SweepReport> sweep(const SweepOptions& options) {
         if (cell->ok_runs == 0) continue;
         s.x.push_back(axis_value(xparam, report.points[cell->point].index[0]));
         s.y.push_back(cell->metric[m].mean);
-        if (seeds > 1) {  // a cell of one run draws no bar (low = high = mean)
+        if (seeds > 1) {  // a cell where one run counts has low = high = mean: no bar
           s.y_low.push_back(cell->metric[m].low);
           s.y_high.push_back(cell->metric[m].high);
         }

@@ -261,6 +261,10 @@ TEST(RunCounters, R8_FamiliesTakeTheirKeysAndNothingElse) {
   EXPECT_EQ(counter_value(counters, "agent.hints_refused.refused"), 0.0);
   EXPECT_FALSE(counter_value(counters, "agent.hints_accepted.read_hint").has_value());
   EXPECT_FALSE(counter_value(counters, "agent.maps").has_value());
+  // Keys are taken as they are, not as JSON-pointer text; a non-number is no counter.
+  const Json odd = {{"a~b", {{"c/d", 3}}}, {"agent", {{"hints_refused", {{"bad_range", "x"}}}}}};
+  EXPECT_EQ(counter_value(odd, "a~b.c/d"), 3.0);
+  EXPECT_FALSE(counter_value(odd, "agent.hints_refused.bad_range").has_value());
 }
 
 // Every counter an `expect` block may name has a row in docs/scenarios.md.
@@ -269,11 +273,27 @@ TEST(RunCounters, R8_EveryCounterIsExplainedInTheDocs) {
   ASSERT_TRUE(in) << "docs/scenarios.md";
   std::stringstream text;
   text << in.rdbuf();
+  const std::string doc = text.str();
+  const auto from = doc.find("### The counters");
+  ASSERT_NE(from, std::string::npos);
+  const std::string table = doc.substr(from, doc.find("\n## ", from) - from);
   for (const auto& path : fixed_counter_paths()) {
-    EXPECT_NE(text.str().find("| `" + path + "` |"), std::string::npos) << path;
+    EXPECT_NE(table.find("| `" + path + "` |"), std::string::npos) << path;
   }
-  EXPECT_NE(text.str().find("| `agent.hints_accepted.<action>` |"), std::string::npos);
-  EXPECT_NE(text.str().find("| `agent.hints_refused.<code>` |"), std::string::npos);
+  EXPECT_NE(table.find("| `agent.hints_accepted.<action>` |"), std::string::npos);
+  EXPECT_NE(table.find("| `agent.hints_refused.<code>` |"), std::string::npos);
+  // And every row of the table names a counter (no stale or misspelled rows).
+  const std::regex row(R"(\n\| `([a-z_.]+?)(\.<(action|code)>)?` \|)");
+  std::size_t rows = 0;
+  for (auto it = std::sregex_iterator(table.begin(), table.end(), row);
+       it != std::sregex_iterator(); ++it) {
+    ++rows;
+    const std::string path = (*it)[1].str() + ((*it)[3] == "action" ? ".read_hint"
+                                               : (*it)[3] == "code" ? ".bad_range"
+                                                                    : "");
+    EXPECT_TRUE(check_counter_path(path).ok()) << (*it)[0].str();
+  }
+  EXPECT_EQ(rows, fixed_counter_paths().size() + 2);
 }
 
 }  // namespace
