@@ -203,8 +203,8 @@ Status Agent::start() {
   }
   log_.info("agent up: boot ", boot(), ", pool ", pool_.describe(), ", extension ",
             ext_ ? ext_->name() : std::string("none"));
-  if (ext_ && ext_->has_memory_generation()) schedule_poll();
-  schedule_sweep();
+  if (ext_ && ext_->has_memory_generation()) schedule_poll(*poll_strand_);
+  schedule_sweep(*sweep_strand_);
   return {};
 }
 
@@ -1026,21 +1026,23 @@ void Agent::read_generation() {
   if (config_.on_boot_change) config_.on_boot_change(after);
 }
 
-void Agent::schedule_poll() {
+// The timers re-arm on the strand they were given, never reading the member
+// that owns it: ~Agent resets that member while a task may still run (TSan).
+void Agent::schedule_poll(runtime::Strand& strand) {
   if (stopped_) return;
-  poll_strand_->post_after(config_.generation_poll, [this] {
+  strand.post_after(config_.generation_poll, [this, &strand] {
     if (stopped_) return;
     read_generation();
-    schedule_poll();
+    schedule_poll(strand);
   });
 }
 
-void Agent::schedule_sweep() {
+void Agent::schedule_sweep(runtime::Strand& strand) {
   if (stopped_) return;
-  sweep_strand_->post_after(config_.sweep_interval, [this] {
+  strand.post_after(config_.sweep_interval, [this, &strand] {
     if (stopped_) return;
     sweep();
-    schedule_sweep();
+    schedule_sweep(strand);
   });
 }
 

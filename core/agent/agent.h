@@ -139,8 +139,8 @@ class Agent {
   Status load_regions();
   Status persist_regions();
   RegionTable snapshot_locked() const;
-  void schedule_poll();
-  void schedule_sweep();
+  void schedule_poll(runtime::Strand& strand);
+  void schedule_sweep(runtime::Strand& strand);
   void sweep();
   protocol::Json refuse_hint_locked(const protocol::Json& id, const Status& status, bool with_boot);
   Status call_extension(const char* hook, const std::function<Status()>& call);
