@@ -359,7 +359,8 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
            ")";
   };
   t += seeds(pairs) + ", P5 over " + seeds(pairs_of("waits_off")) +
-       (pairs_of("waits_off") == 3 ? " as the seed's" : "") + ", 95% t-intervals\n";
+       (pairs_of("waits_off") == 3 ? " as the seed's" : "") +
+       (pairs == 1 ? ", no intervals from 1 pair\n" : ", 95% t-intervals\n");
   if (!settings_text.empty()) {
     t += "profiles changed by --set (not the shipped profile): " + settings_text + "\n";
   }
