@@ -73,7 +73,10 @@ void StrandQueue::run() {
     if (timers_.empty()) {
       wake_.wait(lock);
     } else {
-      wake_.wait_until(lock, timers_.begin()->first.first);
+      // A copy: wait_until reads its deadline again after waking, when cancel()
+      // or stop() may have freed the timer node it came from (ASan).
+      const SteadyTime next = timers_.begin()->first.first;
+      wake_.wait_until(lock, next);
     }
   }
   thread_id_ = {};  // ids are reused by later threads

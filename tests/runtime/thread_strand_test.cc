@@ -97,6 +97,25 @@ TEST(ThreadStrand, CancelledTimerNeverRuns) {
   EXPECT_FALSE(ran);
 }
 
+// The strand's thread sleeps until its earliest timer; cancelling that timer,
+// or destroying the strand, frees the timer while the thread waits on it. The
+// wait must not read the freed deadline afterwards (it did: ASan found a
+// heap-use-after-free when an agent went with its sweep timer pending).
+TEST(ThreadStrand, CancellingOrDroppingTheTimerItSleepsOnIsSafe) {
+  for (int round = 0; round < 50; ++round) {
+    ThreadStrand strand("sleeper");
+    const runtime::TimerId id = strand.post_after(1h, [] {});
+    std::this_thread::sleep_for(200us);  // let the thread go to sleep on it
+    EXPECT_TRUE(strand.cancel(id));
+    std::promise<void> ran;
+    auto done = ran.get_future();
+    strand.post([&] { ran.set_value(); });
+    get_or_abort(done, "task after the cancel");
+    strand.post_after(1h, [] {});  // pending when the strand goes
+    std::this_thread::sleep_for(200us);
+  }
+}
+
 TEST(ThreadStrand, CancelAfterTheTimerRanIsFalse) {
   ThreadStrand strand("fired");
   std::promise<void> fired;
