@@ -93,10 +93,12 @@ struct SilentAgent {
     auto l = node.transport().listen({"silent", 7000}, *strand, [this](auto raw) {
       auto conn = protocol::FramedConn::Make(std::move(raw));
       conns.push_back(conn);
+      // A weak capture: the handler lives in the conn (a shared_ptr would leak both).
       conn->start(
           *strand,
-          [conn](Json m) {
-            if (m.value("op", "") != "hello") return;  // silence
+          [weak = std::weak_ptr<protocol::FramedConn>(conn)](Json m) {
+            auto conn = weak.lock();
+            if (!conn || m.value("op", "") != "hello") return;  // silence
             conn->send(
                 {{"id", m["id"]},
                  {"ok", true},
