@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps configure build run test unit clean format tidy
+.PHONY: all deps configure build run test unit clean format tidy asan tsan
 
 all: build
 
@@ -34,3 +34,22 @@ format:
 # clang-tidy (.clang-tidy) over the non-test sources: minutes of CPU, so not in `make test`.
 tidy: configure
 	@ci/check-tidy -p $(BUILD) -j $(JOBS)
+
+# Every ctest under ASan+UBSan with leak checks (build-asan; about an hour of
+# CPU to build here, minutes to run): not in `make test`.
+asan: deps
+	@cmake -S . -B build-asan $(GENERATOR) -DRCXL_SANITIZE=ON >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest -j $(JOBS) --timeout 900 --output-on-failure
+
+# The tests that run threads (thread runtime, TCP, agent threads, the binaries
+# as processes) under ThreadSanitizer (build-tsan).
+TSAN_TESTS := thread_strand_test tcp_transport_test thread_runtime_test echo_both_runtimes_test \
+  agent_threads_test client_shared_directory_thread_test directory_process_test \
+  agent_process_test kv_process_test rcxl-agent rcxl-directory rcxl-kv rcxl-sim
+tsan: deps
+	@cmake -S . -B build-tsan $(GENERATOR) -DRCXL_TSAN=ON >/dev/null
+	@cmake --build build-tsan -j $(JOBS) --target $(TSAN_TESTS)
+	@cd build-tsan && ctest -j $(JOBS) --timeout 900 --output-on-failure -R \
+	  'ThreadStrand|TcpTransport|ThreadRuntime|EchoBoth|AgentThreads|SharedDirectoryThread|DirectoryProcess|AgentProcess|KvProcess'
