@@ -226,5 +226,37 @@ TEST(SimNic, SampledPayloadIsTimedAtFullLengthButStoresOnlyItsRealBytes) {
   EXPECT_EQ(beyond, std::vector<std::byte>(16));
 }
 
+// Records what the RNIC reports as landed; every range is ready at once.
+class LandingMemory : public SimMemoryPool, public MemoryTiming {
+ public:
+  explicit LandingMemory(std::uint64_t size) : SimMemoryPool(size) {}
+  runtime::Instant access_ready(std::uint64_t, std::uint64_t, bool, runtime::Instant at) override {
+    return at;
+  }
+  void accessed(std::uint64_t offset, std::uint64_t length, bool write, runtime::Instant) override {
+    if (write) landed.emplace_back(offset, length);
+  }
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> landed;
+};
+
+// The payload goes through MemoryPool::write, which marks its own pages; the
+// device hears only of the bytes past it (a page evicted in between must not
+// be dirtied again without its bytes: tests/device/cxl_ssd_bytes_test.cc).
+TEST(SimNic, AWriteReportsAsLandedOnlyTheBytesItsPayloadDidNotCarry) {
+  Rig rig;
+  LandingMemory pool(8 << 20);
+  auto reg = rig.mem_nic.register_memory(pool, 0, 8 << 20, runtime::kAccessRemoteWrite);
+  rig.connect();
+  auto head = bytes_of("chunk header");
+  RdmaOp sampled{RdmaOp::Kind::kWrite, head, reg->addr + 4096, reg->rkey};
+  sampled.length = 1 << 20;
+  RdmaOp whole{RdmaOp::Kind::kWrite, head, reg->addr, reg->rkey};
+  const auto st = rig.post({sampled, whole});
+  ASSERT_TRUE(st[0].ok() && st[1].ok());
+  ASSERT_EQ(pool.landed.size(), 2u);
+  EXPECT_EQ(pool.landed[0], std::make_pair(4096 + head.size(), (1u << 20) - head.size()));
+  EXPECT_EQ(pool.landed[1].second, 0u);  // nothing past a whole payload
+}
+
 }  // namespace
 }  // namespace rcxl::sim

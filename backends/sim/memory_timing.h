@@ -15,7 +15,11 @@ class MemoryTiming {
   // may its bytes be read (or written)? May start fills; must not go back in time.
   virtual runtime::Instant access_ready(std::uint64_t offset, std::uint64_t length, bool write,
                                         runtime::Instant at) = 0;
-  // Bytes reach the medium (after access_ready): a device marks them dirty.
+  // Bytes reach the medium (after access_ready). For a WRITE these are only the
+  // bytes past a payload-sampled op's payload, which reach it without their
+  // values (the payload itself went through MemoryPool::write, which marks its
+  // own pages): a device marks them dirty. Telling it the payload's pages too
+  // would re-dirty, without bytes, a page evicted since write() kept its bytes.
   virtual void accessed(std::uint64_t /*offset*/, std::uint64_t /*length*/, bool /*write*/,
                         runtime::Instant /*at*/) {}
 };

@@ -135,8 +135,10 @@ class SimQueuePair final : public runtime::QueuePair,
           const auto* still = self->check(op, runtime::kAccessRemoteWrite, batch, index);
           if (!still) return;
           (void)still->pool->write(offset, std::as_bytes(std::span(*payload)));
+          // Only the bytes a sampled payload did not carry: write() marked its own.
           if (auto* timing = dynamic_cast<MemoryTiming*>(still->pool)) {
-            timing->accessed(offset, op.wire_length(), true, self->loop().now());
+            const std::uint64_t kept = std::min<std::uint64_t>(payload->size(), op.wire_length());
+            timing->accessed(offset + kept, op.wire_length() - kept, true, self->loop().now());
           }
           self->finish_op(batch, index, Status(), self->loop().now() + self->params().latency);
         });
