@@ -17,6 +17,7 @@ void Directory::touch(const std::string& key, Entry& entry) {
 }
 
 void Directory::remove(std::map<std::string, Entry>::iterator it) {
+  if (it->second.doomed) --doomed_;
   lru_.erase(it->second.last_use);
   keys_.erase(it);
 }
@@ -118,6 +119,7 @@ std::size_t Directory::erase(const std::vector<std::string>& keys) {
     ++n;
     if (it->second.leases > 0) {
       it->second.doomed = true;
+      ++doomed_;
     } else {
       remove(it);
     }
@@ -145,6 +147,7 @@ std::size_t Directory::drop_where(const std::string& agent, const std::string& k
     auto it = keys_.find(key);
     if (it->second.leases > 0) {
       it->second.doomed = true;
+      ++doomed_;
     } else {
       remove(it);
     }

@@ -58,7 +58,11 @@ class Directory {
   // Ends expired leases (called before each operation by the server).
   void expire_leases(runtime::Instant now);
 
+  // Entries held, keys deleted while leased among them (they go with their leases).
   std::size_t size() const { return keys_.size(); }
+  // Keys a lookup can find: the entries less the doomed ones.
+  std::size_t live_keys() const { return keys_.size() - doomed_; }
+  std::size_t doomed_keys() const { return doomed_; }
   std::size_t open_leases() const { return leases_.size(); }
   std::uint64_t evictions() const { return evictions_; }
   std::optional<Location> find(const std::string& key) const;
@@ -92,6 +96,7 @@ class Directory {
   std::uint64_t use_clock_ = 0;
   std::uint64_t next_lease_ = 1;
   std::uint64_t evictions_ = 0;
+  std::size_t doomed_ = 0;  // entries with doomed set
 };
 
 }  // namespace rcxl::directory

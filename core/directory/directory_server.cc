@@ -211,7 +211,8 @@ Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& messa
     return Json{{"dropped", *dropped}};
   }
   if (op == "stats") {
-    return Json{{"keys", directory_.size()},
+    return Json{{"keys", directory_.live_keys()},
+                {"doomed", directory_.doomed_keys()},
                 {"leases", directory_.open_leases()},
                 {"evictions", directory_.evictions()}};
   }

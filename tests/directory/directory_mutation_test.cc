@@ -304,5 +304,25 @@ TEST(DirectoryMutation, R1_2_MutatedStatsNeverCrashesAndRefusalsChangeNothing) {
   mutate_op("stats", 39);
 }
 
+// stats.keys counts what a lookup can find; a key deleted while leased is
+// counted apart, as doomed, until its last lease ends.
+TEST(DirectoryStats, R1_1_StatsCountsLiveKeysAndDoomedOnesApart) {
+  Rig rig;  // k0..k3, k0 and k1 leased
+  auto stats = [&rig] { return rig.client->call({{"op", "stats"}, {"id", 2}}); };
+  Json before = stats();
+  EXPECT_EQ(before.value("keys", 0), 4) << before.dump();
+  EXPECT_EQ(before.value("doomed", -1), 0) << before.dump();
+  Json deleted = rig.client->call({{"op", "delete"}, {"id", 3}, {"keys", {"k0", "k2"}}});
+  EXPECT_EQ(deleted.value("deleted", 0), 2) << deleted.dump();
+  Json after = stats();
+  EXPECT_EQ(after.value("keys", 0), 2) << after.dump();     // k1, k3
+  EXPECT_EQ(after.value("doomed", -1), 1) << after.dump();  // k0, still leased
+  Json released = rig.client->call({{"op", "release"}, {"id", 4}, {"lease", rig.lease}});
+  EXPECT_TRUE(released.value("ok", false)) << released.dump();
+  Json end = stats();
+  EXPECT_EQ(end.value("keys", 0), 2) << end.dump();
+  EXPECT_EQ(end.value("doomed", -1), 0) << end.dump();
+}
+
 }  // namespace
 }  // namespace rcxl::directory

@@ -95,7 +95,10 @@ TEST(Directory, R1_1_ReRegisteringAKeyDeletedWhileLeasedKeepsItsLeaseCount) {
   ASSERT_TRUE(d.register_key("k", at("x:1", "b", 1, 0)).ok());
   auto lease = d.lookup({"k"}, runtime::Instant(0)).lease;
   EXPECT_EQ(d.erase({"k"}), 1u);  // doomed while leased
+  EXPECT_EQ(d.doomed_keys(), 1u);
   ASSERT_EQ(*d.register_key("k", at("x:1", "b", 1, 4096)), RegisterOutcome::kRegistered);
+  EXPECT_EQ(d.doomed_keys(), 0u);  // the new entry replaced the doomed one
+  EXPECT_EQ(d.live_keys(), 1u);
   ASSERT_TRUE(d.release(lease.id).ok());
   EXPECT_EQ(d.erase({"k"}), 1u);  // no lease left: it goes now
   EXPECT_EQ(d.size(), 0u);
@@ -161,8 +164,11 @@ TEST(Directory, R6_1_ABootChangeCountsOnlyKeysItDrops) {
   ASSERT_TRUE(dropped.ok());
   EXPECT_EQ(*dropped, 1u);  // "b" only
   EXPECT_EQ(d.size(), 1u);  // "a" stays until its lease ends
+  EXPECT_EQ(d.live_keys(), 0u);
+  EXPECT_EQ(d.doomed_keys(), 1u);
   ASSERT_TRUE(d.release(lease.id).ok());
   EXPECT_EQ(d.size(), 0u);
+  EXPECT_EQ(d.doomed_keys(), 0u);
 }
 
 TEST(Directory, R6_1_ARegisterUnderANewBootActsAsTheBootChange) {
