@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "apps/cli_checks.h"
 #include "backends/sim/sim_world.h"
 #include "core/protocol/echo_service.h"
 #include "scenarios/embedded/embedded.h"
@@ -324,7 +325,7 @@ int run_cli(int argc, char** argv) {
       ->transform(kSeed)
       ->capture_default_str();
   demo->add_option("--pings", pings, "how many pings")
-      ->check(CLI::Range(1, 1000000))
+      ->transform(rcxl::apps::WholeNumberIn(1, 1000000))
       ->capture_default_str();
 
   std::string file, trace, profiles;
@@ -360,12 +361,12 @@ int run_cli(int argc, char** argv) {
   reproduce->add_option("--out", repro.out_dir, "where the SVG pictures and reproduce.json go")
       ->capture_default_str();
   reproduce->add_option("--pairs", repro.pairs, "paired runs for P1-P3")
-      ->check(CLI::Range(1, 50))
+      ->transform(rcxl::apps::WholeNumberIn(1, 50))
       ->capture_default_str();
   reproduce
       ->add_option("--p5-pairs", repro.p5_pairs,
                    "paired runs for P5 (the seed's 3; at most --pairs)")
-      ->check(CLI::Range(1, 50))
+      ->transform(rcxl::apps::WholeNumberIn(1, 50))
       ->capture_default_str();
   reproduce->add_flag("--beyond", repro.beyond_seed,
                       "also run CXL-SSD without hints (the no-hint TTFT ratio, beyond the seed)");
@@ -374,7 +375,7 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   reproduce
       ->add_option("--threads", repro.threads, "runs in parallel (results do not depend on it)")
-      ->check(CLI::Range(1, 64))
+      ->transform(rcxl::apps::WholeNumberIn(1, 64))
       ->capture_default_str();
   reproduce->add_option("--profiles", repro.profiles_dir,
                         "read profiles from this directory instead of the built-in ones");
@@ -402,7 +403,7 @@ int run_cli(int argc, char** argv) {
   sweep
       ->add_option("--seeds", sweep_opts.seeds,
                    "runs per point and configuration (seeds from --seed)")
-      ->check(CLI::Range(1, 50))
+      ->transform(rcxl::apps::WholeNumberIn(1, 50))
       ->capture_default_str();
   sweep->add_option("--seed", sweep_opts.first_seed, "the first seed")
       ->transform(kSeed)
@@ -410,7 +411,7 @@ int run_cli(int argc, char** argv) {
   sweep
       ->add_option("--threads", sweep_opts.threads,
                    "runs in parallel (results do not depend on it)")
-      ->check(CLI::Range(1, 64))
+      ->transform(rcxl::apps::WholeNumberIn(1, 64))
       ->capture_default_str();
   sweep->add_option("--out", sweep_opts.out_dir, "where sweep.csv, sweep.json and the SVGs go")
       ->capture_default_str();
@@ -420,9 +421,9 @@ int run_cli(int argc, char** argv) {
   sweep
       ->add_option("--conversations", sweep_conversations,
                    "override the workload's conversations (a quicker, smaller sweep)")
-      ->check(CLI::Range(1, 100000));
+      ->transform(rcxl::apps::WholeNumberIn(1, 100000));
   sweep->add_option("--turns", sweep_turns, "override the workload's turns per conversation")
-      ->check(CLI::Range(1, 1000));
+      ->transform(rcxl::apps::WholeNumberIn(1, 1000));
   sweep->add_option("--profiles", sweep_opts.profiles_dir,
                     "read profiles from this directory instead of the built-in ones");
   sweep->add_flag("--json", sweep_json, "print one JSON object (summary and every run)");
