@@ -1,6 +1,6 @@
-// Command-line checks shared by the binaries (rcxl-sim, rcxl-agent, rcxl-directory, rcxl-kv): number
-// validators whose refusal says what is wanted, and one parse step that turns
-// CLI11's errors into the binary's documented usage exit code.
+// Command-line checks shared by rcxl-sim, rcxl-agent, rcxl-directory and
+// rcxl-kv: number validators whose refusal says what is wanted, and one parse
+// step that turns CLI11's errors into the binary's documented usage exit code.
 #pragma once
 
 #include <CLI/CLI.hpp>
