@@ -258,5 +258,30 @@ TEST(SimNic, AWriteReportsAsLandedOnlyTheBytesItsPayloadDidNotCarry) {
   EXPECT_EQ(pool.landed[1].second, 0u);  // nothing past a whole payload
 }
 
+// An op whose wire length is shorter than its local buffer would move the
+// buffer's bytes past the range the rkey was checked for: refused, as verbs
+// refuses it, and the bytes beyond the registration stay as they were.
+TEST(SimNic, R1_2_AnOpShorterThanItsBufferIsRefusedAndMovesNothing) {
+  Rig rig;
+  SimMemoryPool pool(1 << 20);
+  auto outside = bytes_of("not yours");
+  ASSERT_TRUE(pool.write(8192, outside).ok());  // just past the registration
+  auto reg = rig.mem_nic.register_memory(pool, 4096, 4096,
+                                         runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite);
+  rig.connect();
+  std::vector<std::byte> buffer(8192, std::byte{'x'});
+  RdmaOp read{RdmaOp::Kind::kRead, buffer, reg->addr, reg->rkey};
+  read.length = 4096;
+  RdmaOp write{RdmaOp::Kind::kWrite, buffer, reg->addr, reg->rkey};
+  write.length = 4096;
+  const auto st = rig.post({read, write});
+  ASSERT_EQ(st.size(), 2u);
+  for (const auto& s : st) EXPECT_EQ(s.code(), ErrorCode::kBadRequest) << s.ToString();
+  EXPECT_EQ(buffer, std::vector<std::byte>(8192, std::byte{'x'}));
+  std::vector<std::byte> after(outside.size());
+  ASSERT_TRUE(pool.read(8192, after).ok());
+  EXPECT_EQ(after, outside);
+}
+
 }  // namespace
 }  // namespace rcxl::sim

@@ -71,6 +71,16 @@ class SimQueuePair final : public runtime::QueuePair,
 
   void start(const RdmaOp& op, std::shared_ptr<Batch> batch, std::size_t index) {
     auto self = shared_from_this();
+    // The rkey is checked for wire_length() bytes: a longer buffer would move
+    // bytes past them. Only a longer wire (a sampled payload) is the sim's own.
+    if (op.length != 0 && op.length < op.local.size()) {
+      finish_op(batch, index,
+                Error(ErrorCode::kBadRequest, "RDMA op length " + std::to_string(op.length) +
+                                                  " is shorter than its local buffer (" +
+                                                  std::to_string(op.local.size()) + " bytes)"),
+                loop().now());
+      return;
+    }
     if (op.kind == RdmaOp::Kind::kWrite) {
       // Copied at post: the NIC reads the local buffer as it sends.
       auto payload = std::make_shared<std::string>(reinterpret_cast<const char*>(op.local.data()),

@@ -38,6 +38,7 @@ struct RdmaOp {
   // Bytes on the wire; 0 means local.size(). Larger than local.size() only on
   // the simulator, for payload-sampled bulk runs: the bytes past `local` are
   // timed and change device page state, but are not stored (docs/simulator.md).
+  // Shorter than local.size() is refused (bad_request) by every NIC.
   std::uint64_t length = 0;
 
   std::uint64_t wire_length() const { return length ? length : local.size(); }
