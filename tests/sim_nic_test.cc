@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 
 #include "backends/sim/memory_timing.h"
 #include "backends/sim/sim_memory_pool.h"
@@ -281,6 +282,42 @@ TEST(SimNic, R1_2_AnOpShorterThanItsBufferIsRefusedAndMovesNothing) {
   std::vector<std::byte> after(outside.size());
   ASSERT_TRUE(pool.read(8192, after).ok());
   EXPECT_EQ(after, outside);
+}
+
+// A QP sends its requests in order: a READ posted behind a large WRITE leaves
+// after the WRITE's last byte, so it completes a WRITE's wire time later than
+// it would alone (RC; the responder then executes it after the WRITE).
+TEST(SimNic, AReadPostedBehindAWriteOnItsQueuePairWaitsForTheWriteData) {
+  Rig rig;
+  SimMemoryPool pool(8 << 20);
+  auto reg = rig.mem_nic.register_memory(pool, 0, 8 << 20,
+                                         runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite);
+  rig.connect();
+  std::vector<std::byte> small(4096);
+  const auto alone_start = rig.world.loop().now();
+  ASSERT_TRUE(rig.post({{RdmaOp::Kind::kRead, small, reg->addr, reg->rkey}})[0].ok());
+  const auto alone = rig.world.loop().now() - alone_start;
+
+  auto head = bytes_of("chunk header");
+  RdmaOp big{RdmaOp::Kind::kWrite, head, reg->addr + 4096, reg->rkey};
+  big.length = 4 << 20;
+  std::optional<runtime::Instant> write_done, read_done;
+  const auto start = rig.world.loop().now();
+  rig.qp->post({big}, [&](std::vector<Status> s) {
+    EXPECT_TRUE(s[0].ok());
+    write_done = rig.world.loop().now();
+  });
+  rig.qp->post({{RdmaOp::Kind::kRead, small, reg->addr + 4096, reg->rkey}},
+               [&](std::vector<Status> s) {
+                 EXPECT_TRUE(s[0].ok());
+                 read_done = rig.world.loop().now();
+               });
+  ASSERT_TRUE(rig.world.run_until([&] { return read_done.has_value(); }).ok());
+  const double wire = (4 << 20) / rig.fabric.params().bytes_per_second;
+  EXPECT_GE(runtime::to_seconds(*read_done - start), wire + runtime::to_seconds(alone) * 0.9);
+  EXPECT_EQ(std::memcmp(small.data(), head.data(), head.size()), 0);  // it saw the WRITE
+  ASSERT_TRUE(write_done.has_value());
+  EXPECT_LE(*write_done, *read_done);
 }
 
 }  // namespace

@@ -97,9 +97,12 @@ class SimQueuePair final : public runtime::QueuePair,
                            self->write_arrived(op, payload, batch, index, tx_start);
                          });
     } else {
-      loop().schedule_after(
-          params().per_op + params().latency,
-          [self, op, batch = std::move(batch), index] { self->read_arrived(op, batch, index); });
+      // A QP sends its requests in order: the READ request leaves after the
+      // data of the WRITEs posted before it.
+      const Instant tx_start = std::max(loop().now(), write_tx_free_) + params().per_op;
+      loop().schedule_at(tx_start + params().latency, [self, op, batch = std::move(batch), index] {
+        self->read_arrived(op, batch, index);
+      });
     }
   }
 
@@ -165,13 +168,16 @@ class SimQueuePair final : public runtime::QueuePair,
     runtime::MemoryPool* pool = nullptr;
     std::uint64_t offset = 0;
     std::uint64_t next = 0;  // next segment's byte offset within the READ
+    // The responder executes a QP's requests in order: the READ reads nothing
+    // before the WRITEs that came before it are in memory (RC).
+    Instant not_before{0};
   };
 
   void read_arrived(const RdmaOp& op, std::shared_ptr<Batch> batch, std::size_t index) {
     const auto* exposed = check(op, runtime::kAccessRemoteRead, batch, index);
     if (!exposed) return;
     const std::uint64_t offset = exposed->pool_offset + (op.remote_addr - exposed->reg.addr);
-    reads_.push_back({op, std::move(batch), index, exposed->pool, offset, 0});
+    reads_.push_back({op, std::move(batch), index, exposed->pool, offset, 0, last_write_applied_});
     if (!read_fetching_) fetch_reads();
   }
 
@@ -182,6 +188,11 @@ class SimQueuePair final : public runtime::QueuePair,
     const Instant now = loop().now();
     while (!reads_.empty()) {
       PendingRead& r = reads_.front();
+      if (r.next == 0 && r.not_before > now) {
+        auto self = shared_from_this();
+        loop().schedule_at(r.not_before, [self] { self->fetch_reads(); });
+        return;
+      }
       auto* timing = dynamic_cast<MemoryTiming*>(r.pool);
       // The response stream may not start before the READ reached the responder.
       if (r.next == 0) read_tx_free_ = std::max(read_tx_free_, now);

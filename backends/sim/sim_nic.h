@@ -2,6 +2,8 @@
 // move real bytes with latency + bandwidth, and ask the target memory (a
 // MemoryTiming, when it is one) when each range can be accessed. Line rate is
 // per queue pair and direction: the seed's data path uses one QP per peer.
+// A QP's requests leave and execute in order (RC): a READ posted behind a
+// WRITE waits for its data and sees its bytes.
 #pragma once
 
 #include <cstdint>
