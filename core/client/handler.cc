@@ -32,9 +32,9 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
     : config_(std::move(config)),
       log_(rt.log_sink(), "client"),
       clock_(rt.clock()),
-      strand_(rt.make_strand("handler")),
       directory_(std::move(directory)),
-      nic_(nic) {
+      nic_(nic),
+      strand_(rt.make_strand("handler")) {
   if (!directory_) {
     directory_strand_ = rt.make_strand("directory-client");
     directory_ = std::make_shared<directory::DirectoryClient>(
@@ -44,6 +44,7 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
                                           .client_name = config_.client_name + "/directory",
                                           .reply_timeout = config_.reply_timeout});
   }
+  reply_gate_ = std::make_shared<runtime::StrandGate>(*strand_);
   regions_ = std::make_unique<RegionMapClient>(rt, *strand_, config_);
   hints_ = std::make_unique<MemoryHints>(rt, config_, *directory_);
   waits_ = std::make_unique<MemoryWaits>(rt, *strand_, config_);
@@ -66,7 +67,11 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
 }
 
 Handler::~Handler() {
+  // A directory client shared with others may answer after this: drop it.
+  reply_gate_->close();
   *alive_ = false;
+  // strand_ is the last member, so it goes first: a task still running on it
+  // finishes while every other member is alive.
 }
 
 void Handler::on_boot_change(const std::string& agent, const std::string& new_boot,
@@ -104,7 +109,7 @@ void Handler::lookup(const std::vector<std::string>& keys,
         if (!reply.ok()) return done(reply.status());
         done(reply->hits);
       },
-      strand_.get());
+      reply_gate_);
 }
 
 // ---------------------------------------------------------------- pages
@@ -327,7 +332,7 @@ void Handler::register_written(std::shared_ptr<StoreJob> job) {
         }
         job->done(*result);
       },
-      strand_.get());
+      reply_gate_);
 }
 
 // ---------------------------------------------------------------- load
@@ -351,7 +356,7 @@ void Handler::load(std::vector<std::string> keys, LoadDone done, bool engine_hin
           job->mappings.resize(job->locations.size());
           resolve_locations(job, 0);
         },
-        strand_.get());
+        reply_gate_);
   });
 }
 

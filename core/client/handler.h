@@ -132,8 +132,8 @@ class Handler {
   Config config_;
   runtime::Logger log_;
   runtime::Clock& clock_;
-  std::unique_ptr<runtime::Strand> strand_;
   std::unique_ptr<runtime::Strand> directory_strand_;  // only when the handler made the client
+  std::shared_ptr<runtime::StrandGate> reply_gate_;    // directory replies onto strand_
   std::shared_ptr<directory::DirectoryClient> directory_;
   std::unique_ptr<RegionMapClient> regions_;
   std::unique_ptr<MemoryHints> hints_;
@@ -145,6 +145,8 @@ class Handler {
   std::uint64_t seq_ = 0;
   HandlerStats stats_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  // Last: destroyed first, its thread joined before the members its tasks use.
+  std::unique_ptr<runtime::Strand> strand_;
 };
 
 }  // namespace rcxl::client

@@ -6,10 +6,16 @@ namespace rcxl::client {
 
 MemoryHints::MemoryHints(runtime::Runtime& rt, const Config& config,
                          directory::DirectoryClient& directory)
-    : rt_(rt), config_(config), directory_(directory), strand_(rt.make_strand("hints")) {}
+    : rt_(rt), config_(config), directory_(directory), strand_(rt.make_strand("hints")) {
+  reply_gate_ = std::make_shared<runtime::StrandGate>(*strand_);
+}
 
 MemoryHints::~MemoryHints() {
+  // The directory client outlives this strand: a probe answered after now is dropped.
+  reply_gate_->close();
   *alive_ = false;
+  // strand_ is the last member, so it goes first: a task still running on it
+  // finishes while every other member is alive.
 }
 
 MemoryHintsStats MemoryHints::stats() const {
@@ -105,7 +111,7 @@ void MemoryHints::process(Item& item, Next next) {
                 send_read_hint(request, std::move(ranges), next);
               });
         },
-        strand_.get());
+        reply_gate_);
     return;
   }
   if (auto* h = std::get_if<ReadHintRanges>(&item)) {

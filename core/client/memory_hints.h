@@ -121,9 +121,9 @@ class MemoryHints {
   runtime::Runtime& rt_;
   const Config& config_;
   directory::DirectoryClient& directory_;
-  std::unique_ptr<runtime::Strand> strand_;
-  std::deque<std::pair<Item, bool>> queue_;  // item, is an end
-  std::size_t queued_hints_ = 0;             // droppable items in queue_
+  std::shared_ptr<runtime::StrandGate> reply_gate_;  // directory replies onto strand_
+  std::deque<std::pair<Item, bool>> queue_;          // item, is an end
+  std::size_t queued_hints_ = 0;                     // droppable items in queue_
   bool busy_ = false;
   std::map<std::string, Peer> peers_;
   std::map<std::string, OpenRequest> open_;
@@ -133,6 +133,8 @@ class MemoryHints {
   MemoryHintsStats stats_;
   BootObserver boot_observer_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  // Last: destroyed first, its thread joined before the members its tasks use.
+  std::unique_ptr<runtime::Strand> strand_;
 };
 
 }  // namespace rcxl::client

@@ -8,11 +8,13 @@ DirectoryClient::DirectoryClient(runtime::Runtime& rt, runtime::Strand& strand,
 
 DirectoryClient::~DirectoryClient() = default;
 
-void DirectoryClient::call(Json request, RawDone done, runtime::Strand* reply_on) {
+void DirectoryClient::call(Json request, RawDone done,
+                           std::shared_ptr<runtime::StrandGate> reply_on) {
   ++calls_;
   std::weak_ptr<RpcConnection> weak = conn_;
   // The connection is confined to strand_: every use goes through a post.
-  strand_.post([weak, request = std::move(request), done = std::move(done), reply_on]() mutable {
+  strand_.post([weak, request = std::move(request), done = std::move(done),
+                reply_on = std::move(reply_on)]() mutable {
     auto conn = weak.lock();
     if (!conn) return;
     conn->call(std::move(request),
@@ -47,7 +49,8 @@ std::vector<Json> keys_json(const std::vector<std::string>& keys) {
 }  // namespace
 
 void DirectoryClient::register_keys(const std::vector<std::pair<std::string, Location>>& entries,
-                                    Done<std::vector<bool>> done, runtime::Strand* reply_on) {
+                                    Done<std::vector<bool>> done,
+                                    std::shared_ptr<runtime::StrandGate> reply_on) {
   Json list = Json::array();
   for (const auto& [key, location] : entries) {
     list.push_back({{"key", key}, {"location", to_json(location)}});
@@ -66,7 +69,7 @@ void DirectoryClient::register_keys(const std::vector<std::pair<std::string, Loc
 }
 
 void DirectoryClient::lookup(const std::vector<std::string>& keys, Done<LookupReply> done,
-                             runtime::Strand* reply_on) {
+                             std::shared_ptr<runtime::StrandGate> reply_on) {
   call(
       {{"op", "lookup"}, {"keys", keys_json(keys)}},
       [done = std::move(done)](const Status& status, const Json& reply) {
@@ -80,7 +83,7 @@ void DirectoryClient::lookup(const std::vector<std::string>& keys, Done<LookupRe
 }
 
 void DirectoryClient::probe(const std::vector<std::string>& keys, bool with_locations,
-                            Done<ProbeReply> done, runtime::Strand* reply_on) {
+                            Done<ProbeReply> done, std::shared_ptr<runtime::StrandGate> reply_on) {
   call(
       {{"op", "probe"}, {"keys", keys_json(keys)}, {"with_locations", with_locations}},
       [done = std::move(done), with_locations](const Status& status, const Json& reply) {
@@ -97,7 +100,8 @@ void DirectoryClient::probe(const std::vector<std::string>& keys, bool with_loca
       reply_on);
 }
 
-void DirectoryClient::release(std::uint64_t lease, StatusDone done, runtime::Strand* reply_on) {
+void DirectoryClient::release(std::uint64_t lease, StatusDone done,
+                              std::shared_ptr<runtime::StrandGate> reply_on) {
   call(
       {{"op", "release"}, {"lease", lease}},
       [done = std::move(done)](const Status& status, const Json&) {
@@ -118,19 +122,19 @@ std::function<void(const Status&, const Json&)> count_reply(DirectoryClient::Don
 }  // namespace
 
 void DirectoryClient::erase(const std::vector<std::string>& keys, Done<std::size_t> done,
-                            runtime::Strand* reply_on) {
+                            std::shared_ptr<runtime::StrandGate> reply_on) {
   call({{"op", "delete"}, {"keys", keys_json(keys)}}, count_reply(std::move(done), "deleted"),
        reply_on);
 }
 
 void DirectoryClient::drop_region(std::string agent, std::uint64_t region, Done<std::size_t> done,
-                                  runtime::Strand* reply_on) {
+                                  std::shared_ptr<runtime::StrandGate> reply_on) {
   call({{"op", "drop_region"}, {"agent", agent}, {"region", region}},
        count_reply(std::move(done), "dropped"), reply_on);
 }
 
 void DirectoryClient::boot_changed(std::string agent, std::string boot, Done<std::size_t> done,
-                                   runtime::Strand* reply_on) {
+                                   std::shared_ptr<runtime::StrandGate> reply_on) {
   call({{"op", "boot_changed"}, {"agent", agent}, {"boot", boot}},
        count_reply(std::move(done), "dropped"), reply_on);
 }

@@ -1,7 +1,8 @@
 // The client of DirectoryServer. Thread-safe and shareable (SPEC R3.9): every
 // call is posted to the client's own strand, where its one connection lives,
 // so callers on any strand never touch the connection concurrently. Replies
-// run on `reply_on` when given, else on the client's strand.
+// run on `reply_on`'s strand when given (dropped once its owner closed it),
+// else on the client's strand.
 #pragma once
 
 #include <atomic>
@@ -14,6 +15,7 @@
 
 #include "core/directory/location.h"
 #include "core/directory/rpc_connection.h"
+#include "core/runtime/strand_gate.h"
 
 namespace rcxl::directory {
 
@@ -38,25 +40,27 @@ class DirectoryClient {
 
   // registered[i]: false when the key was already there (first writer wins) or its boot is gone.
   void register_keys(const std::vector<std::pair<std::string, Location>>& entries,
-                     Done<std::vector<bool>> done, runtime::Strand* reply_on = nullptr);
+                     Done<std::vector<bool>> done,
+                     std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
   void lookup(const std::vector<std::string>& keys, Done<LookupReply> done,
-              runtime::Strand* reply_on = nullptr);
+              std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
   void probe(const std::vector<std::string>& keys, bool with_locations, Done<ProbeReply> done,
-             runtime::Strand* reply_on = nullptr);
-  void release(std::uint64_t lease, StatusDone done = nullptr, runtime::Strand* reply_on = nullptr);
+             std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
+  void release(std::uint64_t lease, StatusDone done = nullptr,
+               std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
   void erase(const std::vector<std::string>& keys, Done<std::size_t> done,
-             runtime::Strand* reply_on = nullptr);
+             std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
   void drop_region(std::string agent, std::uint64_t region, Done<std::size_t> done = nullptr,
-                   runtime::Strand* reply_on = nullptr);
+                   std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
   void boot_changed(std::string agent, std::string boot, Done<std::size_t> done = nullptr,
-                    runtime::Strand* reply_on = nullptr);
+                    std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
 
   // Requests sent so far (tests count round trips).
   std::uint64_t calls() const { return calls_; }
 
  private:
   using RawDone = std::function<void(const Status&, const Json&)>;
-  void call(Json request, RawDone done, runtime::Strand* reply_on);
+  void call(Json request, RawDone done, std::shared_ptr<runtime::StrandGate> reply_on);
 
   runtime::Strand& strand_;
   std::shared_ptr<RpcConnection> conn_;
