@@ -19,19 +19,41 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(SharedDirectoryClient, R3_9_HintProbesAndSchedulerLookupsAtOnceOnThreads) {
-  verbs::ThreadRuntime rt(verbs::ThreadRuntime::Options{.log_level = runtime::LogLevel::kError});
-  auto server_strand = rt.make_strand("directory-server");
-  directory::DirectoryServer server(rt, *server_strand,
-                                    {.directory = {}, .secret = "s", .max_frame_bytes = 1u << 20});
-  std::promise<Result<runtime::Address>> started;
-  server_strand->post([&] { started.set_value(server.start({"127.0.0.1", 0})); });
-  auto address = started.get_future().get();
-  ASSERT_TRUE(address.ok()) << address.status().ToString();
+// A directory server on the thread runtime (TCP on loopback) and one client
+// for everybody to share.
+struct DirectoryOnThreads {
+  verbs::ThreadRuntime rt{verbs::ThreadRuntime::Options{.log_level = runtime::LogLevel::kError}};
+  std::unique_ptr<runtime::Strand> server_strand = rt.make_strand("directory-server");
+  directory::DirectoryServer server{
+      rt, *server_strand, {.directory = {}, .secret = "s", .max_frame_bytes = 1u << 20}};
+  std::unique_ptr<runtime::Strand> client_strand = rt.make_strand("directory-client");
+  std::shared_ptr<directory::DirectoryClient> shared;
 
-  auto client_strand = rt.make_strand("directory-client");
-  auto shared = std::make_shared<directory::DirectoryClient>(
-      rt, *client_strand, directory::RpcConnection::Options{.address = *address, .secret = "s"});
+  Status start() {
+    std::promise<Result<runtime::Address>> started;
+    server_strand->post([&] { started.set_value(server.start({"127.0.0.1", 0})); });
+    auto address = started.get_future().get();
+    if (!address.ok()) return address.status();
+    shared = std::make_shared<directory::DirectoryClient>(
+        rt, *client_strand, directory::RpcConnection::Options{.address = *address, .secret = "s"});
+    return {};
+  }
+  ~DirectoryOnThreads() {
+    std::promise<void> stopped;
+    server_strand->post([&] {
+      server.stop();
+      stopped.set_value();
+    });
+    stopped.get_future().wait();
+  }
+};
+
+TEST(SharedDirectoryClient, R3_9_HintProbesAndSchedulerLookupsAtOnceOnThreads) {
+  DirectoryOnThreads d;
+  ASSERT_TRUE(d.start().ok());
+  auto& rt = d.rt;
+  auto& shared = d.shared;
+
   constexpr int kKeys = 64;
   std::vector<std::pair<std::string, directory::Location>> entries;
   for (int i = 0; i < kKeys; ++i) {
@@ -86,24 +108,16 @@ TEST(SharedDirectoryClient, R3_9_HintProbesAndSchedulerLookupsAtOnceOnThreads) {
   EXPECT_EQ(hints.stats().probes + hints.stats().dropped, static_cast<std::uint64_t>(kLookups));
   EXPECT_GT(hints.stats().probes, 0u);
   EXPECT_GE(shared->calls(), static_cast<std::uint64_t>(kLookups) + 1 + hints.stats().probes);
-  server_strand->post([&] { server.stop(); });
 }
 
 // A hint strand that goes while its probes are still out: the shared directory
 // client answers them after, and the answers must not reach the strand that is
 // gone (they did: rcxl-kv crashed at exit on a reply for the hint thread).
 TEST(SharedDirectoryClient, R3_9_AHintStrandDestroyedWithProbesInFlightIsSafe) {
-  verbs::ThreadRuntime rt(verbs::ThreadRuntime::Options{.log_level = runtime::LogLevel::kError});
-  auto server_strand = rt.make_strand("directory-server");
-  directory::DirectoryServer server(rt, *server_strand,
-                                    {.directory = {}, .secret = "s", .max_frame_bytes = 1u << 20});
-  std::promise<Result<runtime::Address>> started;
-  server_strand->post([&] { started.set_value(server.start({"127.0.0.1", 0})); });
-  auto address = started.get_future().get();
-  ASSERT_TRUE(address.ok()) << address.status().ToString();
-  auto client_strand = rt.make_strand("directory-client");
-  auto shared = std::make_shared<directory::DirectoryClient>(
-      rt, *client_strand, directory::RpcConnection::Options{.address = *address, .secret = "s"});
+  DirectoryOnThreads d;
+  ASSERT_TRUE(d.start().ok());
+  auto& rt = d.rt;
+  auto& shared = d.shared;
   Config config;
   config.read_hints = true;
   config.secret = "s";
@@ -119,7 +133,6 @@ TEST(SharedDirectoryClient, R3_9_AHintStrandDestroyedWithProbesInFlightIsSafe) {
   auto reply = probed.get_future().get();
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_EQ(reply->hits, 0u);
-  server_strand->post([&] { server.stop(); });
 }
 
 }  // namespace
