@@ -41,6 +41,15 @@ struct Rig {
     ASSERT_TRUE(world.run_until([this] { return qp != nullptr; }).ok());
   }
 
+  // The whole pool, readable and writable, and the QP connected.
+  runtime::Registration expose_all(SimMemoryPool& pool) {
+    auto reg = mem_nic.register_memory(pool, 0, pool.size(),
+                                       runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite);
+    EXPECT_TRUE(reg.ok()) << reg.status().ToString();
+    connect();
+    return reg.ok() ? *reg : runtime::Registration{};
+  }
+
   std::vector<Status> post(std::vector<RdmaOp> ops) {
     std::optional<std::vector<Status>> out;
     qp->post(std::move(ops), [&](std::vector<Status> s) { out = std::move(s); });
@@ -209,11 +218,9 @@ TEST(SimNic, P6_DeviceIsAskedForEachReadSegmentWhenTheNicFetchesIt) {
 TEST(SimNic, SampledPayloadIsTimedAtFullLengthButStoresOnlyItsRealBytes) {
   Rig rig;
   SimMemoryPool pool(8 << 20);
-  auto reg = rig.mem_nic.register_memory(pool, 0, 8 << 20,
-                                         runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite);
-  rig.connect();
+  const auto reg = rig.expose_all(pool);
   auto head = bytes_of("chunk header");
-  RdmaOp op{RdmaOp::Kind::kWrite, head, reg->addr, reg->rkey};
+  RdmaOp op{RdmaOp::Kind::kWrite, head, reg.addr, reg.rkey};
   op.length = 4 << 20;
   const auto t0 = rig.world.loop().now();
   ASSERT_TRUE(rig.post({op})[0].ok());
@@ -290,16 +297,14 @@ TEST(SimNic, R1_2_AnOpShorterThanItsBufferIsRefusedAndMovesNothing) {
 TEST(SimNic, AReadPostedBehindAWriteOnItsQueuePairWaitsForTheWriteData) {
   Rig rig;
   SimMemoryPool pool(8 << 20);
-  auto reg = rig.mem_nic.register_memory(pool, 0, 8 << 20,
-                                         runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite);
-  rig.connect();
+  const auto reg = rig.expose_all(pool);
   std::vector<std::byte> small(4096);
   const auto alone_start = rig.world.loop().now();
-  ASSERT_TRUE(rig.post({{RdmaOp::Kind::kRead, small, reg->addr, reg->rkey}})[0].ok());
+  ASSERT_TRUE(rig.post({{RdmaOp::Kind::kRead, small, reg.addr, reg.rkey}})[0].ok());
   const auto alone = rig.world.loop().now() - alone_start;
 
   auto head = bytes_of("chunk header");
-  RdmaOp big{RdmaOp::Kind::kWrite, head, reg->addr + 4096, reg->rkey};
+  RdmaOp big{RdmaOp::Kind::kWrite, head, reg.addr + 4096, reg.rkey};
   big.length = 4 << 20;
   std::optional<runtime::Instant> write_done, read_done;
   const auto start = rig.world.loop().now();
@@ -307,7 +312,7 @@ TEST(SimNic, AReadPostedBehindAWriteOnItsQueuePairWaitsForTheWriteData) {
     EXPECT_TRUE(s[0].ok());
     write_done = rig.world.loop().now();
   });
-  rig.qp->post({{RdmaOp::Kind::kRead, small, reg->addr + 4096, reg->rkey}},
+  rig.qp->post({{RdmaOp::Kind::kRead, small, reg.addr + 4096, reg.rkey}},
                [&](std::vector<Status> s) {
                  EXPECT_TRUE(s[0].ok());
                  read_done = rig.world.loop().now();
