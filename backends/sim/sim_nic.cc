@@ -150,7 +150,7 @@ class SimQueuePair final : public runtime::QueuePair,
           (void)still->pool->write(offset, std::as_bytes(std::span(*payload)));
           // Only the bytes a sampled payload did not carry: write() marked its own.
           if (auto* timing = dynamic_cast<MemoryTiming*>(still->pool)) {
-            const std::uint64_t kept = std::min<std::uint64_t>(payload->size(), op.wire_length());
+            const std::uint64_t kept = payload->size();  // <= wire_length(): start() refuses less
             timing->accessed(offset + kept, op.wire_length() - kept, true, self->loop().now());
           }
           self->finish_op(batch, index, Status(), self->loop().now() + self->params().latency);
