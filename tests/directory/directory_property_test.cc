@@ -1,0 +1,302 @@
+// Random operations on a small Directory (fixed seeds), with its promises
+// checked after every step against what the test saw: a registered key is
+// found at once with its location; first writer wins; lookups return a prefix
+// of what find() says; a leased key is never evicted; no key of a retired boot
+// is found; refusals (stale boot, unknown lease, bad input) change nothing;
+// capacity holds once no lease is open (SPEC R1.1, R3.4, R6.1).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/directory/directory.h"
+
+namespace rcxl::directory {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::size_t kMaxKeys = 6;
+constexpr int kKeySpace = 12;
+constexpr int kSteps = 3000;
+
+class DirectoryProperty {
+ public:
+  explicit DirectoryProperty(std::uint64_t seed) : random_(seed) {
+    boots_["a"] = 1;
+    boots_["b"] = 1;
+  }
+
+  void run() {
+    for (int step = 0; step < kSteps && !::testing::Test::HasFailure(); ++step) {
+      step_ = step;
+      const auto before = snapshot();
+      purpose_.clear();
+      switch (pick(9)) {
+        case 0:
+        case 1:
+          do_register();
+          break;
+        case 2:
+        case 3:
+          do_lookup();
+          break;
+        case 4:
+          do_probe();
+          break;
+        case 5:
+          do_release();
+          break;
+        case 6:
+          do_erase_or_drop();
+          break;
+        case 7:
+          do_boot_change();
+          break;
+        default:
+          now_ += std::chrono::milliseconds(pick(4000));  // leases expire on the next call
+          dir_.expire_leases(now_);
+          forget_expired();
+          break;
+      }
+      check_always();
+      check_vanished(before);
+    }
+  }
+
+ private:
+  std::size_t pick(std::size_t n) { return random_() % n; }
+  std::string key(std::size_t k) const { return "k" + std::to_string(k); }
+  std::string any_key() { return key(pick(kKeySpace)); }
+  std::string boot_name(const std::string& agent, int n) const {
+    return agent + "-boot" + std::to_string(n);
+  }
+
+  // What no call may change.
+  struct Snapshot {
+    std::map<std::string, std::optional<Location>> found;
+    std::size_t size = 0, live = 0, leases = 0;
+    std::uint64_t evictions = 0;
+    bool operator==(const Snapshot&) const = default;
+  };
+  Snapshot snapshot() const {
+    Snapshot s;
+    for (int k = 0; k < kKeySpace; ++k) s.found[key(k)] = dir_.find(key(k));
+    s.size = dir_.size();
+    s.live = dir_.live_keys();
+    s.leases = dir_.open_leases();
+    s.evictions = dir_.evictions();
+    return s;
+  }
+
+  void do_register() {
+    const std::string agent = pick(2) ? "a" : "b";
+    int boot = boots_[agent];
+    // Now and then a retired boot (one the directory saw before): refused.
+    const std::vector<int> retired = retired_boots(agent);
+    const bool stale = !retired.empty() && pick(5) == 0;
+    if (stale) boot = retired[pick(retired.size())];
+    Location l{agent, boot_name(agent, boot), 1 + pick(4), "h", pick(64) * 4096, 4096};
+    const std::string k = pick(20) == 0 ? "" : any_key();
+    const auto before = snapshot();
+    const auto existing = dir_.find(k);
+    if (!stale) drops_of_other_boots(agent, l.boot);  // a newer boot acts as a boot change
+    auto r = dir_.register_key(k, l);
+    if (k.empty() || stale) {
+      ASSERT_FALSE(r.ok()) << at();
+      EXPECT_EQ(r.status().code(), k.empty() ? ErrorCode::kBadRequest : ErrorCode::kStaleEpoch)
+          << at();
+      EXPECT_EQ(snapshot(), before) << at() << " a refused register changed the directory";
+      return;
+    }
+    ASSERT_TRUE(r.ok()) << at() << r.status().ToString();
+    seen_boots_[agent].insert(boot);
+    if (existing && !purpose_.count(k)) {  // the key outlives the register's boot change
+      EXPECT_EQ(*r, RegisterOutcome::kAlreadyPresent) << at();
+      EXPECT_EQ(dir_.find(k), existing) << at() << " first writer must win";
+    } else {
+      EXPECT_EQ(*r, RegisterOutcome::kRegistered) << at();
+      EXPECT_EQ(dir_.find(k), l) << at() << " a registered key must be found at once";
+    }
+    if (*r == RegisterOutcome::kRegistered) {
+      EXPECT_EQ(dir_.find(k), l) << at();
+    }
+  }
+
+  void do_lookup() {
+    std::vector<std::string> keys;
+    const std::size_t n = 1 + pick(4);
+    for (std::size_t i = 0; i < n; ++i) keys.push_back(any_key());
+    dir_.expire_leases(now_);  // lookup ends expired leases first; so must find() here
+    forget_expired();
+    std::vector<std::optional<Location>> expected;
+    for (const auto& k : keys) expected.push_back(dir_.find(k));
+    auto r = dir_.lookup(keys, now_);
+    std::size_t prefix = 0;
+    while (prefix < keys.size() && expected[prefix]) ++prefix;
+    ASSERT_EQ(r.locations.size(), prefix) << at() << " a lookup returns the leading hits";
+    for (std::size_t i = 0; i < prefix; ++i) EXPECT_EQ(r.locations[i], *expected[i]) << at();
+    if (prefix == 0) {
+      EXPECT_EQ(r.lease.id, 0u) << at();
+      return;
+    }
+    EXPECT_NE(r.lease.id, 0u) << at();
+    leases_[r.lease.id] = {r.lease.expires,
+                           std::vector<std::string>(keys.begin(), keys.begin() + prefix)};
+  }
+
+  void do_probe() {
+    std::vector<std::string> keys = {any_key(), any_key()};
+    dir_.expire_leases(now_);
+    forget_expired();
+    std::vector<Location> expected;
+    for (const auto& k : keys) {
+      auto f = dir_.find(k);
+      if (!f) break;
+      expected.push_back(*f);
+    }
+    const auto leases = dir_.open_leases();
+    EXPECT_EQ(dir_.probe(keys, now_), expected) << at();
+    EXPECT_EQ(dir_.open_leases(), leases) << at() << " a probe takes no lease";
+  }
+
+  void do_release() {
+    if (leases_.empty() || pick(6) == 0) {
+      const auto before = snapshot();
+      EXPECT_EQ(dir_.release(1000000 + pick(5)).code(), ErrorCode::kNotFound) << at();
+      EXPECT_EQ(snapshot(), before) << at() << " releasing an unknown lease changed state";
+      return;
+    }
+    auto it = leases_.begin();
+    std::advance(it, static_cast<std::ptrdiff_t>(pick(leases_.size())));
+    EXPECT_TRUE(dir_.release(it->first).ok()) << at();
+    leases_.erase(it);
+  }
+
+  void do_erase_or_drop() {
+    if (pick(2)) {
+      const std::string k = any_key();
+      const bool was = dir_.find(k).has_value();
+      purpose_.insert(k);
+      EXPECT_EQ(dir_.erase({k}), was ? 1u : 0u) << at();
+    } else {
+      const std::string agent = pick(2) ? "a" : "b";
+      const std::uint64_t region = 1 + pick(4);
+      for (int k = 0; k < kKeySpace; ++k) {
+        auto f = dir_.find(key(k));
+        if (f && f->agent == agent && f->region == region) purpose_.insert(key(k));
+      }
+      dir_.drop_region(agent, region);
+      for (int k = 0; k < kKeySpace; ++k) {
+        auto f = dir_.find(key(k));
+        EXPECT_FALSE(f && f->agent == agent && f->region == region) << at();
+      }
+    }
+  }
+
+  void do_boot_change() {
+    const std::string agent = pick(2) ? "a" : "b";
+    const std::vector<int> retired = retired_boots(agent);
+    if (!retired.empty() && pick(4) == 0) {  // a retired boot: refused, nothing changes
+      const auto before = snapshot();
+      auto r = dir_.boot_changed(agent, boot_name(agent, retired[pick(retired.size())]));
+      EXPECT_EQ(r.status().code(), ErrorCode::kStaleEpoch) << at();
+      EXPECT_EQ(snapshot(), before) << at();
+      return;
+    }
+    std::size_t of_agent = 0;
+    for (int k = 0; k < kKeySpace; ++k) {
+      auto f = dir_.find(key(k));
+      if (f && f->agent == agent) ++of_agent;
+    }
+    drops_of_other_boots(agent, "");
+    auto r = dir_.boot_changed(agent, boot_name(agent, ++boots_[agent]));
+    ASSERT_TRUE(r.ok()) << at();
+    seen_boots_[agent].insert(boots_[agent]);
+    EXPECT_EQ(*r, of_agent) << at() << " a boot change drops (and counts) its agent's keys";
+  }
+
+  void forget_expired() {
+    for (auto it = leases_.begin(); it != leases_.end();) {
+      it = it->second.expires <= now_ ? leases_.erase(it) : std::next(it);
+    }
+  }
+
+  // After every step.
+  void check_always() {
+    EXPECT_EQ(dir_.live_keys() + dir_.doomed_keys(), dir_.size()) << at();
+    EXPECT_EQ(dir_.open_leases(), leases_.size()) << at();
+    for (int k = 0; k < kKeySpace; ++k) {
+      auto f = dir_.find(key(k));
+      if (f) {
+        EXPECT_EQ(f->boot, boot_name(f->agent, boots_[f->agent]))
+            << at() << " " << key(k) << " of a retired boot is still found";
+      }
+    }
+    // Over capacity only while leases pin keys; with none open it holds.
+    if (leases_.empty()) {
+      EXPECT_LE(dir_.size(), kMaxKeys) << at();
+    }
+  }
+
+  // Boots the directory has seen for `agent`, other than the current one.
+  std::vector<int> retired_boots(const std::string& agent) {
+    std::vector<int> out;
+    for (int b : seen_boots_[agent]) {
+      if (b != boots_[agent]) out.push_back(b);
+    }
+    return out;
+  }
+
+  void drops_of_other_boots(const std::string& agent, const std::string& boot) {
+    for (int k = 0; k < kKeySpace; ++k) {
+      auto f = dir_.find(key(k));
+      if (f && f->agent == agent && f->boot != boot) purpose_.insert(key(k));
+    }
+  }
+
+  // Keys that vanished in this step other than on purpose (erase, drop, boot
+  // change) were evicted: counted as such, and none of them under a lease.
+  void check_vanished(const Snapshot& before) {
+    std::set<std::string> leased;
+    for (const auto& [id, lease] : leases_) leased.insert(lease.keys.begin(), lease.keys.end());
+    std::uint64_t evicted = 0;
+    for (const auto& [k, was] : before.found) {
+      if (!was || dir_.find(k) || purpose_.count(k)) continue;
+      ++evicted;
+      EXPECT_FALSE(leased.count(k)) << at() << " leased key " << k << " was evicted";
+    }
+    EXPECT_EQ(dir_.evictions() - before.evictions, evicted) << at();
+  }
+
+  std::string at() const { return "step " + std::to_string(step_) + ":"; }
+
+  struct LeaseSeen {
+    runtime::Instant expires{0};
+    std::vector<std::string> keys;
+  };
+
+  Directory dir_{DirectoryOptions{.max_keys = kMaxKeys, .lease_ttl = 10s}};
+  std::mt19937_64 random_;
+  runtime::Instant now_{0};
+  int step_ = 0;
+  std::map<std::string, int> boots_;  // the current boot's number per agent
+  std::map<std::string, std::set<int>> seen_boots_;
+  std::map<std::uint64_t, LeaseSeen> leases_;
+  std::set<std::string> purpose_;  // keys this step may remove on purpose
+};
+
+TEST(DirectoryProperty, R1_1_R6_1_RandomOperationsKeepEveryPromise) {
+  for (std::uint64_t seed = 1; seed <= 30 && !HasFailure(); ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    DirectoryProperty property(seed);
+    property.run();
+  }
+}
+
+}  // namespace
+}  // namespace rcxl::directory
