@@ -18,6 +18,7 @@
 #include "scenarios/checked_nic.h"
 #include "scenarios/embedded/embedded.h"
 #include "scenarios/invariant_monitor.h"
+#include "scenarios/json_document.h"
 #include "scenarios/rcxl_engine_kv.h"
 #include "scenarios/run_counters.h"
 #include "scenarios/scenario_extensions.h"
@@ -108,8 +109,8 @@ Result<Json> load_profile_document(const std::string& profiles_dir, const std::s
     buffer << in.rdbuf();
     text = buffer.str();
   }
-  Json j = Json::parse(text, nullptr, false);
-  if (j.is_discarded()) return Error(ErrorCode::kBadRequest, origin + ": not valid JSON");
+  auto j = parse_json_document(text, origin);
+  if (!j.ok()) return j.status();
   if (origin_out) *origin_out = origin;
   return j;
 }

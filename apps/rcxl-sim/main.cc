@@ -13,6 +13,7 @@
 #include "backends/sim/sim_world.h"
 #include "core/protocol/echo_service.h"
 #include "scenarios/embedded/embedded.h"
+#include "scenarios/json_document.h"
 #include "scenarios/reproduce.h"
 #include "scenarios/serving_rig.h"
 #include "scenarios/sweep.h"
@@ -137,12 +138,12 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
     }
     text = std::move(read).value();
   }
-  Json j = Json::parse(text, nullptr, false);
-  if (j.is_discarded()) {
-    std::fprintf(stderr, "rcxl-sim: %s: not valid JSON\n", path.c_str());
+  auto j = rcxl::scenarios::parse_json_document(text, path);
+  if (!j.ok()) {
+    std::fprintf(stderr, "rcxl-sim: %s\n", j.status().message().c_str());
     return 2;
   }
-  auto scenario = rcxl::scenarios::parse_scenario(j, path);
+  auto scenario = rcxl::scenarios::parse_scenario(*j, path);
   if (!scenario.ok()) {
     std::fprintf(stderr, "rcxl-sim: %s\n", scenario.status().message().c_str());
     return 2;
@@ -267,12 +268,12 @@ int run_sweep(rcxl::scenarios::SweepOptions options, const std::vector<std::stri
       std::fprintf(stderr, "rcxl-sim sweep: --scenario %s\n", text.status().message().c_str());
       return 2;
     }
-    Json j = Json::parse(*text, nullptr, false);
-    if (j.is_discarded()) {
-      std::fprintf(stderr, "rcxl-sim sweep: %s: not valid JSON\n", options.scenario_path.c_str());
+    auto j = rcxl::scenarios::parse_json_document(*text, options.scenario_path);
+    if (!j.ok()) {
+      std::fprintf(stderr, "rcxl-sim sweep: %s\n", j.status().message().c_str());
       return 2;
     }
-    options.scenario = j;
+    options.scenario = std::move(j).value();
   }
   auto report = rcxl::scenarios::sweep(options);
   if (!report.ok()) {
