@@ -22,6 +22,9 @@ class MemoryTiming {
   // would re-dirty, without bytes, a page evicted since write() kept its bytes.
   virtual void accessed(std::uint64_t /*offset*/, std::uint64_t /*length*/, bool /*write*/,
                         runtime::Instant /*at*/) {}
+  // Some of [offset, offset + length) lost its bytes (a device's poison): a READ
+  // of it fails rather than return other bytes, also past a sampled payload.
+  virtual bool lost(std::uint64_t /*offset*/, std::uint64_t /*length*/) const { return false; }
 };
 
 }  // namespace rcxl::sim

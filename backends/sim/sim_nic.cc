@@ -222,11 +222,20 @@ class SimQueuePair final : public runtime::QueuePair,
         read_tx_free_, [self, op = r.op, batch = r.batch, index = r.index, offset = r.offset] {
           const auto* still = self->check(op, runtime::kAccessRemoteRead, batch, index);
           if (!still) return;
-          if (*self->alive_) (void)still->pool->read(offset, op.local);
+          Status read;
+          if (*self->alive_) read = still->pool->read(offset, op.local);
           if (auto* timing = dynamic_cast<MemoryTiming*>(still->pool)) {
+            if (read.ok() && timing->lost(offset, op.wire_length())) {
+              read = Error(ErrorCode::kIoError, "bytes lost in a device reset");
+            }
             timing->accessed(offset, op.wire_length(), false, self->loop().now());
           }
-          self->finish_op(batch, index, Status(), self->loop().now() + self->params().latency);
+          // Memory that cannot be read (poison) fails the READ at the responder,
+          // as verbs reports a remote operation error.
+          if (!read.ok()) {
+            read = Error(ErrorCode::kRemoteAccess, "remote operation error: " + read.message());
+          }
+          self->finish_op(batch, index, read, self->loop().now() + self->params().latency);
         });
   }
 

@@ -49,6 +49,13 @@ Status CxlSsdDevice::read(std::uint64_t offset, std::span<std::byte> out) const 
     const std::uint64_t n = std::min(page_bytes() - at % page_bytes(), out.size() - done);
     const auto page = static_cast<Page>(at / page_bytes());
     const std::uint8_t f = table_.flags(page);
+    if (f & PageTable::kPoisoned) {
+      // Its newest bytes were lost in a reset: a CXL memory device answers such a
+      // read with poison, never with older bytes (docs/device-model.md).
+      return Error(ErrorCode::kIoError, "poisoned page at offset " +
+                                            std::to_string(std::uint64_t{page} * page_bytes()) +
+                                            ": its bytes were lost in a device reset");
+    }
     const bool in_dram = (f & PageTable::kResident) && (f & PageTable::kDirty);
     (in_dram ? dram_bytes_ : flash_bytes_).read(at, out.subspan(done, n));
     done += n;
@@ -72,6 +79,8 @@ Status CxlSsdDevice::write(std::uint64_t offset, std::span<const std::byte> in) 
     // The frame may have gone between access_ready and now; bytes still land in DRAM.
     if (!(table_.flags(page) & PageTable::kResident)) fill_page(page, now());
     std::uint8_t& f = table_.flags_mut(page);
+    // A write ends a page's poison; the rest of the page reads as its flash copy.
+    f &= static_cast<std::uint8_t>(~PageTable::kPoisoned);
     if (!(f & PageTable::kDirty)) {
       const std::uint64_t base = std::uint64_t{page} * page_bytes();
       for (std::uint64_t o = 0; o < page_bytes(); o += copy.size()) {
@@ -169,8 +178,19 @@ void CxlSsdDevice::accessed(std::uint64_t offset, std::uint64_t length, bool wri
   write_back_idle(now());
   for (Page p = first;; ++p) {
     if (!(table_.flags(p) & PageTable::kResident)) fill_page(p, at);
+    table_.flags_mut(p) &= static_cast<std::uint8_t>(~PageTable::kPoisoned);
     mark_dirty(p, at);
     if (p == last) break;
+  }
+}
+
+bool CxlSsdDevice::lost(std::uint64_t offset, std::uint64_t length) const {
+  if (!any_poisoned_ || length == 0 || !check(offset, length).ok()) return false;
+  const auto first = static_cast<Page>(offset / page_bytes());
+  const auto last = static_cast<Page>((offset + length - 1) / page_bytes());
+  for (Page p = first;; ++p) {
+    if (table_.flags(p) & PageTable::kPoisoned) return true;
+    if (p == last) return false;
   }
 }
 
@@ -518,6 +538,7 @@ Status CxlSsdDevice::trim(std::uint64_t offset, std::uint64_t length) {
 void CxlSsdDevice::reset() {
   write_back_idle(now());  // what the idle channels wrote back before the reset survives it
   table_.drop_all_frames();
+  any_poisoned_ = true;
   for (auto& queue : dirty_queues_) queue.clear();
   dirty_queued_ = 0;
   dram_bytes_ = sim::SparseBytes();
@@ -560,6 +581,7 @@ PageState CxlSsdDevice::page_state(std::uint64_t offset) const {
   s.resident = params_.all_resident || (f & PageTable::kResident);
   s.dirty = f & PageTable::kDirty;
   s.trimmed = f & PageTable::kTrimmed;
+  s.poisoned = f & PageTable::kPoisoned;
   s.pins = table_.pins(p);
   s.ready_at = Instant(table_.ready_at(p));
   return s;

@@ -52,6 +52,7 @@ struct PageState {
   bool resident = false;
   bool dirty = false;
   bool trimmed = false;
+  bool poisoned = false;  // lost in a reset: reads fail until written
   std::uint16_t pins = 0;
   Instant ready_at{0};
 };
@@ -80,6 +81,8 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   // A WRITE landed: its pages are dirty, also those past a payload-sampled op's
   // stored bytes (those read as zeros: their bytes were never kept).
   void accessed(std::uint64_t offset, std::uint64_t length, bool write, Instant at) override;
+  // Some page of the range is poisoned (lost in a reset, not written since).
+  bool lost(std::uint64_t offset, std::uint64_t length) const override;
 
   // --- preparation (the cxl_ssd extension)
   // Queues fills of `ranges` behind earlier ones; with `pin` their pages stay in
@@ -100,7 +103,9 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   Status trim(std::uint64_t offset, std::uint64_t length);
 
   // --- generations
-  // DRAM loses everything, dirty bytes included; flash bytes stay; generation bumps.
+  // DRAM loses everything; pages whose only copy was dirty in DRAM are poisoned
+  // (reads fail until they are written or trimmed); flash bytes stay;
+  // generation bumps.
   void reset();
   // The device cannot tell its generation in [from, to) (a scripted fault).
   void script_unknown_period(Instant from, Instant to);
@@ -179,6 +184,7 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   std::vector<Instant> write_slots_;
   std::vector<Instant> read_slots_;
   std::uint64_t resident_pages_ = 0;
+  bool any_poisoned_ = false;  // a reset poisoned pages: READs look for them
   std::uint64_t generation_ = 1;
   std::vector<std::pair<Instant, Instant>> unknown_periods_;
   CxlSsdCounters counters_;

@@ -105,7 +105,10 @@ void PageTable::label(std::uint32_t r, Page first, Page last) {
 void PageTable::drop_all_frames() {
   for (auto& c : chunks_) {
     if (!c) continue;
-    for (auto& f : c->flags) f &= kTrimmed | kFlashBytes;
+    for (auto& f : c->flags) {
+      const std::uint8_t lost = (f & kDirty) ? kPoisoned : 0;  // DRAM held its only copy
+      f = static_cast<std::uint8_t>((f & (kTrimmed | kFlashBytes | kPoisoned)) | lost);
+    }
     c->pins.fill(0);
     c->ready_at.fill(0);
   }

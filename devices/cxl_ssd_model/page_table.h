@@ -28,6 +28,8 @@ class PageTable {
     // there, cleared when they are dropped): eviction skips the drop without it.
     kFlashBytes = 32,
     kWriteBackQueued = 64,  // waits in a channel's idle write-back queue
+    // Lost in a reset while dirty: reads fail until a write or a trim (CXL poison).
+    kPoisoned = 128,
   };
 
   explicit PageTable(std::uint64_t pages);
@@ -82,6 +84,7 @@ class PageTable {
 
   // Reset: every page loses its frame, pin and dirt; trimmed and flash-bytes
   // stay (flash state).
+  // A reset: every frame goes; pages dirty in DRAM become kPoisoned.
   void drop_all_frames();
 
  private:

@@ -228,7 +228,8 @@ TEST(CxlSsdDevice, R6_ResetKeepsWhatIdleWriteBackWroteAndDropsTheRest) {
   ASSERT_TRUE(d.write(kPage, bytes_of("late!")).ok());  // no idle time before the reset
   d.reset();
   EXPECT_EQ(read_string(d, 0, 5), "early");
-  EXPECT_EQ(read_string(d, kPage, 5), std::string(5, '\0'));
+  EXPECT_FALSE(d.page_state(0).poisoned);
+  EXPECT_TRUE(d.page_state(kPage).poisoned);  // its bytes were only in DRAM
   loop.run_for(1ms);
   (void)d.access_ready(2 * kPage, kPage, false, loop.now());
   EXPECT_EQ(d.counters().idle_write_backs, 1u);
@@ -267,10 +268,43 @@ TEST(CxlSsdDevice, R6_ResetLosesDirtyDataAndBumpsTheGeneration) {
   d.reset();
   EXPECT_EQ(d.generation(), 2u);
   EXPECT_EQ(d.observed_generation(), std::optional<std::uint64_t>(2));
-  EXPECT_EQ(read_string(d, 0, 3), "old");  // the loss is faithful: older flash bytes
+  // The newest bytes were only in DRAM: the page is poisoned, a read fails
+  // rather than answer the older flash bytes as if they were current.
+  std::string out(3, '\0');
+  EXPECT_EQ(d.read(0, std::as_writable_bytes(std::span(out))).code(), ErrorCode::kIoError);
+  EXPECT_TRUE(d.page_state(0).poisoned);
+  EXPECT_TRUE(d.lost(0, 3));
   EXPECT_FALSE(d.page_state(0).resident);
   EXPECT_EQ(d.resident_pages(), 0u);
   EXPECT_EQ(d.counters().resets, 1u);
+}
+
+TEST(CxlSsdDevice, R6_AResetPoisonsOnlyPagesWhoseBytesItLostUntilWrittenOrTrimmed) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  const std::uint64_t page = small_params().page_bytes;
+  ASSERT_TRUE(d.write_flash(page, bytes_of("on flash")).ok());  // clean: flash holds it
+  ASSERT_TRUE(d.write(2 * page, bytes_of("dirty")).ok());
+  ASSERT_TRUE(d.write(3 * page, bytes_of("dirty too")).ok());
+  EXPECT_FALSE(d.lost(0, 4 * page));  // nothing is lost before a reset
+  d.reset();
+  EXPECT_EQ(read_string(d, page, 8), "on flash");  // a clean page keeps its bytes
+  EXPECT_FALSE(d.lost(page, page));
+  EXPECT_TRUE(d.lost(0, 3 * page));  // a range is lost if any page of it is
+  EXPECT_TRUE(d.page_state(2 * page).poisoned);
+  // A write ends the poison (its page now holds what was written).
+  ASSERT_TRUE(d.write(2 * page, bytes_of("again")).ok());
+  EXPECT_FALSE(d.page_state(2 * page).poisoned);
+  EXPECT_EQ(read_string(d, 2 * page, 5), "again");
+  // Bytes past a sampled payload (accessed) end it too; so does a trim.
+  d.accessed(3 * page, page, true, loop.now());
+  EXPECT_FALSE(d.page_state(3 * page).poisoned);
+  d.reset();
+  EXPECT_TRUE(d.page_state(3 * page).poisoned);
+  ASSERT_TRUE(d.trim(3 * page, page).ok());
+  EXPECT_FALSE(d.page_state(3 * page).poisoned);
+  EXPECT_FALSE(d.lost(3 * page, page));
+  EXPECT_TRUE(d.lost(2 * page, page));  // written again before the second reset
 }
 
 TEST(CxlSsdDevice, R6_4_ScriptedUnknownPeriodHidesTheGeneration) {
