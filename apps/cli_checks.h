@@ -91,6 +91,27 @@ inline CLI::Validator Seconds(bool zero_ok) {
       zero_ok ? "NONNEGATIVE" : "POSITIVE");
 }
 
+// Seconds of an interval that a timer repeats: a finite number >= `min` (> 0),
+// at most a year. A floor keeps a tiny interval from spinning a core:
+// "must be a number >= 0.001, not '1e-12'"; --help shows "FLOAT:>= 0.001".
+inline CLI::Validator SecondsAtLeast(double min) {
+  constexpr double kYear = 365.0 * 24 * 3600;
+  const std::string wanted = "a number >= " + detail::number_text(min);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = text.empty() ? NAN : std::strtod(text.c_str(), &end);
+        if (!std::isfinite(value) || end != text.c_str() + text.size() || value < min) {
+          return "must be " + wanted + ", not '" + text + "'";
+        }
+        if (value > kYear) {
+          return "must be at most " + detail::number_text(kYear) + " (a year), not '" + text + "'";
+        }
+        return {};
+      },
+      ">= " + detail::number_text(min));
+}
+
 // Parses the command line. --help prints and answers 0; any other parse
 // error prints "PROGRAM: <CLI11's message>" and a pointer to --help on stderr
 // and answers `usage_exit_code`. nullopt: parsed, go on.

@@ -1,5 +1,6 @@
 // rcxl-agent: the memory-node agent (SPEC R1–R7) on the thread runtime.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -9,7 +10,9 @@
 #include <thread>
 
 #include "apps/cli_checks.h"
+#include "apps/rcxl-agent/agent_flag_checks.h"
 #include "apps/rcxl-agent/none_nic.h"
+#include "apps/rcxl-agent/secret_file.h"
 #include "backends/verbs/open_memory_pool.h"
 #include "backends/verbs/plugin_loader.h"
 #include "backends/verbs/posix_file_system.h"
@@ -48,6 +51,10 @@ struct Flags {
 // Exit codes (--help, docs/agent.md): bad flags and setup errors 1.
 constexpr int kExitError = 1;
 
+Status bad(const std::string& message) {
+  return rcxl::Error(ErrorCode::kBadRequest, message);
+}
+
 int fail(const std::string& message) {
   std::cerr << "rcxl-agent: " << message << std::endl;
   return kExitError;
@@ -71,19 +78,26 @@ Result<std::unique_ptr<rcxl::runtime::Nic>> open_nic(const std::string& spec) {
 }
 
 void add_flags(CLI::App& app, Flags& f) {
-  app.add_option("--listen", f.listen, "HOST:PORT to listen on (repeatable)")->required();
+  namespace limits = rcxl::apps::agent;
+  app.add_option("--listen", f.listen, "HOST:PORT to listen on (repeatable, each address once)")
+      ->required();
   app.add_option("--auth-secret-file", f.auth_secret_file,
-                 "file holding the shared secret (this or --auth none is required)");
+                 "file holding the shared secret: a regular file of at most " +
+                     std::to_string(limits::kMaxSecretFileBytes) +
+                     " bytes, chmod 600 (this or --auth none is required)");
   app.add_option("--auth", f.auth,
                  "'none': no authentication, loopback listeners only (this or "
                  "--auth-secret-file is required)");
-  app.add_option("--memory", f.memory, "anon:BYTES | file:PATH:BYTES | dax:PATH")->required();
+  app.add_option("--memory", f.memory,
+                 "anon:BYTES | file:PATH:BYTES | dax:PATH (a Device DAX or a file); BYTES >= " +
+                     std::to_string(limits::kMinPoolBytes) + ", K/M/G suffixes")
+      ->required();
   app.add_option("--nic", f.nic, "none | verbs:DEVICE")->capture_default_str();
   app.add_option("--region-extension", f.region_extension, "region extension name")
       ->envname("RCXL_AGENT_REGION_EXTENSION")
       ->capture_default_str();
   app.add_option("--region-extension-config", f.region_extension_config,
-                 "region extension config (JSON)")
+                 "region extension config (JSON; the extension none takes none)")
       ->envname("RCXL_AGENT_REGION_EXTENSION_CONFIG");
   app.add_option("--extension-path", f.extension_path,
                  "directories with librcxl_ext_<name>.so plugins (also RCXL_EXTENSION_PATH)");
@@ -91,20 +105,22 @@ void add_flags(CLI::App& app, Flags& f) {
       ->capture_default_str()
       ->transform(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(1));
   app.add_option("--memory-generation-poll-s", f.generation_poll_s,
-                 "seconds between generation reads")
+                 "seconds between generation reads (0.001 to a year)")
       ->capture_default_str()
-      ->check(rcxl::apps::Seconds(/*zero_ok=*/false));
+      ->check(rcxl::apps::SecondsAtLeast(limits::kMinIntervalSeconds));
   app.add_option("--memory-generation-grace-s", f.generation_grace_s,
                  "seconds of failing generation reads before the generation is unknown")
       ->capture_default_str()
       ->check(rcxl::apps::Seconds(/*zero_ok=*/true));
   app.add_option("--sweep-interval-s", f.sweep_interval_s,
-                 "seconds between sweeps (retire retries, generation reads)")
+                 "seconds between sweeps (retire retries, generation reads; 0.001 to a year)")
       ->capture_default_str()
-      ->check(rcxl::apps::Seconds(/*zero_ok=*/false));
-  app.add_option("--max-frame-bytes", f.max_frame_bytes, "largest control frame")
+      ->check(rcxl::apps::SecondsAtLeast(limits::kMinIntervalSeconds));
+  app.add_option("--max-frame-bytes", f.max_frame_bytes,
+                 "largest control frame; at least " + std::to_string(limits::kMinMaxFrameBytes) +
+                     " (512 KiB), so a hint of 4096 ranges (PROTOCOL.md's most) fits")
       ->capture_default_str()
-      ->transform(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(1));
+      ->transform(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(limits::kMinMaxFrameBytes));
   app.add_option("--max-connections", f.max_connections, "0 = no limit")
       ->capture_default_str()
       ->transform(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(0));
@@ -113,7 +129,136 @@ void add_flags(CLI::App& app, Flags& f) {
                  "keep the region table in PATH so regions survive an agent restart "
                  "(e.g. /var/lib/rcxl-agent/regions.json; default: none)");
   app.add_option("--boot-id", f.boot_id,
-                 "override the node boot id (default /proc/sys/kernel/random/boot_id)");
+                 "override the node boot id (default /proc/sys/kernel/random/boot_id); " +
+                     limits::boot_id_wanted());
+}
+
+Result<std::vector<rcxl::runtime::Address>> listen_addresses(const Flags& f) {
+  std::vector<rcxl::runtime::Address> addresses;
+  for (const auto& text : f.listen) {
+    auto address = rcxl::runtime::Address::Parse(text);
+    if (!address.ok()) return bad("--listen: " + address.status().message());
+    addresses.push_back(*address);
+  }
+  // Caught here, a repeat would otherwise read as "Address already in use".
+  if (auto repeated = rcxl::apps::agent::repeated_listen_address(addresses)) {
+    return bad("--listen " + repeated->ToString() + " is given twice; give each address once");
+  }
+  return addresses;
+}
+
+// The secret, or nullopt for --auth none.
+Result<std::optional<std::string>> auth_secret(const Flags& f) {
+  if (f.auth == "none") {
+    if (!f.auth_secret_file.empty()) return bad("give --auth none or --auth-secret-file, not both");
+    return std::optional<std::string>();
+  }
+  if (!f.auth.empty()) return bad("--auth takes only 'none', not '" + f.auth + "'");
+  if (f.auth_secret_file.empty()) return bad("--auth-secret-file PATH or --auth none is required");
+  auto file = rcxl::apps::agent::read_secret_file(f.auth_secret_file);
+  if (!file.ok()) return file.status();
+  if (!file->warning.empty()) std::cerr << "rcxl-agent: warning: " << file->warning << std::endl;
+  std::string secret = rcxl::protocol::secret_from_file_contents(file->contents);
+  if (secret.empty()) {
+    return bad("--auth-secret-file: " + f.auth_secret_file + " holds an empty secret");
+  }
+  return std::optional<std::string>(std::move(secret));
+}
+
+Result<std::string> boot_id(const Flags& f) {
+  namespace limits = rcxl::apps::agent;
+  std::string id = f.boot_id;
+  std::string origin = "--boot-id";
+  if (id.empty()) {
+    auto text = read_text("/proc/sys/kernel/random/boot_id");
+    if (!text.ok()) return bad("cannot read the boot id: " + text.status().message());
+    id = rcxl::protocol::secret_from_file_contents(*text);  // trailing newline off
+    origin = "the boot id in /proc/sys/kernel/random/boot_id (give --boot-id)";
+  }
+  if (auto problem = limits::boot_id_problem(id)) {
+    // A 100 KB id is not worth echoing: quote its start.
+    const std::string shown = id.size() > 64 ? id.substr(0, 64) + "..." : id;
+    return bad(origin + ": '" + shown + "' " + *problem + "; must be " + limits::boot_id_wanted());
+  }
+  return id;
+}
+
+Result<rcxl::verbs::MemorySpec> memory_spec(const Flags& f) {
+  namespace limits = rcxl::apps::agent;
+  auto spec = rcxl::verbs::parse_memory_spec(f.memory);
+  if (!spec.ok()) return bad("--memory: " + spec.status().message());
+  using Kind = rcxl::verbs::MemorySpec::Kind;
+  if (spec->kind != Kind::kDax && spec->bytes < limits::kMinPoolBytes) {
+    return bad("--memory " + f.memory + ": a pool of " + std::to_string(spec->bytes) +
+               " bytes holds no region; give at least " + std::to_string(limits::kMinPoolBytes) +
+               " (4K)");
+  }
+  if (spec->kind == Kind::kDax) {
+    if (auto problem = limits::dax_path_problem(spec->path)) {
+      return bad("--memory " + f.memory + ": " + *problem);
+    }
+  }
+  if (!f.state_file.empty() && spec->kind == Kind::kAnon) {
+    // Anonymous memory dies with the process: a kept table would promise lost bytes.
+    return bad("--state-file needs memory that outlives the process (file: or dax:), not " +
+               f.memory);
+  }
+  return spec;
+}
+
+Result<rcxl::ext::Json> extension_config(const Flags& f) {
+  auto config = rcxl::ext::parse_extension_config(f.region_extension_config);
+  if (!config.ok()) {
+    // The value may come from the environment (a systemd drop-in): name both and quote it.
+    return bad("--region-extension-config (or RCXL_AGENT_REGION_EXTENSION_CONFIG): " +
+               config.status().message() + ": '" + f.region_extension_config + "'");
+  }
+  if (f.region_extension == "none" && !config->is_null() && !config->empty()) {
+    // As rcxl-sim does: a config for no extension is a forgotten --region-extension.
+    return bad("--region-extension-config (or RCXL_AGENT_REGION_EXTENSION_CONFIG) '" +
+               f.region_extension_config +
+               "' is given but --region-extension is none, which takes no config; name the "
+               "extension (--region-extension or RCXL_AGENT_REGION_EXTENSION) or drop the config");
+  }
+  return config;
+}
+
+// Everything the flags say, checked before any pool, NIC or listener is opened.
+struct Setup {
+  rcxl::agent::AgentConfig config;
+  rcxl::runtime::LogLevel log_level = rcxl::runtime::LogLevel::kInfo;
+  rcxl::verbs::MemorySpec memory;
+  rcxl::ext::Json extension_config;
+};
+
+Result<Setup> setup_from_flags(const Flags& f) {
+  Setup s;
+  auto level = rcxl::runtime::parse_log_level(f.log_level);
+  if (!level.ok()) return bad(level.status().message());
+  s.log_level = *level;
+  auto listen = listen_addresses(f);
+  if (!listen.ok()) return listen.status();
+  s.config.listen = std::move(listen).value();
+  auto secret = auth_secret(f);
+  if (!secret.ok()) return secret.status();
+  s.config.auth_secret = std::move(secret).value();
+  auto id = boot_id(f);
+  if (!id.ok()) return id.status();
+  s.config.boot_id = std::move(id).value();
+  s.config.max_hint_requests = f.max_hint_requests;
+  s.config.generation_poll = rcxl::runtime::from_seconds(f.generation_poll_s);
+  s.config.generation_grace = rcxl::runtime::from_seconds(f.generation_grace_s);
+  s.config.sweep_interval = rcxl::runtime::from_seconds(f.sweep_interval_s);
+  s.config.max_frame_bytes = f.max_frame_bytes;
+  s.config.max_connections = f.max_connections;
+  s.config.state_file = f.state_file;
+  auto memory = memory_spec(f);
+  if (!memory.ok()) return memory.status();
+  s.memory = std::move(memory).value();
+  auto config = extension_config(f);
+  if (!config.ok()) return config.status();
+  s.extension_config = std::move(config).value();
+  return s;
 }
 
 }  // namespace
@@ -128,51 +273,8 @@ int main(int argc, char** argv) {
   if (auto code = rcxl::apps::parse_command_line(app, argc, argv, "rcxl-agent", kExitError)) {
     return *code;
   }
-
-  auto level = rcxl::runtime::parse_log_level(f.log_level);
-  if (!level.ok()) return fail(level.status().message());
-  rcxl::agent::AgentConfig config;
-  for (const auto& text : f.listen) {
-    auto address = rcxl::runtime::Address::Parse(text);
-    if (!address.ok()) return fail("--listen: " + address.status().message());
-    config.listen.push_back(*address);
-  }
-  if (f.auth == "none") {
-    if (!f.auth_secret_file.empty())
-      return fail("give --auth none or --auth-secret-file, not both");
-  } else if (!f.auth.empty()) {
-    return fail("--auth takes only 'none'");
-  } else if (f.auth_secret_file.empty()) {
-    return fail("--auth-secret-file PATH or --auth none is required");
-  } else {
-    auto secret = read_text(f.auth_secret_file);
-    if (!secret.ok()) return fail("--auth-secret-file: " + secret.status().message());
-    config.auth_secret = rcxl::protocol::secret_from_file_contents(*secret);
-    if (config.auth_secret->empty()) {
-      return fail("--auth-secret-file: " + f.auth_secret_file + " holds an empty secret");
-    }
-  }
-  if (f.boot_id.empty()) {
-    auto boot_id = read_text("/proc/sys/kernel/random/boot_id");
-    if (!boot_id.ok()) return fail("cannot read the boot id: " + boot_id.status().message());
-    f.boot_id = rcxl::protocol::secret_from_file_contents(*boot_id);  // trailing newline off
-  }
-  config.boot_id = f.boot_id;
-  config.max_hint_requests = f.max_hint_requests;
-  config.generation_poll = rcxl::runtime::from_seconds(f.generation_poll_s);
-  config.generation_grace = rcxl::runtime::from_seconds(f.generation_grace_s);
-  config.sweep_interval = rcxl::runtime::from_seconds(f.sweep_interval_s);
-  config.max_frame_bytes = f.max_frame_bytes;
-  config.max_connections = f.max_connections;
-  config.state_file = f.state_file;
-
-  auto spec = rcxl::verbs::parse_memory_spec(f.memory);
-  if (!spec.ok()) return fail("--memory: " + spec.status().message());
-  if (!f.state_file.empty() && spec->kind == rcxl::verbs::MemorySpec::Kind::kAnon) {
-    // Anonymous memory dies with the process: a kept table would promise lost bytes.
-    return fail("--state-file needs memory that outlives the process (file: or dax:), not " +
-                f.memory);
-  }
+  auto setup = setup_from_flags(f);
+  if (!setup.ok()) return fail(setup.status().message());
 
   // Signals are taken by sigwait below: block them before any thread starts.
   sigset_t signals;
@@ -182,30 +284,33 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  rcxl::verbs::ThreadRuntime rt(rcxl::verbs::ThreadRuntime::Options{*level});
-  auto pool = rcxl::verbs::open_memory_pool(*spec);
+  rcxl::verbs::ThreadRuntime rt(rcxl::verbs::ThreadRuntime::Options{setup->log_level});
+  auto pool = rcxl::verbs::open_memory_pool(setup->memory);
   if (!pool.ok()) return fail("--memory " + f.memory + ": " + pool.status().message());
+  if ((*pool)->size() < rcxl::apps::agent::kMinPoolBytes) {
+    return fail("--memory " + f.memory + ": holds " + std::to_string((*pool)->size()) +
+                " bytes, no region; a pool needs at least " +
+                std::to_string(rcxl::apps::agent::kMinPoolBytes));
+  }
   auto nic = open_nic(f.nic);
   if (!nic.ok()) return fail("--nic " + f.nic + ": " + nic.status().message());
 
-  auto extension_config = rcxl::ext::parse_extension_config(f.region_extension_config);
-  if (!extension_config.ok()) {
-    // The value may come from the environment (a systemd drop-in): name both and quote it.
-    return fail("--region-extension-config (or RCXL_AGENT_REGION_EXTENSION_CONFIG): " +
-                extension_config.status().message() + ": '" + f.region_extension_config + "'");
-  }
   auto registry = rcxl::ext::ExtensionRegistry::WithBuiltins();
   registry.set_fallback(
       rcxl::verbs::plugin_fallback(rcxl::verbs::extension_search_path(f.extension_path)));
-  auto extension = registry.create(f.region_extension, {&rt, nullptr}, *extension_config);
+  auto extension = registry.create(f.region_extension, {&rt, nullptr}, setup->extension_config);
   if (!extension.ok()) {
     return fail("cannot load region extension '" + f.region_extension +
                 "': " + extension.status().message());
   }
 
-  auto agent =
-      std::make_unique<rcxl::agent::Agent>(rt, **pool, **nic, std::move(extension).value(), config);
-  if (Status st = agent->start(); !st.ok()) return fail(st.message());
+  auto agent = std::make_unique<rcxl::agent::Agent>(rt, **pool, **nic, std::move(extension).value(),
+                                                    setup->config);
+  if (Status st = agent->start(); !st.ok()) {
+    // It never came up: its teardown's info lines ("agent stopped") would mislead; warnings stay.
+    rt.set_log_level(std::max(setup->log_level, rcxl::runtime::LogLevel::kWarn));
+    return fail(st.message());
+  }
   for (const auto& address : agent->listen_addresses()) {
     std::cout << "rcxl-agent listening on " << address.ToString() << " boot " << agent->boot()
               << std::endl;

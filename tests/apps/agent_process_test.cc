@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,12 +15,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "apps/cli_checks.h"
+#include "apps/rcxl-agent/agent_flag_checks.h"
+#include "apps/rcxl-agent/secret_file.h"
 #include "core/protocol/auth.h"
 #include "core/protocol/frame_codec.h"
 #include "tests/agent/tcp_wire.h"
@@ -153,6 +158,8 @@ Outcome run_agent(std::vector<std::string> args) {
   Child agent = Child::Start(args);
   Outcome r;
   r.exit_code = agent.wait_exit(std::chrono::seconds(5));
+  // Still running (the flags were taken): its stderr would never end.
+  if (r.exit_code == -1) kill(agent.pid, SIGKILL);
   r.err = agent.read_all_err();
   return r;
 }
@@ -177,16 +184,22 @@ TEST(AgentProcess, R7_HelpExitsZeroAndSaysAnAuthFlagIsRequired) {
   EXPECT_TRUE(contains(help, "one of --auth-secret-file PATH or --auth none")) << help;
   EXPECT_TRUE(contains(help, "1 bad flags")) << help;
   EXPECT_TRUE(contains(help, "--boot-id")) << help;
+  // The bounds the flag checks enforce are in the help, not only in refusals.
+  for (const std::string bound :
+       {"UINT:>= 524288", "FLOAT:>= 0.001", "at most 4096 bytes", "BYTES >= 4096",
+        "without spaces or ':'", "the extension none takes none", "each address once"}) {
+    EXPECT_TRUE(contains(help, bound)) << bound << "\n" << help;
+  }
 }
 
 // SPEC R7: a bad flag value exits with the usage code 1 (not CLI11's 105),
 // saying what the flag wants in a line a person can read.
 TEST(AgentProcess, R7_ABadFlagValueExitsOneSayingWhatIsWanted) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--max-frame-bytes", "0"}, "--max-frame-bytes: must be a whole number >= 1, not '0'"},
+      {{"--max-frame-bytes", "0"}, "--max-frame-bytes: must be a whole number >= 524288, not '0'"},
       {{"--max-frame-bytes", "4294967296"}, "--max-frame-bytes: must be at most 4294967295"},
       {{"--memory-generation-poll-s", "abc"},
-       "--memory-generation-poll-s: must be a number > 0, not 'abc'"},
+       "--memory-generation-poll-s: must be a number >= 0.001, not 'abc'"},
       {{"--max-hint-requests", "-1"}, "--max-hint-requests: must be a whole number >= 1"},
       {{"--memory-generation-grace-s", "-1"}, "--memory-generation-grace-s: must be a number >= 0"},
       {{"--sweep-interval-s", "1e300"}, "--sweep-interval-s: must be at most"},
@@ -254,6 +267,254 @@ TEST(AgentProcess, R2_1_TheExtensionNameDefaultsFromTheEnvironment) {
   unsetenv("RCXL_AGENT_REGION_EXTENSION");
   EXPECT_EQ(agent.wait_exit(std::chrono::seconds(5)), 1);
   EXPECT_NE(agent.read_all_err().find("from_env_ext"), std::string::npos);
+}
+
+// The port of the next listener the agent announces, 0 if it did not come up.
+int start_and_read_port(Child& agent) {
+  const std::string line = agent.read_line();
+  const auto at = line.find("127.0.0.1:");
+  return at == std::string::npos ? 0 : std::atoi(line.c_str() + at + 10);
+}
+
+// SIGTERM, then the exit code; an agent that does not exit in 5 s is killed
+// (so that reading its stderr ends) and answers -1.
+int stop_agent(Child& agent) {
+  kill(agent.pid, SIGTERM);
+  const int code = agent.wait_exit(std::chrono::seconds(5));
+  if (code == -1) kill(agent.pid, SIGKILL);
+  return code;
+}
+
+// SPEC R7: a poll or sweep interval under 1 ms only spins a core (1e-12 s
+// took 3 s of CPU in 3 s); the refusal names the flag, the value and the floor.
+TEST(AgentProcess, R7_AnIntervalUnderAMillisecondIsRefused) {
+  for (const std::string flag : {"--sweep-interval-s", "--memory-generation-poll-s"}) {
+    for (const std::string value : {"1e-12", "1e-9", "0.0009"}) {
+      const Outcome r = run_agent(with(kLoopbackNoAuth, {flag, value}));
+      EXPECT_EQ(r.exit_code, 1) << flag << " " << value << ": " << r.err;
+      EXPECT_TRUE(contains(r.err, flag + ": must be a number >= 0.001, not '" + value + "'"))
+          << r.err;
+    }
+  }
+  // The floor itself is a working interval.
+  Child agent = Child::Start(with(with({RCXL_AGENT_BINARY}, kLoopbackNoAuth),
+                                  {"--sweep-interval-s", "0.001", "--memory-generation-poll-s",
+                                   "0.001", "--log-level", "warn"}));
+  ASSERT_NE(start_and_read_port(agent), 0) << agent.read_all_err();
+  EXPECT_EQ(stop_agent(agent), 0);
+}
+
+// The largest hint PROTOCOL.md allows: 4096 ranges, each on its own region,
+// every number 20 digits, a 32-hex handle per region, padded by `token` to
+// exactly `frame_bytes` (the frame's payload).
+Json largest_hint(const std::string& epoch, std::size_t frame_bytes) {
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  Json ranges = Json::array();
+  Json handles = Json::object();
+  for (std::uint64_t i = 0; i < 4096; ++i) {
+    ranges.push_back({kMax - i, kMax, kMax});
+    handles[std::to_string(kMax - i)] = std::string(32, 'f');
+  }
+  Json hint = {{"op", "extension"},
+               {"id", kMax},
+               {"action", "write_hint"},
+               {"epoch", epoch},
+               {"token", ""},
+               {"ranges", std::move(ranges)},
+               {"handles", std::move(handles)}};
+  const std::size_t size = hint.dump().size();
+  if (size < frame_bytes) hint["token"] = std::string(frame_bytes - size, 't');
+  return hint;
+}
+
+// SPEC R7 / PROTOCOL.md Framing: --max-frame-bytes below 512 KiB is refused,
+// because at 512 KiB the largest hint the protocol allows still fits (one byte
+// more is a bad_frame, so the limit is really in force).
+TEST(AgentProcess, R7_AFrameLimitTooSmallForTheLargestHintIsRefused) {
+  for (const std::string value : {"1", "4096", "524287"}) {
+    const Outcome r = run_agent(with(kLoopbackNoAuth, {"--max-frame-bytes", value}));
+    EXPECT_EQ(r.exit_code, 1) << value << ": " << r.err;
+    EXPECT_TRUE(
+        contains(r.err, "--max-frame-bytes: must be a whole number >= 524288, not '" + value + "'"))
+        << r.err;
+  }
+  const std::uint32_t limit = rcxl::apps::agent::kMinMaxFrameBytes;
+  Child agent = Child::Start(
+      with(with({RCXL_AGENT_BINARY}, kLoopbackNoAuth),
+           {"--max-frame-bytes", std::to_string(limit), "--boot-id", std::string(128, 'b')}));
+  const int port = start_and_read_port(agent);
+  ASSERT_NE(port, 0) << agent.read_all_err();
+  const std::string boot = std::string(128, 'b');
+  // Unpadded, the worst case leaves room for names (the 512 KiB reason).
+  EXPECT_LE(largest_hint(boot, 0).dump().size() + 16 * 1024, limit);
+  for (const std::size_t size : {std::size_t{limit}, std::size_t{limit} + 1}) {
+    Wire wire(port);
+    ASSERT_TRUE(wire.connected());
+    ASSERT_EQ(wire.next()["op"], "greeting");
+    ASSERT_EQ(wire.call({{"op", "hello"}, {"id", 1}})["ok"], true);
+    const Json hint = largest_hint(boot, size);
+    ASSERT_EQ(hint.dump().size(), size);
+    const Json reply = wire.call(hint);
+    // Parsed and checked (no extension: not_advertised), or refused as a frame.
+    EXPECT_EQ(reply["error"]["code"], size <= limit ? "not_advertised" : "bad_frame")
+        << size << ": " << reply.dump().substr(0, 300);
+  }
+  EXPECT_EQ(stop_agent(agent), 0);
+}
+
+// SPEC R7 / PROTOCOL.md Boot: the boot is `<boot_id>:<generation>`, so a ':'
+// in the id makes it ambiguous; spaces and huge ids are refused too.
+TEST(AgentProcess, R7_ABootIdThatWouldMakeTheBootAmbiguousIsRefused) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"node:1", "has a ':' at 4"},
+      {"two words", "has a space"},
+      {"tab\there", "has a space"},
+      {std::string(129, 'x'), "is 129 characters long"},
+      {std::string(100 * 1024, 'x'), "is 102400 characters long"},
+  };
+  for (const auto& [id, says] : cases) {
+    const Outcome r = run_agent(with(kLoopbackNoAuth, {"--boot-id", id}));
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(contains(r.err, "--boot-id: '" + id.substr(0, 64))) << r.err;
+    EXPECT_TRUE(contains(r.err, says)) << r.err;
+    EXPECT_TRUE(contains(r.err, "128 printable ASCII characters without spaces or ':'")) << r.err;
+    EXPECT_LT(r.err.size(), 400u) << "a 100 KB id is not echoed whole";
+  }
+  // 128 printable characters are fine.
+  Child agent = Child::Start(with(with({RCXL_AGENT_BINARY}, kLoopbackNoAuth),
+                                  {"--boot-id", std::string(128, '~'), "--log-level", "warn"}));
+  EXPECT_TRUE(contains(agent.read_line(), "boot " + std::string(128, '~')));
+  EXPECT_EQ(stop_agent(agent), 0);
+}
+
+// SPEC R2.1: a config with --region-extension none is a forgotten extension
+// name (the simulator refuses it too); an empty object is no config.
+TEST(AgentProcess, R2_1_AConfigForTheExtensionNoneIsRefusedNamingBoth) {
+  const Outcome r =
+      run_agent(with(kLoopbackNoAuth, {"--region-extension-config", R"({"log":"/tmp/x"})"}));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, R"('{"log":"/tmp/x"}')")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--region-extension is none, which takes no config")) << r.err;
+  EXPECT_TRUE(contains(r.err, "RCXL_AGENT_REGION_EXTENSION")) << r.err;
+
+  Child agent = Child::Start(with(with({RCXL_AGENT_BINARY}, kLoopbackNoAuth),
+                                  {"--region-extension-config", "{}", "--log-level", "warn"}));
+  ASSERT_NE(start_and_read_port(agent), 0) << agent.read_all_err();
+  EXPECT_EQ(stop_agent(agent), 0);
+}
+
+// SPEC R7 (--memory): a pool under one 4096-byte region can never serve an
+// alloc; it is refused before a file: pool is created.
+TEST(AgentProcess, R7_APoolSmallerThanOneRegionIsRefused) {
+  const fs::path dir = scratch_dir();
+  const std::string file_pool = "file:" + (dir / "pool").string() + ":100";
+  for (const std::string& memory : std::vector<std::string>{"anon:1", "anon:4095", file_pool}) {
+    const Outcome r = run_agent({"--listen", "127.0.0.1:0", "--auth", "none", "--memory", memory});
+    EXPECT_EQ(r.exit_code, 1) << memory << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, "--memory " + memory + ": ")) << r.err;
+    EXPECT_TRUE(contains(r.err, "give at least 4096")) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir / "pool"));
+  fs::remove_all(dir);
+}
+
+// SPEC R7 (--auth-secret-file): a secret is a small regular file; /dev/zero
+// (read 2 GB before), a FIFO (would block) or a 5000-byte file is refused.
+TEST(AgentProcess, R7_ASecretFileThatIsNotASmallRegularFileIsRefused) {
+  const fs::path dir = scratch_dir();
+  std::ofstream(dir / "big") << std::string(5000, 's');
+  ASSERT_EQ(mkfifo((dir / "fifo").c_str(), 0600), 0);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/dev/zero", "not a regular file"},
+      {(dir / "fifo").string(), "not a regular file"},
+      {(dir / "big").string(), "holds 5000 bytes"},
+      {dir.string(), "not a regular file"},
+  };
+  for (const auto& [path, says] : cases) {
+    const Outcome r =
+        run_agent({"--listen", "127.0.0.1:0", "--auth-secret-file", path, "--memory", "anon:1M"});
+    EXPECT_EQ(r.exit_code, 1) << path << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, "--auth-secret-file: " + path + ": " + says)) << r.err;
+    EXPECT_TRUE(contains(r.err, "a regular file of at most 4096 bytes")) << r.err;
+  }
+  fs::remove_all(dir);
+}
+
+// SPEC R7: a secret file every user can read still works (tests and setups
+// rely on it) but the agent warns, naming the file and the fix.
+TEST(AgentProcess, R7_AWorldReadableSecretFileWorksWithAWarning) {
+  const fs::path dir = scratch_dir();
+  const fs::path secret = dir / "secret";
+  std::ofstream(secret) << "s\n";
+  for (const mode_t mode : {0644, 0600}) {
+    ASSERT_EQ(chmod(secret.c_str(), mode), 0);
+    Child agent = Child::Start({RCXL_AGENT_BINARY, "--listen", "127.0.0.1:0", "--auth-secret-file",
+                                secret.string(), "--memory", "anon:1M", "--log-level", "warn"});
+    ASSERT_NE(start_and_read_port(agent), 0) << agent.read_all_err();
+    EXPECT_EQ(stop_agent(agent), 0);
+    const std::string err = agent.read_all_err();
+    const std::string warning = "warning: --auth-secret-file: " + secret.string() +
+                                " (mode 0644) is readable by every user; chmod 600 it";
+    EXPECT_EQ(contains(err, warning), mode == 0644) << err;
+  }
+  fs::remove_all(dir);
+}
+
+// SPEC R7 (--listen): an address given twice is named up front, not reported
+// as "Address already in use"; port 0 twice is two ports.
+TEST(AgentProcess, R7_AListenAddressGivenTwiceIsRefusedNamingIt) {
+  const Outcome r = run_agent({"--listen", "127.0.0.1:7781", "--listen", "127.0.0.1:0", "--listen",
+                               "127.0.0.1:7781", "--auth", "none", "--memory", "anon:1M"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "--listen 127.0.0.1:7781 is given twice")) << r.err;
+  EXPECT_FALSE(contains(r.err, "already in use")) << r.err;
+
+  Child agent =
+      Child::Start({RCXL_AGENT_BINARY, "--listen", "127.0.0.1:0", "--listen", "127.0.0.1:0",
+                    "--auth", "none", "--memory", "anon:1M", "--log-level", "warn"});
+  const int first = start_and_read_port(agent);
+  const int second = start_and_read_port(agent);
+  EXPECT_NE(first, 0) << agent.read_all_err();
+  EXPECT_NE(second, 0);
+  EXPECT_NE(first, second);
+  EXPECT_EQ(stop_agent(agent), 0);
+}
+
+// SPEC R7 (--memory dax:PATH): a path that is not a Device DAX gets a reason
+// and the alternatives (pmem2 gave "pmem2 source dax /dev/null: " and nothing).
+TEST(AgentProcess, R7_ADaxPathThatIsNotADaxDeviceSaysWhy) {
+  const fs::path dir = scratch_dir();
+  std::ofstream(dir / "small") << "x";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/dev/null", "/dev/null is a character device but not a Device DAX"},
+      {dir.string(), dir.string() + " is a directory, not a Device DAX"},
+      {(dir / "small").string(), (dir / "small").string() + " holds 1 bytes, no region"},
+  };
+  for (const auto& [path, says] : cases) {
+    const Outcome r =
+        run_agent({"--listen", "127.0.0.1:0", "--auth", "none", "--memory", "dax:" + path});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(contains(r.err, "--memory dax:" + path + ": " + says)) << r.err;
+    EXPECT_TRUE(contains(r.err, "file:PATH:BYTES")) << r.err;
+  }
+  fs::remove_all(dir);
+}
+
+// SPEC R7: "agent stopped" is logged by an agent that ran, not after a setup
+// error that kept it from starting.
+TEST(AgentProcess, R7_OnlyAnAgentThatStartedLogsThatItStopped) {
+  rcxl::testing::HeldPort held;
+  ASSERT_NE(held.port(), 0);
+  const Outcome failed = run_agent({"--listen", "127.0.0.1:" + std::to_string(held.port()),
+                                    "--auth", "none", "--memory", "anon:1M"});
+  EXPECT_EQ(failed.exit_code, 1) << failed.err;
+  EXPECT_TRUE(contains(failed.err, "cannot listen on")) << failed.err;
+  EXPECT_FALSE(contains(failed.err, "agent stopped")) << failed.err;
+
+  Child agent = Child::Start(with({RCXL_AGENT_BINARY}, kLoopbackNoAuth));
+  ASSERT_NE(start_and_read_port(agent), 0) << agent.read_all_err();
+  EXPECT_EQ(stop_agent(agent), 0);
+  EXPECT_TRUE(contains(agent.read_all_err(), "agent stopped"));
 }
 
 // The number a flag validator checked is the number the flag gets: CLI11 alone
