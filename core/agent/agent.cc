@@ -203,6 +203,7 @@ Status Agent::start() {
   }
   log_.info("agent up: boot ", boot(), ", pool ", pool_.describe(), ", extension ",
             ext_ ? ext_->name() : std::string("none"));
+  up_ = true;
   if (ext_ && ext_->has_memory_generation()) schedule_poll(*poll_strand_);
   schedule_sweep(*sweep_strand_);
   return {};
@@ -238,7 +239,7 @@ void Agent::stop() {
       ext_->close();
       return Status();
     });
-  log_.info("agent stopped");
+  if (up_) log_.info("agent stopped");  // not after a start that failed
 }
 
 std::vector<runtime::Address> Agent::listen_addresses() const {
@@ -801,6 +802,7 @@ Status Agent::load_regions() {
         region->ever_mapped = r.mapped_before;
         regions_[r.region] = std::move(region);
       }
+      boot_.restore_unknown_periods(table->unknown_periods);  // SPEC R6.4
       log_.info("region table ", path, ": ", regions_.size(), " regions, ", retiring_.size(),
                 " retiring");
     }
@@ -811,7 +813,7 @@ Status Agent::load_regions() {
 }
 
 RegionTable Agent::snapshot_locked() const {
-  RegionTable table{config_.boot_id, pool_.size(), next_region_, {}};
+  RegionTable table{config_.boot_id, pool_.size(), next_region_, {}, boot_.unknown_periods()};
   for (const auto& [id, region] : regions_) {
     table.regions.push_back({id, region->info.pool_offset, region->info.size, region->owner_handle,
                              region->read_handle, region->ever_mapped, false});
@@ -1011,6 +1013,7 @@ void Agent::read_generation() {
   });
   if (!st.ok() || (generation && generation->empty())) generation.reset();
   std::string after;
+  bool persist = false;
   {
     std::lock_guard lock(mu_);
     const std::string before = boot_.boot();
@@ -1021,7 +1024,10 @@ void Agent::read_generation() {
     after = boot_.boot();
     log_.warn("boot changed from '", before, "' to '", after,
               "': every mapping, hold and open hint request dropped");
+    persist = change == BootTracker::Change::kUnknown;
   }
+  // A restarted agent continues the `~n` count (R6.4); a failed write is logged.
+  if (persist) (void)persist_regions();
   // Outside mu_, under generation_mu_: observers see changes one at a time, in order.
   if (config_.on_boot_change) config_.on_boot_change(after);
 }

@@ -156,6 +156,7 @@ class Agent {
   std::unique_ptr<runtime::Strand> sweep_strand_;
   std::vector<std::unique_ptr<runtime::Listener>> listeners_;
   std::atomic<bool> started_{false};
+  std::atomic<bool> up_{false};  // start() succeeded
   std::atomic<bool> stopped_{false};
 
   // One generation reader at a time (SPEC R6.2); taken before mu_, never after.

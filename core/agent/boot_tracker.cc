@@ -7,6 +7,11 @@ BootTracker::BootTracker(std::string boot_id, bool has_generation, runtime::Dura
   update_boot();
 }
 
+void BootTracker::restore_unknown_periods(std::uint64_t n) {
+  unknown_periods_ = n;
+  update_boot();
+}
+
 void BootTracker::start(std::string generation) {
   generation_ = std::move(generation);
   update_boot();

@@ -18,6 +18,9 @@ class BootTracker {
   // `has_generation` false: the boot is the boot id forever (no hook).
   BootTracker(std::string boot_id, bool has_generation, runtime::Duration grace);
 
+  // Before start: the unknown periods an earlier process of this node boot saw
+  // (the region table file), so the `~n` of the boot continues, never repeats.
+  void restore_unknown_periods(std::uint64_t n);
   // The first read, at start; must tell a generation.
   void start(std::string generation);
   // One read's result (nullopt = the extension cannot tell) at `now`.

@@ -99,6 +99,7 @@ std::string encode_region_table(const RegionTable& table) {
               {"boot_id", table.boot_id},
               {"pool_size", table.pool_size},
               {"next_region", table.next_region},
+              {"unknown_periods", table.unknown_periods},
               {"regions", regions}}
              .dump(1) +
          "\n";
@@ -121,6 +122,12 @@ Result<RegionTable> decode_region_table(std::string_view input) {
   table.boot_id = *boot_id;
   table.pool_size = *pool_size;
   table.next_region = *next_region;
+  // Absent in files written before it was kept: none seen.
+  if (doc.contains("unknown_periods")) {
+    auto unknown_periods = u64(doc, "unknown_periods");
+    if (!unknown_periods.ok()) return unknown_periods.status();
+    table.unknown_periods = *unknown_periods;
+  }
   auto regions = doc.find("regions");
   if (regions == doc.end() || !regions->is_array()) return bad("'regions' must be an array");
   for (const Json& r : *regions) {

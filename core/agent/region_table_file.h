@@ -1,7 +1,8 @@
 // The agent's region table as a file (AgentConfig::state_file), so that an agent
 // process restart without a memory reset keeps every region: ids, pool extents,
-// handles, retiring state, the next region id, and whether a region was mapped
-// before (so a restarted agent never passes fresh=true for it; SPEC R5.2).
+// handles, retiring state, the next region id, whether a region was mapped
+// before (so a restarted agent never passes fresh=true for it; SPEC R5.2), and
+// the count of unknown-generation periods (so its boot never goes back; R6.4).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,9 @@ struct RegionTable {
   std::uint64_t pool_size = 0;  // a different pool is a different memory
   std::uint64_t next_region = 1;
   std::vector<PersistedRegion> regions;
+  // Unknown-generation periods seen under boot_id (SPEC R6.4: the `~n` of the
+  // boot), so a restarted agent never advertises a boot it had left.
+  std::uint64_t unknown_periods = 0;
   bool operator==(const RegionTable&) const = default;
 };
 

@@ -11,6 +11,7 @@ namespace rcxl::agent::testing {
 namespace {
 
 constexpr char kStateFile[] = "/var/lib/rcxl-agent/regions.json";
+const std::string kGenBoot = std::string(kBootId);
 
 struct RestartRig : AgentRig {
   AgentConfig config() const {
@@ -209,6 +210,32 @@ TEST(AgentRestart, R1_NoStateFileKeepsNothing) {
   rig.agent.reset();
   ASSERT_TRUE(rig.start(rig.recording()).ok());
   EXPECT_EQ(code_of(rig.hello_client()->map(a.region, a.handle)), "not_found");
+}
+
+// An unknown period, then a restart: the boot goes on from `~1`; before, the
+// restarted agent advertised the boot it had left (`:5`), which the directory
+// had retired (registers refused for good) and readers could trust again.
+TEST(AgentRestart, R6_4_TheUnknownPeriodCountSurvivesARestart) {
+  RestartRig rig;
+  rig.set_generation("5");
+  ASSERT_TRUE(rig.start_agent({{"generation_file", "/gen"}}).ok());
+  EXPECT_EQ(rig.agent->boot(), kGenBoot + ":5");
+  rig.mem.files().remove("/gen");
+  rig.run_for(2200ms);  // past the grace
+  EXPECT_EQ(rig.agent->boot(), kGenBoot + ":unknown");
+  rig.set_generation("5");
+  rig.run_for(150ms);
+  EXPECT_EQ(rig.agent->boot(), kGenBoot + ":5~1");
+  rig.kill_agent();
+  ASSERT_TRUE(rig.start_agent({{"generation_file", "/gen"}}).ok());
+  EXPECT_EQ(rig.agent->boot(), kGenBoot + ":5~1");
+  EXPECT_EQ(rig.hello_client()->boot, kGenBoot + ":5~1");
+  // A new node boot starts the count again (its boot id already differs).
+  rig.kill_agent();
+  AgentConfig c = rig.config();
+  c.boot_id = "another-boot";
+  ASSERT_TRUE(rig.AgentRig::start(rig.recording({{"generation_file", "/gen"}}), c).ok());
+  EXPECT_EQ(rig.agent->boot(), "another-boot:5");
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The state file's encoding (AgentConfig::state_file) and the allocator's reserve.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "core/agent/region_allocator.h"
 #include "core/agent/region_table_file.h"
 
@@ -11,9 +13,23 @@ TEST(RegionTable, R7_RoundTrips) {
   RegionTable table{"boot", 1 << 20, 9, {}};
   table.regions.push_back({3, 0, 8192, "owner", "reader", true, false});
   table.regions.push_back({7, 65536, 4096, "-", "-", true, true});
+  table.unknown_periods = 2;
   auto back = decode_region_table(encode_region_table(table));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, table);
+}
+
+// Files written before the count was kept read as none seen (SPEC R6.4); a
+// count of the wrong type is refused.
+TEST(RegionTable, R6_4_TheUnknownPeriodCountIsOptionalAndChecked) {
+  RegionTable table{"boot", 1 << 20, 9, {}};
+  auto doc = nlohmann::json::parse(encode_region_table(table));
+  doc.erase("unknown_periods");
+  auto back = decode_region_table(doc.dump());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->unknown_periods, 0u);
+  doc["unknown_periods"] = -1;
+  EXPECT_FALSE(decode_region_table(doc.dump()).ok());
 }
 
 TEST(RegionTable, R7_RefusesBadTables) {
