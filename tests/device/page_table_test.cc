@@ -276,8 +276,12 @@ TEST(PageTable, ResetKeepsOnlyFlashState) {
       PageTable::kResident | PageTable::kDirty | PageTable::kTrimmed | PageTable::kFlashBytes;
   table.pin(70000);
   table.set_ready_at(70000, 42);
+  table.flags_mut(70001) |= PageTable::kResident | PageTable::kFlashBytes;  // clean
   table.drop_all_frames();
-  EXPECT_EQ(table.flags(70000), PageTable::kTrimmed | PageTable::kFlashBytes);
+  // The dirty page's only copy was in DRAM: it is poisoned; the clean one is not.
+  EXPECT_EQ(table.flags(70000),
+            PageTable::kTrimmed | PageTable::kFlashBytes | PageTable::kPoisoned);
+  EXPECT_EQ(table.flags(70001), PageTable::kFlashBytes);
   EXPECT_EQ(table.pins(70000), 0);
   EXPECT_EQ(table.ready_at(70000), 0);
   EXPECT_EQ(table.lru_back(), PageTable::kNone);
