@@ -18,8 +18,8 @@ RunSummary summarize(const RunResult& r) {
   s.ttft_ms = mean_reuse_ttft_ms(r.records);
   s.load_ms = mean_load_ms(r.records);
   for (const auto& rec : r.records) {
-    if (rec.reuse_turn()) s.ttfts.push_back(runtime::to_millis(rec.ttft()));
-    if (rec.loaded()) s.loads.push_back(runtime::to_millis(rec.load_time()));
+    if (rec.reuse_turn() && rec.answered()) s.ttfts.push_back(runtime::to_millis(rec.ttft()));
+    if (rec.loaded() && rec.load_finished()) s.loads.push_back(runtime::to_millis(rec.load_time()));
   }
   s.violations = r.invariants.violations;
   s.counters = r.counters;

@@ -1,5 +1,11 @@
 #include "scenarios/json_document.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <vector>
 
@@ -54,6 +60,70 @@ Result<Json> parse_json_document(const std::string& text, const std::string& ori
                  origin + ": key \"" + shown + "\" appears twice in one object; keep one");
   }
   return j;
+}
+
+std::string printable(std::string_view text, std::size_t max_chars) {
+  std::size_t cut = std::min(text.size(), max_chars);
+  // Never cut a UTF-8 sequence in two.
+  while (cut > 0 && cut < text.size() && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) {
+    --cut;
+  }
+  std::string out;
+  for (std::size_t i = 0; i < cut; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (cut < text.size()) out += "... (" + std::to_string(text.size()) + " characters)";
+  return out;
+}
+
+Result<std::string> read_document_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);  // follows symlinks (/dev/stdin too)
+  if (st.type() == fs::file_type::not_found) {
+    return Error(ErrorCode::kNotFound, path + ": no such file; name a .json file");
+  }
+  if (ec) return Error(ErrorCode::kBadRequest, path + ": cannot read it (" + ec.message() + ")");
+  if (st.type() == fs::file_type::directory) {
+    return Error(ErrorCode::kBadRequest, path + ": is a directory; name a .json file");
+  }
+  if (st.type() != fs::file_type::regular) {
+    return Error(ErrorCode::kBadRequest,
+                 path +
+                     ": is not a regular file (a FIFO, device or socket could block or never "
+                     "end); name a .json file");
+  }
+  const std::string too_big = path + ": larger than " + std::to_string(kMaxDocumentBytes >> 20) +
+                              " MiB; a scenario or profile is a few KiB of JSON";
+  if (const auto size = fs::file_size(path, ec); !ec && size > kMaxDocumentBytes) {
+    return Error(ErrorCode::kBadRequest, too_big);
+  }
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Error(ErrorCode::kBadRequest,
+                 path + ": cannot read it (" + std::strerror(errno ? errno : EACCES) + ")");
+  }
+  // Read one byte past the limit: a file may grow, and /proc files report size 0.
+  std::string text;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxDocumentBytes) return Error(ErrorCode::kBadRequest, too_big);
+  }
+  if (in.bad()) return Error(ErrorCode::kBadRequest, path + ": cannot read it (I/O error)");
+  return text;
 }
 
 }  // namespace rcxl::scenarios

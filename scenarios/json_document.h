@@ -4,8 +4,10 @@
 // that give a key twice (which one would win is not what the user meant).
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "core/runtime/status.h"
 
@@ -13,7 +15,20 @@ namespace rcxl::scenarios {
 
 inline constexpr int kMaxJsonDepth = 64;
 
+// Scenarios and profiles are a few KiB; a larger file is a mistake (`run /dev/zero`).
+inline constexpr std::uintmax_t kMaxDocumentBytes = std::uintmax_t{16} << 20;
+
 // `origin` names the text in errors ("scenarios/x.json").
 Result<nlohmann::json> parse_json_document(const std::string& text, const std::string& origin);
+
+// `text` as an error message may show it: control characters escaped (\n,
+// \x01) so a message stays one line, and cut after `max_chars` with its length.
+std::string printable(std::string_view text, std::size_t max_chars = 60);
+
+// The text of the regular file at `path`, at most kMaxDocumentBytes: a missing
+// file is kNotFound; a directory, FIFO, device or socket (which could block or
+// never end), a larger file or an unreadable one is kBadRequest. Each error
+// starts with `path`.
+Result<std::string> read_document_file(const std::string& path);
 
 }  // namespace rcxl::scenarios

@@ -88,6 +88,27 @@ bool write_file(const std::string& path, const std::string& text) {
   return out.good();
 }
 
+// P5's pairs are a subset of the hinted pairs: at most --pairs. Only the
+// default (the seed's 3) shrinks to fit a smaller --pairs; a value the user
+// gave is never changed behind their back.
+Status check_pair_counts(const ReproduceOptions& options) {
+  const int pairs = std::max(1, options.pairs);
+  if (options.p5_pairs < 1) {
+    return Error(ErrorCode::kBadRequest, "--p5-pairs " + std::to_string(options.p5_pairs) +
+                                             ": P5 needs at least 1 pair; give 1 to " +
+                                             std::to_string(pairs));
+  }
+  const bool given = options.p5_pairs_given || options.p5_pairs != ReproduceOptions{}.p5_pairs;
+  if (given && options.p5_pairs > pairs) {
+    return Error(ErrorCode::kBadRequest,
+                 "--p5-pairs " + std::to_string(options.p5_pairs) + ": at most --pairs " +
+                     std::to_string(pairs) + " (P5 pairs with the hinted runs); give --p5-pairs " +
+                     std::to_string(pairs) + " or less, or raise --pairs to " +
+                     std::to_string(options.p5_pairs));
+  }
+  return check_seed_range(options.first_seed, pairs, "--pairs");
+}
+
 }  // namespace
 
 Result<std::map<std::string, Profile>> reproduce_profiles(const ReproduceOptions& options) {
@@ -105,6 +126,8 @@ Result<std::map<std::string, Profile>> reproduce_profiles(const ReproduceOptions
     }
     settings.push_back(std::move(setting).value());
   }
+  // Two spellings of one field (flash_read_ns, /device/flash_read_ns): one would be lost.
+  if (auto s = check_distinct_targets(settings); !s.ok()) return s;
   std::map<std::string, Profile> profiles;
   for (const auto& c : configurations()) {
     if (profiles.count(c.profile)) continue;
@@ -125,6 +148,7 @@ Result<std::map<std::string, Profile>> reproduce_profiles(const ReproduceOptions
 }
 
 Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
+  if (auto s = check_pair_counts(options); !s.ok()) return s;
   auto base = seed_serving();
   if (!base.ok()) return base.status();
   const auto& cfgs = configurations();
@@ -141,7 +165,7 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   const int pairs = std::max(1, options.pairs);
   std::vector<int> runs_of(cfgs.size(), pairs);
   for (std::size_t c = 0; c < cfgs.size(); ++c) {
-    if (cfgs[c].name == "waits_off") runs_of[c] = std::clamp(options.p5_pairs, 1, pairs);
+    if (cfgs[c].name == "waits_off") runs_of[c] = std::min(options.p5_pairs, pairs);
     if (cfgs[c].name == "no_hints" && !options.beyond_seed) runs_of[c] = 0;
   }
   std::vector<std::vector<RunSummary>> results(cfgs.size());

@@ -15,8 +15,11 @@
 namespace rcxl::scenarios {
 
 struct ReproduceOptions {
-  int pairs = 5;             // P1-P3 (and the no-hint run)
-  int p5_pairs = 3;          // P5, as the seed measured it; at most `pairs`
+  int pairs = 5;     // P1-P3 (and the no-hint run)
+  int p5_pairs = 3;  // P5, as the seed measured it; at most `pairs`
+  // p5_pairs was given by the user: above `pairs` it is refused, where the
+  // default 3 shrinks to fit (a p5_pairs other than 3 counts as given).
+  bool p5_pairs_given = false;
   bool beyond_seed = false;  // also run no_hints: the no-hint TTFT ratio
   std::uint64_t first_seed = 1;
   std::string profiles_dir;  // empty: the built-in profiles

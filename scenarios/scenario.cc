@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <map>
 
+#include "scenarios/json_document.h"
 #include "scenarios/run_counters.h"
 #include "scenarios/scenario_extensions.h"
 
@@ -37,7 +39,7 @@ class Reader {
       if (std::find(known.begin(), known.end(), key) == known.end()) {
         std::string list;
         for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-        return fail("/" + key, "unknown field; expected one of: " + list);
+        return fail("/" + printable(key), "unknown field; expected one of: " + list);
       }
     }
     return {};
@@ -84,7 +86,9 @@ class Reader {
     return {};
   }
   Status fail(const std::string& sub, const std::string& what) const {
-    return Error(ErrorCode::kBadRequest, origin_ + ": " + pointer_ + sub + ": " + what);
+    const std::string where = pointer_ + sub;
+    return Error(ErrorCode::kBadRequest,
+                 origin_ + ": " + (where.empty() ? "the document" : where) + ": " + what);
   }
   const std::string& pointer() const { return pointer_; }
   const std::string& origin() const { return origin_; }
@@ -102,14 +106,45 @@ Status check_fault_node(const Reader& r, const Fault& f) {
   if (!network) {
     if (f.node == kMemoryNode) return {};
     return r.fail("/node", "'" + fault_kind_name(f.kind) + "' acts on the memory node " +
-                               kMemoryNode + ", not '" + f.node + "'; drop node or write \"" +
-                               kMemoryNode + "\"");
+                               kMemoryNode + ", not '" + printable(f.node) +
+                               "'; drop node or write \"" + kMemoryNode + "\"");
   }
   for (const char* node : {kDirectoryNode, kGpuNode, kMemoryNode}) {
     if (f.node == node) return {};
   }
-  return r.fail("/node", "no node '" + f.node + "'; expected one of: " + kDirectoryNode + ", " +
-                             kGpuNode + ", " + kMemoryNode);
+  return r.fail("/node", "no node '" + printable(f.node) + "'; expected one of: " + kDirectoryNode +
+                             ", " + kGpuNode + ", " + kMemoryNode);
+}
+
+// Only cxl_ssd reads the simulated device's generation: under another extension
+// the agent keeps its boot through a reset, and readers see lost bytes as stale hits.
+bool tells_device_generation(const std::string& extension) {
+  return extension == "cxl_ssd";
+}
+
+std::string seconds_text(runtime::Duration d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", runtime::to_seconds(d));
+  return buf;
+}
+
+// A fault must be able to happen in the run the rest of the file describes.
+Status check_fault_in_run(const Reader& r, const Fault& f, const Scenario& sc) {
+  if (f.at >= sc.time_limit) {
+    return r.fail("/at_s", "at " + seconds_text(f.at) + " is not before the run's time limit of " +
+                               seconds_text(sc.time_limit) +
+                               " (time_limit_s), so it would never happen; move it earlier or "
+                               "raise time_limit_s");
+  }
+  const bool generation_fault = f.kind == Fault::Kind::kReset || f.kind == Fault::Kind::kUnknown;
+  if (generation_fault && !tells_device_generation(sc.extension)) {
+    return r.fail("/kind", "'" + fault_kind_name(f.kind) + "' changes the device's memory " +
+                               "generation, which the extension '" + sc.extension +
+                               "' cannot tell (only cxl_ssd reads it from the simulated device): " +
+                               "the agent would keep its boot and report false violations; " +
+                               "use the extension cxl_ssd or drop this fault");
+  }
+  return {};
 }
 
 Status parse_fault(const Json& j, const std::string& origin, const std::string& pointer,
@@ -123,7 +158,7 @@ Status parse_fault(const Json& j, const std::string& origin, const std::string& 
   if (it == fault_kinds().end()) {
     std::string list;
     for (const auto& [name, k] : fault_kinds()) list += (list.empty() ? "" : ", ") + name;
-    return r.fail("/kind", "unknown fault '" + kind + "'; expected one of: " + list);
+    return r.fail("/kind", "unknown fault '" + printable(kind) + "'; expected one of: " + list);
   }
   out.kind = it->second;
   if (auto s = r.seconds("at_s", out.at, true); !s.ok()) return s;
@@ -153,18 +188,98 @@ Status parse_fault(const Json& j, const std::string& origin, const std::string& 
   return {};
 }
 
+// Boots are short strings (boot-mem0:2, boot-mem0:unknown, boot-mem0:1~1): a
+// longer pattern is a mistake, and a deep one recurses std::regex off the stack.
+constexpr std::size_t kMaxBootPatternChars = 256;
+// A run's boots are a handful; each pattern is tried against the boots left.
+constexpr std::size_t kMaxBootPatterns = 64;
+// Repetitions and alternations in one pattern: each multiplies the ways a match
+// can be tried (std::regex backtracks), so a few suffice and many never end.
+constexpr int kMaxBootPatternChoices = 6;
+constexpr char kBootExamples[] =
+    "boots are short strings such as boot-mem0:2 or boot-mem0:unknown; write e.g. "
+    "^boot-mem0:2$ or .*:unknown";
+
+// Why matching `p` could backtrack for ever even on a short boot, or "": a
+// repeated group ((...)*, (...)+, (...){n,}) holding a repetition or an
+// alternation, or more than kMaxBootPatternChoices of them in all.
+std::string backtracking_risk(const std::string& p) {
+  std::vector<bool> open;             // per open group: holds a repetition or alternation
+  bool closed_group_chooses = false;  // the token before is a group that does
+  bool after_atom = false;            // a quantifier here repeats something
+  int choices = 0;
+  auto mark_choice = [&] {
+    ++choices;
+    if (!open.empty()) open.back() = true;
+  };
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const char c = p[i];
+    const bool repeat = c == '*' || c == '+' || c == '{';
+    if ((repeat || c == '?') && after_atom) {
+      if (repeat && closed_group_chooses) {
+        return "repeats a group that itself repeats or alternates, which backtracks without end";
+      }
+      mark_choice();
+      if (c == '{') i = std::min(p.find('}', i), p.size() - 1);
+      if (i + 1 < p.size() && p[i + 1] == '?') ++i;  // lazy: the same choices
+      after_atom = false;
+      closed_group_chooses = false;
+      continue;
+    }
+    closed_group_chooses = false;
+    after_atom = true;
+    if (c == '\\') {
+      ++i;
+    } else if (c == '[') {
+      for (++i; i < p.size() && p[i] != ']'; ++i) {
+        if (p[i] == '\\') ++i;
+      }
+    } else if (c == '(') {
+      open.push_back(false);
+      if (i + 2 < p.size() && p[i + 1] == '?') i += 2;  // (?: (?= (?!
+      after_atom = false;
+    } else if (c == ')' && !open.empty()) {
+      closed_group_chooses = open.back();
+      open.pop_back();
+      if (closed_group_chooses && !open.empty()) open.back() = true;
+    } else if (c == '|') {
+      mark_choice();
+      after_atom = false;
+    } else if (c == '^') {
+      after_atom = false;
+    }
+  }
+  if (choices > kMaxBootPatternChoices) {
+    return "has " + std::to_string(choices) + " repetitions and alternations (at most " +
+           std::to_string(kMaxBootPatternChoices) + "; each multiplies the work of a match)";
+  }
+  return "";
+}
+
 Status parse_boots(const Reader& r, const Json& j, std::vector<BootPattern>& out) {
   if (!j.is_array()) {
     return r.fail("", "expected an array of regular expressions, e.g. [\"^boot-mem0:1$\"]");
   }
+  if (j.size() > kMaxBootPatterns) {
+    return r.fail("", std::to_string(j.size()) + " patterns; a run advertises a handful of " +
+                          "boots: give at most " + std::to_string(kMaxBootPatterns));
+  }
   for (std::size_t i = 0; i < j.size(); ++i) {
     const std::string at = "/" + std::to_string(i);
     if (!j[i].is_string()) return r.fail(at, "expected a regular expression (a string)");
+    const std::string text = j[i].get<std::string>();
+    if (text.size() > kMaxBootPatternChars) {
+      return r.fail(at, "'" + printable(text) + "' is longer than " +
+                            std::to_string(kMaxBootPatternChars) + " characters; " + kBootExamples);
+    }
     try {
-      out.push_back({j[i].get<std::string>(), std::regex(j[i].get<std::string>())});
+      out.push_back({text, std::regex(text)});
     } catch (const std::regex_error& e) {
-      return r.fail(at, "'" + j[i].get<std::string>() + "' is not a regular expression (" +
-                            e.what() + "); write ECMAScript syntax, e.g. ^boot-mem0:1$");
+      return r.fail(at, "'" + printable(text) + "' is not a regular expression (" + e.what() +
+                            "); write ECMAScript syntax, e.g. ^boot-mem0:1$");
+    }
+    if (const std::string risk = backtracking_risk(text); !risk.empty()) {
+      return r.fail(at, "'" + printable(text) + "' " + risk + "; " + kBootExamples);
     }
   }
   return {};
@@ -197,7 +312,7 @@ Status parse_counter_bounds(const Reader& r, const Json& j, std::vector<CounterB
     return r.fail("", "expected an object such as {\"agent.boot_changes\": {\"min\": 1}}");
   }
   for (const auto& [path, bounds] : j.items()) {
-    Reader b(bounds, r.origin(), r.pointer() + "/" + path);
+    Reader b(bounds, r.origin(), r.pointer() + "/" + printable(path));
     if (!is_counter_path(path)) {
       return b.fail("", "expected a dotted counter path such as agent.boot_changes");
     }
@@ -310,8 +425,9 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
     if (!j["faults"].is_array()) return r.fail("/faults", "expected an array");
     for (std::size_t i = 0; i < j["faults"].size(); ++i) {
       Fault f;
-      if (auto s = parse_fault(j["faults"][i], origin, "/faults/" + std::to_string(i), f);
-          !s.ok()) {
+      const std::string at = "/faults/" + std::to_string(i);
+      if (auto s = parse_fault(j["faults"][i], origin, at, f); !s.ok()) return s;
+      if (auto s = check_fault_in_run(Reader(j["faults"][i], origin, at), f, sc); !s.ok()) {
         return s;
       }
       sc.faults.push_back(f);

@@ -103,11 +103,9 @@ Result<Json> load_profile_document(const std::string& profiles_dir, const std::s
     text = std::string(*embedded);
   } else {
     origin = profiles_dir + "/" + name + ".json";
-    std::ifstream in(origin);
-    if (!in) return Error(ErrorCode::kNotFound, origin + ": no such profile file");
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    text = buffer.str();
+    auto read = read_document_file(origin);
+    if (!read.ok()) return read.status();
+    text = std::move(read).value();
   }
   auto j = parse_json_document(text, origin);
   if (!j.ok()) return j.status();
@@ -141,13 +139,13 @@ double mean_ms(const std::vector<RequestRecord>& records, Counts counts, Value v
 
 double mean_reuse_ttft_ms(const std::vector<RequestRecord>& records) {
   return mean_ms(
-      records, [](const RequestRecord& r) { return r.reuse_turn(); },
+      records, [](const RequestRecord& r) { return r.reuse_turn() && r.answered(); },
       [](const RequestRecord& r) { return r.ttft(); });
 }
 
 double mean_load_ms(const std::vector<RequestRecord>& records) {
   return mean_ms(
-      records, [](const RequestRecord& r) { return r.loaded(); },
+      records, [](const RequestRecord& r) { return r.loaded() && r.load_finished(); },
       [](const RequestRecord& r) { return r.load_time(); });
 }
 
@@ -314,7 +312,11 @@ class Deployment {
       return Error(extension.status().code(),
                    "extension '" + sc_.extension + "': " + extension.status().message());
     }
-    auto checked = std::make_unique<CheckedExtension>(std::move(extension).value(), *monitor_);
+    // `none` creates no extension: the agent then runs without one (nothing to watch).
+    std::unique_ptr<ext::RegionExtension> checked;
+    if (*extension) {
+      checked = std::make_unique<CheckedExtension>(std::move(extension).value(), *monitor_);
+    }
     agent::AgentConfig ac;
     ac.listen = {{"mem0", kAgentPort}};
     ac.auth_secret = kSecret;

@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "scenarios/configurations.h"
@@ -153,6 +155,85 @@ Json scaled(const Json& v, double scale) {
   return Json(s);
 }
 
+// The reference tokens of a pointer, unescaped: "/a/b~1c" -> {"a", "b/c"}.
+std::vector<std::string> tokens_of(Json::json_pointer pointer) {
+  std::vector<std::string> out;
+  for (; !pointer.empty(); pointer.pop_back()) out.push_back(pointer.back());
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+// An array index as JSON pointer writes it: decimal digits, no leading zero.
+std::optional<std::uint64_t> array_index(const std::string& token) {
+  if (token.empty() || token.size() > 19 || (token.size() > 1 && token[0] == '0')) {
+    return std::nullopt;
+  }
+  std::uint64_t v = 0;
+  for (char c : token) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return v;
+}
+
+// New objects a parameter may create: /expect/counters/<name>/max needs three
+// on a scenario without `expect`; more is a mistake (or a way to exhaust memory).
+constexpr int kMaxNewLevels = 3;
+
+// The value `pointer` names in `doc`, made if missing. Missing levels become
+// objects (at most kMaxNewLevels); an array index must name an existing entry:
+// nlohmann's operator[] would grow the array to the index (gigabytes for
+// /faults/400000000/at_s).
+Result<Json*> slot_of(Json& doc, const Json::json_pointer& pointer, const SweepParam& param,
+                      const char* document) {
+  Json* at = &doc;
+  Json::json_pointer here;  // the levels walked so far, for errors
+  int created = 0;
+  for (const std::string& token : tokens_of(pointer)) {
+    if (at->is_null()) {
+      if (array_index(token) || token == "-") {
+        return bad_param(param.option, param.name,
+                         here.to_string() + " is not an array in the " + document +
+                             " (it is missing or null); a parameter changes an entry of an "
+                             "existing array, it cannot make one: add the array to the " +
+                             document + " file");
+      }
+      if (++created > kMaxNewLevels) {
+        return bad_param(param.option, param.name,
+                         "would create " + std::to_string(created) + "+ new levels under " +
+                             here.to_string() + " in the " + document +
+                             "; a parameter sets one field (at most " +
+                             std::to_string(kMaxNewLevels) +
+                             " new levels, e.g. /expect/counters/device.hits/max); check the "
+                             "pointer");
+      }
+      *at = Json::object();
+    }
+    if (at->is_object()) {
+      at = &(*at)[token];
+    } else if (at->is_array()) {
+      const auto index = array_index(token);
+      if (!index || *index >= at->size()) {
+        const std::string size = std::to_string(at->size());
+        return bad_param(param.option, param.name,
+                         "'" + token + "' is not an entry of " + here.to_string() + " (" + size +
+                             (at->size() == 1 ? " entry" : " entries") +
+                             "); a parameter changes an existing entry (" +
+                             (at->empty() ? std::string("it has none")
+                                          : "index 0 to " + std::to_string(at->size() - 1)) +
+                             "), it cannot add one: add it to the " + document + " file");
+      }
+      at = &(*at)[static_cast<std::size_t>(*index)];
+    } else {
+      return bad_param(param.option, param.name,
+                       here.to_string() + " is a " + at->type_name() + " in the " + document +
+                           ", not an object or array; the pointer cannot go below it");
+    }
+    here /= token;
+  }
+  return at;
+}
+
 // Sets one parameter in a scenario or profile document.
 Status apply(const SweepParam& param, const Json& value, Json& scenario, Json& profile,
              bool profile_only = false) {
@@ -164,20 +245,16 @@ Status apply(const SweepParam& param, const Json& value, Json& scenario, Json& p
                      "/control_link/... (or a named one of them, e.g. flash_read_ns)");
   }
   const Json v = scaled(value, t->scale);
-  try {
-    if (t->profile) {
-      Json& field = profile[t->pointer];
-      if (field.is_object() && field.contains("value")) {
-        field["value"] = v;
-      } else {
-        field = {{"value", v}, {"source", "rcxl-sim sweep"}};
-      }
-    } else {
-      scenario[t->pointer] = v;
-    }
-  } catch (const Json::exception& e) {
-    return bad_param(param.option, param.name,
-                     "cannot set it here (" + std::string(e.what()) + ")");
+  auto slot = t->profile ? slot_of(profile, t->pointer, param, "profile")
+                         : slot_of(scenario, t->pointer, param, "scenario");
+  if (!slot.ok()) return slot.status();
+  Json& field = **slot;
+  if (!t->profile) {
+    field = v;
+  } else if (field.is_object() && field.contains("value")) {
+    field["value"] = v;
+  } else {
+    field = {{"value", v}, {"source", "rcxl-sim sweep"}};
   }
   return {};
 }
@@ -294,13 +371,91 @@ bool write_file(const std::string& path, const std::string& text) {
   return out.good();
 }
 
+// The files a sweep writes into `out_dir`.
+std::vector<std::string> output_names() {
+  std::vector<std::string> out = {"sweep.csv", "sweep.json"};
+  for (const auto& m : metrics()) out.push_back(std::string("sweep_") + m.key + ".svg");
+  return out;
+}
+
+// The same file: one path, or two names (links, "..") for one inode.
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
+  std::error_code ec;
+  if (std::filesystem::equivalent(a, b, ec) && !ec) return true;
+  const auto ca = std::filesystem::weakly_canonical(std::filesystem::absolute(a, ec), ec);
+  if (ec) return false;
+  const auto cb = std::filesystem::weakly_canonical(std::filesystem::absolute(b, ec), ec);
+  return !ec && ca == cb;
+}
+
+// The sweep must not overwrite the scenario it reads (then print a
+// `reproduce:` line pointing at its own output).
+Status check_out_spares_input(const SweepOptions& options) {
+  if (!options.write_files || options.scenario_path.empty()) return {};
+  for (const auto& name : output_names()) {
+    const std::filesystem::path out = std::filesystem::path(options.out_dir) / name;
+    if (same_file(out, options.scenario_path)) {
+      return Error(ErrorCode::kBadRequest, "--out " + options.out_dir + ": the sweep writes " +
+                                               out.string() + ", which is the --scenario file " +
+                                               options.scenario_path +
+                                               "; choose another --out directory");
+    }
+  }
+  return {};
+}
+
 }  // namespace
+
+Status check_seed_range(std::uint64_t first_seed, int count, const std::string& option) {
+  const auto extra = static_cast<std::uint64_t>(std::max(1, count) - 1);
+  const std::uint64_t last_ok = std::numeric_limits<std::uint64_t>::max() - extra;
+  if (first_seed <= last_ok) return {};
+  return Error(ErrorCode::kBadRequest,
+               "--seed " + std::to_string(first_seed) + " with " + option + " " +
+                   std::to_string(count) + ": the seeds would pass " +
+                   std::to_string(std::numeric_limits<std::uint64_t>::max()) +
+                   " and wrap to 0; give a --seed of at most " + std::to_string(last_ok));
+}
 
 Status apply_sweep_value(const SweepParam& param, std::size_t index, Json& scenario, Json& profile,
                          bool profile_only) {
   if (index >= param.values.size())
     return bad_param(param.option, param.name, "has no value " + std::to_string(index));
   return apply(param, param.values[index], scenario, profile, profile_only);
+}
+
+Status check_distinct_targets(const std::vector<SweepParam>& params,
+                              const std::vector<OptionTarget>& options) {
+  struct Setter {
+    std::string who;      // "--param dram_cache_bytes", "--conversations"
+    std::string pointer;  // "/device/dram_cache_bytes", normalized
+  };
+  std::vector<Setter> setters;
+  for (const auto& o : options) setters.push_back({o.option, o.pointer});
+  for (const auto& p : params) {
+    auto t = target_of(p.option, p.name);
+    if (!t.ok()) return t.status();
+    setters.push_back({p.option + " " + p.name, t->pointer.to_string()});
+  }
+  // `inner` is `outer` or below it: /workload/turns is inside /workload.
+  auto inside = [](const std::string& inner, const std::string& outer) {
+    return inner == outer ||
+           (inner.size() > outer.size() && inner.starts_with(outer) && inner[outer.size()] == '/');
+  };
+  for (std::size_t i = 0; i < setters.size(); ++i) {
+    for (std::size_t k = 0; k < i; ++k) {
+      const Setter& a = setters[k];
+      const Setter& b = setters[i];
+      if (!inside(a.pointer, b.pointer) && !inside(b.pointer, a.pointer)) continue;
+      const std::string how =
+          a.pointer == b.pointer
+              ? "sets the same field as " + a.who + " (" + a.pointer + ")"
+              : "overlaps " + a.who + " (" + b.pointer + " and " + a.pointer + ")";
+      return Error(ErrorCode::kBadRequest,
+                   b.who + ": " + how + "; only one value could win, so give one of them");
+    }
+  }
+  return {};
 }
 
 std::vector<std::pair<std::string, std::string>> sweep_param_help() {
@@ -366,14 +521,28 @@ Result<SweepReport> sweep(const SweepOptions& options) {
       }
     }
   }
+  // --conversations and --turns write the workload too: a parameter there would lose.
+  std::vector<OptionTarget> fixed;
+  if (options.conversations) fixed.push_back({"--conversations", "/workload/conversations"});
+  if (options.turns) fixed.push_back({"--turns", "/workload/turns"});
+  if (auto s = check_distinct_targets(report.params, fixed); !s.ok()) return s;
   if (options.configs.empty()) return Error(ErrorCode::kBadRequest, "--configs: name at least one");
   std::vector<Configuration> cfgs;
   for (const auto& name : options.configs) {
     auto c = find_configuration(name);
     if (!c.ok()) return Error(ErrorCode::kBadRequest, "--configs: " + c.status().message());
+    for (const auto& before : cfgs) {
+      if (before.name == c->name) {
+        return Error(ErrorCode::kBadRequest, "--configs: '" + name +
+                                                 "' is given twice (each point would run it "
+                                                 "twice); name each configuration once");
+      }
+    }
     cfgs.push_back(*c);
   }
   const int seeds = std::max(1, options.seeds);
+  if (auto s = check_seed_range(options.first_seed, seeds, "--seeds"); !s.ok()) return s;
+  if (auto s = check_out_spares_input(options); !s.ok()) return s;
   report.points = expand_grid(report.params);
   const std::size_t runs = report.points.size() * cfgs.size() * static_cast<std::size_t>(seeds);
   if (runs > 10000) {
@@ -394,6 +563,10 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     origin = "replays/seed_serving.json (built in)";
   }
   if (!base.is_object()) return Error(ErrorCode::kBadRequest, origin + ": expected a JSON object");
+  // The base as `rcxl-sim run` reads it, before anything is applied to it.
+  if (auto sc = parse_scenario(base, origin); !sc.ok()) {
+    return Error(ErrorCode::kBadRequest, sc.status().message());
+  }
   if (options.conversations) base["workload"]["conversations"] = *options.conversations;
   if (options.turns) base["workload"]["turns"] = *options.turns;
   std::map<std::string, Json> profile_docs;

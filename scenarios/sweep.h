@@ -33,6 +33,19 @@ Result<SweepParam> parse_sweep_param(const std::string& spec,
 // sweep point does; `profile_only` refuses a parameter of the scenario.
 Status apply_sweep_value(const SweepParam& param, std::size_t index, nlohmann::json& scenario,
                          nlohmann::json& profile, bool profile_only = false);
+// A field another option sets: {"--conversations", "/workload/conversations"}.
+struct OptionTarget {
+  std::string option;
+  std::string pointer;
+};
+// Refuses two parameters (or a parameter and an option) that set one field,
+// or one inside the other's, e.g. dram_cache_bytes and /device/dram_cache_bytes:
+// the run would use one value and label it with the other. kBadRequest naming both.
+Status check_distinct_targets(const std::vector<SweepParam>& params,
+                              const std::vector<OptionTarget>& options = {});
+// Refuses seeds first_seed .. first_seed + count - 1 that pass 2^64 - 1 (they
+// would wrap to 0): kBadRequest naming --seed, `option` ("--seeds") and the fix.
+Status check_seed_range(std::uint64_t first_seed, int count, const std::string& option);
 // The built-in names, e.g. "dram_cache_bytes", with what each one sets.
 std::vector<std::pair<std::string, std::string>> sweep_param_help();
 

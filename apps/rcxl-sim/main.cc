@@ -1,5 +1,6 @@
 // rcxl-sim: the deterministic simulator's command line (docs/reproduce.md).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -7,12 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "apps/cli_checks.h"
 #include "backends/sim/sim_world.h"
 #include "core/protocol/echo_service.h"
 #include "scenarios/embedded/embedded.h"
+#include "scenarios/engine/workload.h"
 #include "scenarios/json_document.h"
 #include "scenarios/reproduce.h"
 #include "scenarios/serving_rig.h"
@@ -46,31 +49,22 @@ int exit_code_of(const rcxl::Status& status) {
   return code == rcxl::ErrorCode::kBadRequest || code == rcxl::ErrorCode::kNotFound ? 2 : 1;
 }
 
-// The text of a scenario file, or the one line saying why not.
-rcxl::Result<std::string> read_scenario_text(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return rcxl::Error(rcxl::ErrorCode::kBadRequest,
-                       path + ": is a directory; name a scenario .json file");
-  }
-  errno = 0;
-  std::ifstream in(path);
-  if (!in) {
-    return rcxl::Error(rcxl::ErrorCode::kBadRequest,
-                       "cannot read " + path + " (" + std::strerror(errno ? errno : ENOENT) +
-                           "); name a scenario .json file (docs/scenarios.md)");
-  }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-// --trace must name a file we can write, checked before the run.
-rcxl::Status check_trace_path(const std::string& path) {
+// --trace must name a file we can write, checked before the run, and none of
+// the run's inputs (`run x.json --trace x.json` would overwrite the scenario).
+rcxl::Status check_trace_path(const std::string& path, const std::vector<std::string>& inputs) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     return rcxl::Error(rcxl::ErrorCode::kBadRequest,
                        "--trace " + path + ": is a directory; name a file to write");
+  }
+  for (const auto& input : inputs) {
+    // Hard links and symlinks too; a path that does not exist yet is no input.
+    if (std::filesystem::equivalent(path, input, ec)) {
+      return rcxl::Error(rcxl::ErrorCode::kBadRequest,
+                         "--trace " + path + ": is " + input +
+                             ", an input of this run, which the trace would overwrite; choose "
+                             "another file");
+    }
   }
   errno = 0;
   std::ofstream out(path, std::ios::trunc);
@@ -80,6 +74,45 @@ rcxl::Status check_trace_path(const std::string& path) {
                                                          "); choose a writable file");
   }
   return {};
+}
+
+// The scenario's /profile must name a profile there is: built in, or a regular
+// file <name>.json of at most 16 MiB in --profiles. Returns that file ("" if built in).
+rcxl::Result<std::string> check_profile_name(const std::string& origin, const std::string& name,
+                                             const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> names;  // as a scenario writes them: all_dram
+  if (dir.empty()) {
+    for (const auto& f : rcxl::scenarios::embedded_files()) {
+      const fs::path path(f.path);
+      if (path.parent_path() == "profiles" && path.extension() == ".json") {
+        names.push_back(path.stem().string());
+      }
+    }
+  } else {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  if (std::find(names.begin(), names.end(), name) != names.end()) {
+    if (dir.empty()) return std::string();
+    const std::string file = dir + "/" + name + ".json";
+    if (auto text = rcxl::scenarios::read_document_file(file); !text.ok()) {
+      return rcxl::Error(rcxl::ErrorCode::kBadRequest,
+                         origin + ": /profile: " + text.status().message());
+    }
+    return file;
+  }
+  std::string list;
+  for (std::size_t i = 0; i < names.size() && i < 20; ++i) list += (i ? ", " : "") + names[i];
+  if (names.size() > 20) list += ", ...";
+  const std::string where = dir.empty() ? "built in" : "in " + dir;
+  return rcxl::Error(rcxl::ErrorCode::kBadRequest,
+                     origin + ": /profile: no profile '" + rcxl::scenarios::printable(name) + "' " +
+                         where + "; expected one of: " + (list.empty() ? "(none)" : list) +
+                         (dir.empty() ? " (or pass --profiles DIR for your own)" : ""));
 }
 
 // --profiles must name a directory; the profiles in it are read later.
@@ -123,6 +156,27 @@ int run_demo(std::uint64_t seed, int pings) {
   return 0;
 }
 
+// A fault timed after the workload finished never happens, and a run that
+// passes without it tests nothing the file says (at_s past time_limit_s is
+// refused at load; this is the rest, known only after the run).
+std::vector<std::string> faults_that_never_happened(const rcxl::scenarios::Scenario& sc,
+                                                    const rcxl::scenarios::RunResult& run) {
+  std::vector<std::string> out;
+  if (!run.status.ok()) return out;  // the run failed anyway, and says why
+  for (std::size_t i = 0; i < sc.faults.size(); ++i) {
+    const double at = rcxl::runtime::to_seconds(sc.faults[i].at);
+    if (at <= run.virtual_seconds) continue;
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "/faults/%zu (%s at %g s): the run ended at %.3g s, before it; move at_s "
+                  "earlier or lengthen the workload",
+                  i, rcxl::scenarios::fault_kind_name(sc.faults[i].kind).c_str(), at,
+                  run.virtual_seconds);
+    out.emplace_back(line);
+  }
+  return out;
+}
+
 // `embedded`: the text of a shipped replay (`path` is then its name in the binary).
 int run_file(const std::string& path, std::optional<std::uint64_t> seed, const std::string& trace,
              bool json, bool quiet, const std::string& profiles,
@@ -131,7 +185,7 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
   if (embedded) {
     text = std::string(*embedded);
   } else {
-    auto read = read_scenario_text(path);
+    auto read = rcxl::scenarios::read_document_file(path);
     if (!read.ok()) {
       std::fprintf(stderr, "rcxl-sim: %s\n", read.status().message().c_str());
       return 2;
@@ -153,13 +207,21 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
     std::fprintf(stderr, "rcxl-sim: %s\n", s.message().c_str());
     return 2;
   }
+  auto profile_file = check_profile_name(path, scenario->profile, profiles);
+  if (!profile_file.ok()) {
+    std::fprintf(stderr, "rcxl-sim: %s\n", profile_file.status().message().c_str());
+    return 2;
+  }
   auto profile = rcxl::scenarios::load_profile(profiles, scenario->profile);
   if (!profile.ok()) {
     std::fprintf(stderr, "rcxl-sim: %s\n", profile.status().message().c_str());
     return 2;
   }
   if (!trace.empty()) {
-    if (auto s = check_trace_path(trace); !s.ok()) {
+    std::vector<std::string> inputs;
+    if (!embedded) inputs.push_back(path);
+    if (!profile_file->empty()) inputs.push_back(*profile_file);
+    if (auto s = check_trace_path(trace, inputs); !s.ok()) {
       std::fprintf(stderr, "rcxl-sim: %s\n", s.message().c_str());
       return 2;
     }
@@ -171,21 +233,24 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
     options.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   }
   auto result = rcxl::scenarios::run_scenario(*scenario, *profile, options);
+  const auto unfired = faults_that_never_happened(*scenario, result);
   const double ttft = rcxl::scenarios::mean_reuse_ttft_ms(result.records);
   const double load = rcxl::scenarios::mean_load_ms(result.records);
   if (json) {
-    Json out = {{"scenario", scenario->name},
-                {"seed", scenario->seed},
-                {"ok", result.status.ok() && result.invariants.violations.empty()},
-                {"status", result.status.ToString()},
-                {"mean_reuse_ttft_ms", ttft},
-                {"mean_load_ms", load},
-                {"virtual_s", result.virtual_seconds},
-                {"wall_s", result.wall_seconds},
-                {"boots", result.boots_seen},
-                {"violations", result.invariants.violations},
-                {"counters", result.counters},
-                {"trace_hash", result.trace_hash}};
+    Json out = {
+        {"scenario", scenario->name},
+        {"seed", scenario->seed},
+        {"ok", result.status.ok() && result.invariants.violations.empty() && unfired.empty()},
+        {"status", result.status.ToString()},
+        {"mean_reuse_ttft_ms", ttft},
+        {"mean_load_ms", load},
+        {"virtual_s", result.virtual_seconds},
+        {"wall_s", result.wall_seconds},
+        {"boots", result.boots_seen},
+        {"violations", result.invariants.violations},
+        {"faults_never_happened", unfired},
+        {"counters", result.counters},
+        {"trace_hash", result.trace_hash}};
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::printf("%s (seed %llu): %s\n", scenario->name.c_str(),
@@ -195,9 +260,10 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
         ttft, load, result.records.size(), result.virtual_seconds, result.wall_seconds);
     std::printf("  counters: %s\n", result.counters.dump().c_str());
     for (const auto& v : result.invariants.violations) std::printf("  VIOLATION: %s\n", v.c_str());
+    for (const auto& f : unfired) std::printf("  FAULT NEVER HAPPENED: %s\n", f.c_str());
     std::printf("trace hash: %s\n", result.trace_hash.c_str());
   }
-  const bool ok = result.status.ok() && result.invariants.violations.empty();
+  const bool ok = result.status.ok() && result.invariants.violations.empty() && unfired.empty();
   if (!ok) {
     // The one line that runs this again, shipped replays by name.
     const std::string again =
@@ -263,7 +329,17 @@ int run_sweep(rcxl::scenarios::SweepOptions options, const std::vector<std::stri
     return 2;
   }
   if (!options.scenario_path.empty()) {
-    auto text = read_scenario_text(options.scenario_path);
+    for (const char* output : {"sweep.csv", "sweep.json"}) {
+      std::error_code ec;
+      if (std::filesystem::equivalent(options.scenario_path, options.out_dir + "/" + output, ec)) {
+        std::fprintf(stderr,
+                     "rcxl-sim sweep: --scenario %s: is the %s this sweep writes into --out %s; "
+                     "choose another --out\n",
+                     options.scenario_path.c_str(), output, options.out_dir.c_str());
+        return 2;
+      }
+    }
+    auto text = rcxl::scenarios::read_document_file(options.scenario_path);
     if (!text.ok()) {
       std::fprintf(stderr, "rcxl-sim sweep: --scenario %s\n", text.status().message().c_str());
       return 2;
@@ -422,9 +498,9 @@ int run_cli(int argc, char** argv) {
   sweep
       ->add_option("--conversations", sweep_conversations,
                    "override the workload's conversations (a quicker, smaller sweep)")
-      ->transform(rcxl::apps::WholeNumberIn(1, 100000));
+      ->transform(rcxl::apps::WholeNumberIn(1, rcxl::scenarios::kMaxConversations));
   sweep->add_option("--turns", sweep_turns, "override the workload's turns per conversation")
-      ->transform(rcxl::apps::WholeNumberIn(1, 1000));
+      ->transform(rcxl::apps::WholeNumberIn(1, rcxl::scenarios::kMaxTurns));
   sweep->add_option("--profiles", sweep_opts.profiles_dir,
                     "read profiles from this directory instead of the built-in ones");
   sweep->add_flag("--json", sweep_json, "print one JSON object (summary and every run)");
@@ -478,6 +554,7 @@ int run_cli(int argc, char** argv) {
     if (!quiet) {
       repro.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
     }
+    repro.p5_pairs_given = reproduce->count("--p5-pairs") > 0;
     return run_reproduce(repro, repro_json);
   }
   if (demo->parsed()) return run_demo(seed, pings);

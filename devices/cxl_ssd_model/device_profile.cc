@@ -1,5 +1,6 @@
 #include "devices/cxl_ssd_model/device_profile.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -11,8 +12,15 @@ namespace {
 
 using nlohmann::json;
 
+// `text` shown in a message: one line (control characters escaped), cut when long.
+std::string shown(const std::string& text) {
+  std::string s = json(text.size() > 60 ? text.substr(0, 60) + "..." : text)
+                      .dump(-1, ' ', false, json::error_handler_t::replace);
+  return s.substr(1, s.size() - 2);  // without the quotes
+}
+
 Status bad(const std::string& field, const std::string& why) {
-  return Error(ErrorCode::kBadRequest, "profile field '" + field + "' " + why);
+  return Error(ErrorCode::kBadRequest, "profile field '" + shown(field) + "' " + why);
 }
 
 // The number of a parameter, written plainly or as {"value": .., "source": ..}.
@@ -27,18 +35,25 @@ Result<double> number_of(const json& v, const std::string& field) {
       return bad(field, "source is not a string");
     n = &v["value"];
   }
-  if (n->is_boolean()) return n->get<bool>() ? 1.0 : 0.0;
+  if (n->is_boolean()) return n->get<bool>() ? 1.0 : 0.0;  // the caller decides if it may be
   if (!n->is_number()) return bad(field, "is not a number");
   const double d = n->get<double>();
   if (!std::isfinite(d)) return bad(field, "is not finite");
   return d;
 }
 
+enum class Kind {
+  kReal,     // any number in range
+  kInteger,  // a whole number: counts, bytes, nanoseconds (the simulator's clock tick)
+  kSwitch,   // true/false (or 1/0, as sweeps write it)
+};
+
 struct Field {
   double min;
   double max;
-  bool integer;
+  Kind kind;
   std::function<void(double)> set;
+  const char* why = "";  // why the range is what it is, for the message
 };
 
 // Limits read as people write them: 1000000, not 1000000.000000; a huge
@@ -66,16 +81,26 @@ Status read_section(const json& profile, const std::string& section,
   for (const auto& [key, value] : s.items()) {
     const std::string name = section + "." + key;
     auto f = fields.find(key);
-    if (f == fields.end()) return bad(name, "is not a known parameter");
+    if (f == fields.end()) {
+      std::string list;
+      for (const auto& [known, unused] : fields) list += (list.empty() ? "" : ", ") + known;
+      return bad(name, "is not a known parameter; expected one of: " + list);
+    }
     auto n = number_of(value, name);
     if (!n.ok()) return n.status();
     const Field& field = f->second;
+    const json& written = value.is_object() ? value["value"] : value;
+    if (written.is_boolean() && field.kind != Kind::kSwitch) {
+      return bad(name, "is true/false, not a number");
+    }
     if (*n < field.min || *n > field.max) {
       const bool bytes = key.find("bytes") != std::string::npos;
       return bad(name, "must lie in [" + shortest(field.min, bytes) + ", " +
-                           shortest(field.max, bytes) + "]");
+                           shortest(field.max, bytes) + "]" + field.why);
     }
-    if (field.integer && std::floor(*n) != *n) return bad(name, "must be an integer");
+    if (field.kind != Kind::kReal && std::floor(*n) != *n) {
+      return bad(name, "must be an integer (not " + written.dump() + ")");
+    }
     field.set(*n);
   }
   return {};
@@ -85,15 +110,30 @@ runtime::Duration ns(double v) {
   return runtime::Duration(static_cast<std::int64_t>(v));
 }
 
+// A misspelled section ("enigne") would leave its defaults in place unnoticed.
+Status check_sections(const json& profile) {
+  static const char* const kSections[] = {"name", "description", "device",
+                                          "nic",  "engine",      "control_link"};
+  for (const auto& [key, value] : profile.items()) {
+    if (std::find(std::begin(kSections), std::end(kSections), key) == std::end(kSections)) {
+      return bad(key,
+                 "is not a section of a profile; expected one of: name, description, device, "
+                 "nic, engine, control_link");
+    }
+  }
+  for (const char* text : {"name", "description"}) {
+    if (profile.contains(text) && !profile[text].is_string()) return bad(text, "is not a string");
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<DeviceProfile> load_device_profile(const json& profile) {
   if (!profile.is_object()) return bad("(profile)", "is not an object");
+  if (auto s = check_sections(profile); !s.ok()) return s;
   DeviceProfile out;
-  if (profile.contains("name")) {
-    if (!profile["name"].is_string()) return bad("name", "is not a string");
-    out.name = profile["name"].get<std::string>();
-  }
+  if (profile.contains("name")) out.name = profile["name"].get<std::string>();
   CxlSsdParams& d = out.device;
   constexpr double kBig = 1ull << 52;
   auto u64 = [](std::uint64_t& dst) {
@@ -104,33 +144,48 @@ Result<DeviceProfile> load_device_profile(const json& profile) {
   };
   auto dur = [](runtime::Duration& dst) { return [&dst](double v) { dst = ns(v); }; };
   auto real = [](double& dst) { return [&dst](double v) { dst = v; }; };
+  constexpr auto kReal = Kind::kReal;
+  constexpr auto kInteger = Kind::kInteger;
+  constexpr auto kSwitch = Kind::kSwitch;
   const std::map<std::string, Field> device_fields = {
-      {"capacity_bytes", {4096, kBig, true, u64(d.capacity_bytes)}},
-      {"page_bytes", {512, 65536, true, u64(d.page_bytes)}},
-      {"dram_cache_bytes", {512, kBig, true, u64(d.dram_cache_bytes)}},
-      {"all_resident", {0, 1, true, [&d](double v) { d.all_resident = v != 0; }}},
-      {"dram_access_ns", {0, 1e7, false, dur(d.dram_access)}},
-      {"flash_read_ns", {1, 1e9, false, dur(d.flash_read)}},
-      {"flash_program_ns", {1, 1e10, false, dur(d.flash_program)}},
-      {"program_unit_bytes", {512, 1 << 24, true, u64(d.program_unit_bytes)}},
-      {"channels", {1, 1024, true, u32(d.channels)}},
-      {"ways", {1, 1024, true, u32(d.ways)}},
-      {"channel_bytes_per_second", {1e6, 1e12, false, real(d.channel_bytes_per_second)}},
-      {"internal_bytes_per_second", {1e6, 1e13, false, real(d.internal_bytes_per_second)}},
-      {"write_allocate_depth", {1, 4096, true, u32(d.write_allocate_depth)}},
-      {"read_miss_depth", {1, 65536, true, u32(d.read_miss_depth)}},
-      {"hinted_bytes_cap", {0, kBig, true, u64(d.hinted_bytes_cap)}},
-      {"prefetch_horizon_ns", {100, 1e9, false, dur(d.prefetch_horizon)}},
-      {"idle_write_back", {0, 1, true, [&d](double v) { d.idle_write_back = v != 0; }}},
+      {"capacity_bytes", {4096, kBig, kInteger, u64(d.capacity_bytes)}},
+      {"page_bytes", {512, 65536, kInteger, u64(d.page_bytes)}},
+      {"dram_cache_bytes", {512, kBig, kInteger, u64(d.dram_cache_bytes)}},
+      {"all_resident", {0, 1, kSwitch, [&d](double v) { d.all_resident = v != 0; }}},
+      {"dram_access_ns", {0, 1e7, kInteger, dur(d.dram_access)}},
+      {"flash_read_ns", {1, 1e9, kInteger, dur(d.flash_read)}},
+      {"flash_program_ns", {1, 1e10, kInteger, dur(d.flash_program)}},
+      {"program_unit_bytes", {512, 1 << 24, kInteger, u64(d.program_unit_bytes)}},
+      {"channels", {1, 1024, kInteger, u32(d.channels)}},
+      {"ways", {1, 1024, kInteger, u32(d.ways)}},
+      {"channel_bytes_per_second", {1e6, 1e12, kReal, real(d.channel_bytes_per_second)}},
+      {"internal_bytes_per_second", {1e6, 1e13, kReal, real(d.internal_bytes_per_second)}},
+      {"write_allocate_depth", {1, 4096, kInteger, u32(d.write_allocate_depth)}},
+      {"read_miss_depth", {1, 65536, kInteger, u32(d.read_miss_depth)}},
+      {"hinted_bytes_cap", {0, kBig, kInteger, u64(d.hinted_bytes_cap)}},
+      {"prefetch_horizon_ns", {100, 1e9, kInteger, dur(d.prefetch_horizon)}},
+      {"idle_write_back", {0, 1, kSwitch, [&d](double v) { d.idle_write_back = v != 0; }}},
   };
   if (auto s = read_section(profile, "device", device_fields); !s.ok()) return s;
+  // Links, RDMA and TCP alike: beyond these a transfer or a delay overflows the
+  // simulator's int64 nanoseconds and the link becomes free.
+  constexpr char kLatencyWhy[] =
+      " ns one way: from back-to-back to slower than any network path (1 s)";
+  constexpr char kRateWhy[] =
+      " B/s: from slower than any data-centre link (1 MB/s) to faster than any NIC (10 TB/s)";
   sim::NicParams& n = out.nic;
   const std::map<std::string, Field> nic_fields = {
-      {"latency_ns", {0, 1e9, false, dur(n.latency)}},
-      {"bytes_per_second", {1e6, 1e13, false, real(n.bytes_per_second)}},
-      {"per_op_ns", {0, 1e9, false, dur(n.per_op)}},
+      {"latency_ns", {0, 1e9, kInteger, dur(n.latency), kLatencyWhy}},
+      {"bytes_per_second", {1e6, 1e13, kReal, real(n.bytes_per_second), kRateWhy}},
+      {"per_op_ns", {0, 1e9, kInteger, dur(n.per_op)}},
   };
   if (auto s = read_section(profile, "nic", nic_fields); !s.ok()) return s;
+  sim::LinkParams& link = out.control_link;
+  const std::map<std::string, Field> control_link_fields = {
+      {"latency_ns", {1, 1e9, kInteger, dur(link.latency), kLatencyWhy}},
+      {"bytes_per_second", {1e6, 1e13, kReal, real(link.bytes_per_second), kRateWhy}},
+  };
+  if (auto s = read_section(profile, "control_link", control_link_fields); !s.ok()) return s;
   // Relations between fields.
   if ((d.page_bytes & (d.page_bytes - 1)) != 0)
     return bad("device.page_bytes", "must be a power of two");

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "backends/sim/sim_network.h"
 #include "backends/sim/sim_nic.h"
 #include "core/runtime/status.h"
 #include "devices/cxl_ssd_model/cxl_ssd_params.h"
@@ -16,10 +17,15 @@ struct DeviceProfile {
   std::string name;
   CxlSsdParams device;
   sim::NicParams nic;
+  sim::LinkParams control_link;  // the TCP control plane (hello, map, hints, directory)
 };
 
-// Validates `device` and `nic` (unknown keys too) and names the bad field in a
-// bad_request error. Other top-level sections (engine, workload) are not read.
+// Validates the profile's top level (name, description, device, nic, engine,
+// control_link: a misspelled section is refused, not ignored) and reads
+// `device`, `nic` and `control_link`: unknown keys, booleans where numbers
+// are meant, fractions where whole numbers are meant and values outside
+// physical ranges are refused, naming the field, in a bad_request error.
+// `engine` is read by scenarios/engine/engine_params.h.
 Result<DeviceProfile> load_device_profile(const nlohmann::json& profile);
 
 }  // namespace rcxl::device

@@ -36,8 +36,9 @@ void EngineModel::arrive(int conversation, int turn) {
   r.kv.conversation = conversation;
   r.kv.turn = turn;
   // Only full chunks are stored, and at least one token is always computed.
-  const int reusable = std::max(0, r.context_tokens - 1) / params_.chunk_tokens;
-  for (int i = 0; i < reusable; ++i) {
+  const std::int64_t reusable =
+      std::max<std::int64_t>(0, r.context_tokens - 1) / params_.chunk_tokens;
+  for (std::int64_t i = 0; i < reusable; ++i) {
     r.kv.chunk_keys.push_back("conv" + std::to_string(conversation) + "/chunk" + std::to_string(i));
   }
   r.record = records_.size();
@@ -109,7 +110,7 @@ void EngineModel::load_complete(std::uint64_t id, std::size_t loaded) {
   // vLLM reports finished_recving at a step's end; an idle engine sees it now.
   if (!gpu_busy_) {
     r.phase = Phase::kReady;
-    r.prefill_left = r.context_tokens - static_cast<int>(rec.loaded_chunks) * params_.chunk_tokens;
+    r.prefill_left = r.context_tokens - loaded_tokens(rec);
     kv_.on_load_done(r.kv);
     kick();
   }
@@ -139,7 +140,7 @@ void EngineModel::run_step() {
       r.phase = Phase::kRunning;
       ++running;
     }
-    const int take = std::min(budget, r.prefill_left);
+    const int take = static_cast<int>(std::min<std::int64_t>(budget, r.prefill_left));
     r.prefill_left -= take;
     records_[r.record].prefill_tokens += take;
     budget -= take;
@@ -174,8 +175,7 @@ void EngineModel::end_step() {
     if (r.phase == Phase::kLoading && r.load_finished) {
       const RequestRecord& rec = records_[r.record];
       r.phase = Phase::kReady;
-      r.prefill_left =
-          r.context_tokens - static_cast<int>(rec.loaded_chunks) * params_.chunk_tokens;
+      r.prefill_left = r.context_tokens - loaded_tokens(rec);
       kv_.on_load_done(r.kv);
     }
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
@@ -26,10 +27,14 @@ struct RequestRecord {
   std::size_t loaded_chunks = 0;  // actually loaded (the rest recomputed)
   runtime::Instant load_start{0};
   runtime::Instant load_end{0};
-  int prefill_tokens = 0;
+  std::int64_t prefill_tokens = 0;
 
   bool reuse_turn() const { return turn >= 2; }
   bool loaded() const { return hit_chunks > 0; }
+  // A run cut off by its time limit leaves requests without these (no step
+  // ends at virtual time 0): means leave them out rather than count negatives.
+  bool answered() const { return first_token.count() > 0; }
+  bool load_finished() const { return load_end.count() > 0; }
   runtime::Duration ttft() const { return first_token - arrival; }
   runtime::Duration load_time() const { return load_end - load_start; }
 };
@@ -49,7 +54,8 @@ class EngineModel {
   enum class Phase { kWaiting, kLookingUp, kLoading, kReady, kRunning, kDone };
   struct Conversation {
     ConversationSpec spec;
-    int context_tokens = 0;
+    // 64-bit: a thousand turns of long prompts and outputs pass INT_MAX.
+    std::int64_t context_tokens = 0;
     std::size_t stored_chunks = 0;  // chunks whose store was issued
   };
   struct Request {
@@ -57,8 +63,8 @@ class EngineModel {
     KvRequest kv;
     TurnSpec spec;
     Phase phase = Phase::kWaiting;
-    int context_tokens = 0;  // prompt context: earlier turns + this prompt
-    int prefill_left = 0;
+    std::int64_t context_tokens = 0;  // prompt context: earlier turns + this prompt
+    std::int64_t prefill_left = 0;
     int decoded = 0;
     bool load_finished = false;
   };
@@ -70,6 +76,9 @@ class EngineModel {
   void end_step();
   void finish_request(Request& r);
   void load_complete(std::uint64_t id, std::size_t loaded);
+  std::int64_t loaded_tokens(const RequestRecord& rec) const {
+    return static_cast<std::int64_t>(rec.loaded_chunks) * params_.chunk_tokens;
+  }
 
   runtime::Runtime& rt_;
   EngineKv& kv_;

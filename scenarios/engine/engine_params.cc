@@ -1,63 +1,87 @@
 #include "scenarios/engine/engine_params.h"
 
+#include <cmath>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <string>
 
+#include "scenarios/json_document.h"
+
 namespace rcxl::scenarios {
+namespace {
+
+// One engine field: its range as written in the profile, whether it counts
+// whole things (tokens, bytes, sequences, nanoseconds), and where it goes.
+struct EngineField {
+  double lo;
+  double hi;
+  bool integer;
+  std::function<void(EngineParams&, double)> set;
+};
+
+runtime::Duration micros(double us) {
+  return runtime::Duration(static_cast<std::int64_t>(std::llround(us * 1000)));
+}
+
+const std::map<std::string, EngineField>& engine_fields() {
+  static const std::map<std::string, EngineField> kFields = {
+      {"kv_bytes_per_token",
+       {1, 1 << 24, true,
+        [](EngineParams& p, double v) { p.kv_bytes_per_token = static_cast<std::uint64_t>(v); }}},
+      {"chunk_tokens",
+       {1, 1 << 16, true, [](EngineParams& p, double v) { p.chunk_tokens = static_cast<int>(v); }}},
+      {"prefill_per_token_us",
+       {0, 1e7, false, [](EngineParams& p, double v) { p.prefill_per_token = micros(v); }}},
+      {"step_base_us", {0, 1e7, false, [](EngineParams& p, double v) { p.step_base = micros(v); }}},
+      {"decode_per_context_token_ns",
+       {0, 1e6, true,
+        [](EngineParams& p, double v) {
+          p.decode_per_context_token = runtime::Duration(static_cast<std::int64_t>(v));
+        }}},
+      {"scheduler_to_worker_us",
+       {0, 1e7, false, [](EngineParams& p, double v) { p.scheduler_to_worker = micros(v); }}},
+      {"max_batched_tokens",
+       {1, 1 << 20, true,
+        [](EngineParams& p, double v) { p.max_batched_tokens = static_cast<int>(v); }}},
+      {"max_running",
+       {1, 1 << 16, true, [](EngineParams& p, double v) { p.max_running = static_cast<int>(v); }}},
+  };
+  return kFields;
+}
+
+Status engine_error(const std::string& key, const std::string& what) {
+  return Error(ErrorCode::kBadRequest, "/engine/" + printable(key) + ": " + what);
+}
+
+}  // namespace
 
 Result<EngineParams> engine_params_from_json(const nlohmann::json& j) {
   EngineParams p;
   if (!j.is_object()) return Error(ErrorCode::kBadRequest, "/engine: expected an object");
-  for (const auto& item : j.items()) {
-    // Named: lambdas may not capture structured bindings before clang 16.
-    const std::string& key = item.key();
-    const nlohmann::json& value = item.value();
+  for (const auto& [key, value] : j.items()) {
     if (key.rfind('_', 0) == 0) continue;  // "_sources" and other notes
-    auto number = [&](double lo, double hi) -> Result<double> {
-      if (!value.is_number() || value.get<double>() < lo || value.get<double>() > hi) {
-        char range[64];
-        std::snprintf(range, sizeof range, "%.15g..%.15g", lo, hi);
-        return Error(ErrorCode::kBadRequest, "/engine/" + key + ": expected a number in " + range);
-      }
-      return value.get<double>();
-    };
-    auto micros = [&](runtime::Duration& out) -> Status {
-      auto v = number(0, 1e7);
-      if (!v.ok()) return v.status();
-      out = runtime::Duration(static_cast<std::int64_t>(*v * 1000));
-      return {};
-    };
-    Status s;
-    if (key == "kv_bytes_per_token") {
-      auto v = number(1, 1 << 24);
-      if (!v.ok()) return v.status();
-      p.kv_bytes_per_token = static_cast<std::uint64_t>(*v);
-    } else if (key == "chunk_tokens") {
-      auto v = number(1, 1 << 16);
-      if (!v.ok()) return v.status();
-      p.chunk_tokens = static_cast<int>(*v);
-    } else if (key == "prefill_per_token_us") {
-      s = micros(p.prefill_per_token);
-    } else if (key == "step_base_us") {
-      s = micros(p.step_base);
-    } else if (key == "decode_per_context_token_ns") {
-      auto v = number(0, 1e6);
-      if (!v.ok()) return v.status();
-      p.decode_per_context_token = runtime::Duration(static_cast<std::int64_t>(*v));
-    } else if (key == "scheduler_to_worker_us") {
-      s = micros(p.scheduler_to_worker);
-    } else if (key == "max_batched_tokens") {
-      auto v = number(1, 1 << 20);
-      if (!v.ok()) return v.status();
-      p.max_batched_tokens = static_cast<int>(*v);
-    } else if (key == "max_running") {
-      auto v = number(1, 1 << 16);
-      if (!v.ok()) return v.status();
-      p.max_running = static_cast<int>(*v);
-    } else {
-      return Error(ErrorCode::kBadRequest, "/engine/" + key + ": unknown field");
+    const auto field = engine_fields().find(key);
+    if (field == engine_fields().end()) {
+      std::string list;
+      for (const auto& [name, unused] : engine_fields()) list += (list.empty() ? "" : ", ") + name;
+      return engine_error(key, "unknown field; expected one of: " + list);
     }
-    if (!s.ok()) return s;
+    const EngineField& f = field->second;
+    char range[64];
+    std::snprintf(range, sizeof range, "%.15g..%.15g", f.lo, f.hi);
+    // is_number() is false for true/false: a boolean is not a count.
+    if (!value.is_number() || !(value.get<double>() >= f.lo) || value.get<double>() > f.hi) {
+      return engine_error(
+          key, std::string("expected ") + (f.integer ? "an integer" : "a number") + " in " + range);
+    }
+    const double v = value.get<double>();
+    if (f.integer && std::floor(v) != v) {
+      return engine_error(key, std::string("expected an integer in ") + range +
+                                   " (it counts whole tokens, bytes, sequences or ns), not " +
+                                   value.dump());
+    }
+    f.set(p, v);
   }
   return p;
 }

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "scenarios/json_document.h"
+
 namespace rcxl::scenarios {
 
 std::vector<ConversationSpec> make_workload(const WorkloadParams& params,
@@ -43,15 +45,26 @@ std::optional<int> int_in(const nlohmann::json& v, int lo, int hi) {
   return n;
 }
 
+constexpr char kContextSource[] =
+    " tokens (a 1M-token context: 8x the 128K window of Llama-3.1-8B, the engine's model class)";
+
+// The longest context a conversation can reach: its last turn's prompt holds
+// every earlier prompt and output.
+std::int64_t longest_context(const WorkloadParams& p) {
+  return std::int64_t{p.first_prompt_tokens.hi} +
+         std::int64_t{p.turns - 1} * p.followup_prompt_tokens.hi +
+         std::int64_t{p.turns} * p.output_tokens.hi;
+}
+
 Status read_range(const nlohmann::json& j, const char* key, IntRange& out) {
   if (!j.contains(key)) return {};
   const auto& v = j[key];
-  const auto lo = v.is_array() && v.size() == 2 ? int_in(v[0], 1, INT_MAX) : std::nullopt;
-  const auto hi = lo ? int_in(v[1], *lo, INT_MAX) : std::nullopt;
+  const auto lo = v.is_array() && v.size() == 2 ? int_in(v[0], 1, kMaxContextTokens) : std::nullopt;
+  const auto hi = lo ? int_in(v[1], *lo, kMaxContextTokens) : std::nullopt;
   if (!hi) {
-    return Error(ErrorCode::kBadRequest,
-                 std::string("/workload/") + key +
-                     ": expected [lo, hi] with 1 <= lo <= hi <= " + std::to_string(INT_MAX));
+    return Error(ErrorCode::kBadRequest, std::string("/workload/") + key +
+                                             ": expected [lo, hi] with 1 <= lo <= hi <= " +
+                                             std::to_string(kMaxContextTokens) + kContextSource);
   }
   out = {*lo, *hi};
   return {};
@@ -67,16 +80,19 @@ Result<WorkloadParams> workload_from_json(const nlohmann::json& j) {
         "conversations", "turns",          "first_prompt_tokens", "followup_prompt_tokens",
         "output_tokens", "start_window_s", "think_time_s"};
     if (std::find(kKnown.begin(), kKnown.end(), key) == kKnown.end()) {
-      return Error(ErrorCode::kBadRequest, "/workload/" + key + ": unknown field");
+      std::string list;
+      for (const auto& k : kKnown) list += (list.empty() ? "" : ", ") + k;
+      return Error(ErrorCode::kBadRequest,
+                   "/workload/" + printable(key) + ": unknown field; expected one of: " + list);
     }
   }
-  auto read_int = [&](const char* key, int& out, int lo, int hi) -> Status {
+  auto read_int = [&](const char* key, int& out, int lo, int hi, const char* why = "") -> Status {
     if (!j.contains(key)) return {};
     const auto n = int_in(j[key], lo, hi);
     if (!n) {
       return Error(ErrorCode::kBadRequest, std::string("/workload/") + key +
                                                ": expected an integer in " + std::to_string(lo) +
-                                               ".." + std::to_string(hi));
+                                               ".." + std::to_string(hi) + why);
     }
     out = *n;
     return {};
@@ -91,13 +107,23 @@ Result<WorkloadParams> workload_from_json(const nlohmann::json& j) {
     return {};
   };
   for (Status s :
-       {read_int("conversations", p.conversations, 1, 100000), read_int("turns", p.turns, 1, 1000),
+       {read_int("conversations", p.conversations, 1, kMaxConversations,
+                 " (the engine scans every live conversation each step: more would not finish)"),
+        read_int("turns", p.turns, 1, kMaxTurns),
         read_range(j, "first_prompt_tokens", p.first_prompt_tokens),
         read_range(j, "followup_prompt_tokens", p.followup_prompt_tokens),
         read_range(j, "output_tokens", p.output_tokens),
         read_seconds("start_window_s", p.start_window),
         read_seconds("think_time_s", p.think_time)}) {
     if (!s.ok()) return s;
+  }
+  if (const std::int64_t longest = longest_context(p); longest > kMaxContextTokens) {
+    return Error(ErrorCode::kBadRequest,
+                 "/workload: a conversation's context reaches " + std::to_string(longest) +
+                     " tokens (first_prompt_tokens + (turns - 1) x followup_prompt_tokens + "
+                     "turns x output_tokens, at their largest); at most " +
+                     std::to_string(kMaxContextTokens) + kContextSource +
+                     "; lower turns or the token ranges");
   }
   return p;
 }

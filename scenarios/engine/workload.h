@@ -23,6 +23,16 @@ struct IntRange {
   }
 };
 
+// A prompt, an output and a conversation's whole context (every prompt and
+// output of its turns) fit in 2^20 tokens: 8x the 128K-token window of
+// Llama-3.1-8B, the engine's model class (engine_params.h), and as long as the
+// longest windows served (1M tokens). Larger counts only build chunk keys.
+inline constexpr int kMaxContextTokens = 1 << 20;
+// The engine scans its live requests (one per conversation) every step: with
+// more conversations a run does not finish in useful time.
+inline constexpr int kMaxConversations = 10000;
+inline constexpr int kMaxTurns = 1000;
+
 struct WorkloadParams {
   int conversations = 48;
   int turns = 6;

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <sstream>
+#include <tuple>
 
 namespace rcxl::scenarios {
 namespace {
@@ -41,7 +43,7 @@ std::string escape(const std::string& text) {
 
 // "Nice" tick step for a span, 1/2/5 x 10^k.
 double tick_step(double span) {
-  if (span <= 0) return 1;
+  if (!(span > 0) || !std::isfinite(span)) return 1;
   const double raw = span / 6;
   const double mag = std::pow(10, std::floor(std::log10(raw)));
   for (double m : {1.0, 2.0, 5.0, 10.0}) {
@@ -56,26 +58,64 @@ std::string fmt(double v) {
   return buf;
 }
 
-// Tick positions and labels: 1/2/5 x 10^k steps, or on a log axis (positions
-// in log10) at 1, 2, 5 x 10^k (only 10^k beyond four decades).
-std::vector<std::pair<double, std::string>> ticks(double lo, double hi, bool log) {
+// [lo, hi] made drawable: finite, and wide enough that its ticks differ in a
+// double (1e16 + 1 == 1e16): one value, or all equal, is padded by a tenth of
+// its magnitude on each side.
+std::pair<double, double> drawable(double lo, double hi) {
+  constexpr double kMax = std::numeric_limits<double>::max() / 4;
+  if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi) return {0, 1};
+  lo = std::clamp(lo, -kMax, kMax);
+  hi = std::clamp(hi, -kMax, kMax);
+  const double size = std::max(std::abs(lo), std::abs(hi));
+  if (hi - lo > size * 1e-9) return {lo, hi};
+  if (size < 1e-300) return {lo, lo + 1};  // zero (or next to it): a unit axis
+  return {lo - size * 0.1, hi + size * 0.1};
+}
+
+// Finite values only: NaN and infinity cannot be placed on an axis.
+bool drawable_point(double x, double y) {
+  return std::isfinite(x) && std::isfinite(y);
+}
+
+}  // namespace
+
+std::vector<std::pair<double, std::string>> axis_ticks(double lo, double hi, bool log) {
   std::vector<std::pair<double, std::string>> out;
+  if (!std::isfinite(lo) || !std::isfinite(hi) || hi < lo) return out;
   if (!log) {
     const double step = tick_step(hi - lo);
-    for (double t = std::ceil(lo / step) * step; t <= hi + 1e-9; t += step)
+    const double first = std::ceil(lo / step) * step;
+    if (!(step > 0) || !std::isfinite(first)) return out;
+    // i * step, never t += step: far from 0 a small step stops advancing t.
+    for (int i = 0; i < kMaxTicks; ++i) {
+      const double t = first + i * step;
+      if (t > hi + step * 1e-6 || (!out.empty() && t <= out.back().first)) break;
       out.emplace_back(t, fmt(t));
+    }
     return out;
   }
   const bool wide = hi - lo > 4;
-  for (double k = std::floor(lo); k <= std::ceil(hi); ++k) {
+  // Beyond kMaxTicks decades, every n-th decade; k = first + i * every, as above.
+  const double first = std::floor(lo), last = std::ceil(hi);
+  const double every = std::max(1.0, std::ceil((last - first + 1) / kMaxTicks));
+  for (int i = 0; i <= kMaxTicks; ++i) {
+    const double k = first + i * every;
+    if (k > last) break;
     for (double m : {1.0, 2.0, 5.0}) {
       if (wide && m != 1.0) continue;
       const double t = k + std::log10(m);
-      if (t >= lo - 1e-9 && t <= hi + 1e-9) out.emplace_back(t, fmt(m * std::pow(10, k)));
+      const double value = m * std::pow(10, k);
+      // Past a double's range (10^309, 10^-324) a tick has no label to show.
+      if (!std::isfinite(value) || value == 0) continue;
+      if (t >= lo - 1e-9 && t <= hi + 1e-9 && out.size() < static_cast<std::size_t>(kMaxTicks)) {
+        out.emplace_back(t, fmt(value));
+      }
     }
   }
   return out;
 }
+
+namespace {
 
 // The series in log10 on the chosen axes; points that cannot be drawn are left out.
 std::vector<Series> to_log(const std::vector<Series>& in, bool log_x, bool log_y) {
@@ -86,7 +126,7 @@ std::vector<Series> to_log(const std::vector<Series>& in, bool log_x, bool log_y
     t.markers = s.markers;
     const bool bars = s.y_low.size() == s.x.size() && s.y_high.size() == s.x.size();
     for (std::size_t k = 0; k < s.x.size(); ++k) {
-      if ((log_x && s.x[k] <= 0) || (log_y && s.y[k] <= 0)) continue;
+      if ((log_x && !(s.x[k] > 0)) || (log_y && !(s.y[k] > 0))) continue;
       auto ly = [&](double v) { return log_y ? std::log10(v > 0 ? v : s.y[k]) : v; };
       t.x.push_back(log_x ? std::log10(s.x[k]) : s.x[k]);
       t.y.push_back(ly(s.y[k]));
@@ -117,25 +157,26 @@ std::string render_line_chart(const ChartSpec& spec, const std::vector<Series>& 
   const std::vector<Series> series =
       spec.log_x || spec.log_y ? to_log(input, spec.log_x, spec.log_y) : input;
   double xmin = std::numeric_limits<double>::max(), xmax = std::numeric_limits<double>::lowest();
-  double ymin = spec.log_y ? std::numeric_limits<double>::max() : 0;
-  double ymax = std::numeric_limits<double>::lowest();
+  double ymin = std::numeric_limits<double>::max(), ymax = std::numeric_limits<double>::lowest();
+  auto widen_y = [&](double v) {
+    if (std::isfinite(v)) ymin = std::min(ymin, v), ymax = std::max(ymax, v);
+  };
   for (const auto& s : series) {
-    for (double v : s.x) xmin = std::min(xmin, v), xmax = std::max(xmax, v);
-    for (double v : s.y) ymin = std::min(ymin, v), ymax = std::max(ymax, v);
-    for (double v : s.y_low) ymin = std::min(ymin, v);
-    for (double v : s.y_high) ymax = std::max(ymax, v);
+    for (std::size_t k = 0; k < s.x.size() && k < s.y.size(); ++k) {
+      if (!drawable_point(s.x[k], s.y[k])) continue;
+      xmin = std::min(xmin, s.x[k]), xmax = std::max(xmax, s.x[k]);
+      widen_y(s.y[k]);
+    }
+    for (double v : s.y_low) widen_y(v);
+    for (double v : s.y_high) widen_y(v);
   }
-  if (xmin > xmax) xmin = 0, xmax = 1;
-  if (ymin > ymax) ymin = 0, ymax = 1;
-  if (ymax <= ymin) ymax = ymin + 1;
-  if (xmax <= xmin) xmax = xmin + 1;
-  if (spec.log_y) {
-    const double pad = 0.05 * (ymax - ymin);
-    ymin -= pad;
-    ymax += pad;
-  } else {
-    ymax *= 1.05;
-  }
+  if (!spec.log_y && ymin <= ymax) ymin = std::min(ymin, 0.0);  // a linear y axis starts at 0
+  std::tie(xmin, xmax) = drawable(xmin, xmax);
+  std::tie(ymin, ymax) = drawable(ymin, ymax);
+  // Room above the highest point (and below the lowest on a log axis).
+  const double pad = 0.05 * (ymax - ymin);
+  if (spec.log_y) ymin -= pad;
+  ymax += pad;
   std::size_t longest_label = 0;
   for (const auto& s : series) longest_label = std::max(longest_label, s.label.size());
   const double legend_width =
@@ -152,12 +193,12 @@ std::string render_line_chart(const ChartSpec& spec, const std::vector<Series>& 
     << "<text x=\"" << kLeft + pw / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
     << escape(spec.title) << "</text>\n";
   // Axes and ticks.
-  for (const auto& [t, label] : ticks(xmin, xmax, spec.log_x)) {
+  for (const auto& [t, label] : axis_ticks(xmin, xmax, spec.log_x)) {
     o << "<line x1=\"" << px(t) << "\" y1=\"" << kTop << "\" x2=\"" << px(t) << "\" y2=\""
       << kTop + ph << "\" stroke=\"#eee\"/>\n<text x=\"" << px(t) << "\" y=\"" << kTop + ph + 16
       << "\" text-anchor=\"middle\">" << label << "</text>\n";
   }
-  for (const auto& [t, label] : ticks(ymin, ymax, spec.log_y)) {
+  for (const auto& [t, label] : axis_ticks(ymin, ymax, spec.log_y)) {
     o << "<line x1=\"" << kLeft << "\" y1=\"" << py(t) << "\" x2=\"" << kLeft + pw << "\" y2=\""
       << py(t) << "\" stroke=\"#eee\"/>\n<text x=\"" << kLeft - 6 << "\" y=\"" << py(t) + 4
       << "\" text-anchor=\"end\">" << label << "</text>\n";
@@ -178,18 +219,25 @@ std::string render_line_chart(const ChartSpec& spec, const std::vector<Series>& 
         *pattern ? std::string(" stroke-dasharray=\"") + pattern + "\"" : std::string();
     o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.8\"" << dash
       << " points=\"";
-    for (std::size_t k = 0; k < s.x.size(); ++k) {
-      if (spec.step && k > 0) o << px(s.x[k]) << "," << py(s.y[k - 1]) << " ";
+    std::optional<double> last_y;  // of the last point drawn
+    for (std::size_t k = 0; k < s.x.size() && k < s.y.size(); ++k) {
+      if (!drawable_point(s.x[k], s.y[k])) continue;
+      if (spec.step && last_y) o << px(s.x[k]) << "," << py(*last_y) << " ";
       o << px(s.x[k]) << "," << py(s.y[k]) << " ";
+      last_y = s.y[k];
     }
     o << "\"/>\n";
     const bool bars = s.y_low.size() == s.x.size() && s.y_high.size() == s.x.size();
     for (std::size_t k = 0; bars && k < s.x.size(); ++k) {
+      if (!drawable_point(s.x[k], s.y[k]) || !drawable_point(s.y_low[k], s.y_high[k])) {
+        continue;
+      }
       o << "<line x1=\"" << px(s.x[k]) << "\" y1=\"" << py(s.y_low[k]) << "\" x2=\"" << px(s.x[k])
         << "\" y2=\"" << py(s.y_high[k]) << "\" stroke=\"" << color
         << "\" stroke-width=\"1.2\"/>\n";
     }
-    for (std::size_t k = 0; s.markers && k < s.x.size(); ++k) {
+    for (std::size_t k = 0; s.markers && k < s.x.size() && k < s.y.size(); ++k) {
+      if (!drawable_point(s.x[k], s.y[k])) continue;
       o << "<circle cx=\"" << px(s.x[k]) << "\" cy=\"" << py(s.y[k]) << "\" r=\"3\" fill=\""
         << color << "\"/>\n";
     }

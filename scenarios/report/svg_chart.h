@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rcxl::scenarios {
@@ -28,7 +29,15 @@ struct ChartSpec {
   bool log_y = false;
 };
 
-// A line chart of several series with axes, ticks and a legend.
+// An axis's ticks over [lo, hi]: (position, label) at 1/2/5 x 10^k steps, or on
+// a log axis (positions in log10) at 1, 2, 5 x 10^k (only 10^k beyond four
+// decades). At most kMaxTicks; none for a non-finite or reversed range.
+inline constexpr int kMaxTicks = 100;
+std::vector<std::pair<double, std::string>> axis_ticks(double lo, double hi, bool log);
+// A line chart of several series with axes, ticks and a legend. Points with a
+// NaN or infinite coordinate are left out; one value, or all equal, still gets
+// an axis around it.
+
 std::string render_line_chart(const ChartSpec& spec, const std::vector<Series>& series);
 // Empirical CDF series of `samples` (x = value, y = fraction <= value).
 Series cdf_series(std::string label, std::vector<double> samples);

@@ -1,11 +1,16 @@
 // `rcxl-sim reproduce` as a process (issue #6): the figures' pairs, the
 // no-hint configuration only with --beyond, and bad arguments refused.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/child_process.h"
 
@@ -61,6 +66,126 @@ TEST(SimProcess, R8_ReproduceRefusesPairsOutOfRange) {
     EXPECT_NE(err.find(std::string(bad).substr(0, std::string(bad).find('='))), std::string::npos)
         << bad << ": " << err;
   }
+}
+
+// A scratch directory of scenario files for `rcxl-sim run`.
+class SimRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("rcxl_sim_run_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  // A run of a second or less: two one-turn conversations.
+  std::string write_scenario(const char* name, nlohmann::json extra = nlohmann::json::object()) {
+    nlohmann::json j = {{"name", "t"}, {"workload", {{"conversations", 2}, {"turns", 1}}}};
+    j.merge_patch(extra);
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << j.dump();
+    return path;
+  }
+  struct Exit {
+    int code;
+    std::string out, err;
+  };
+  static Exit run(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {RCXL_SIM_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto child = ChildProcess::Start(argv);
+    const int code = child.wait_exit(30s);  // before reading: a hung child must not hang the test
+    if (code < 0) return {code, "", "(no exit in 30 s)"};
+    return {code, ChildProcess::read_all(child.out), child.read_all_err()};
+  }
+  static std::string text_of(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  std::filesystem::path dir_;
+};
+
+// SPEC R8, hunt W15: `run x.json --trace x.json` overwrote the scenario.
+// A trace onto any input of the run (however it is named) is refused.
+TEST_F(SimRun, R8_TraceOntoAnInputIsRefused) {
+  const std::string scenario = write_scenario("s.json");
+  const std::string before = text_of(scenario);
+  std::filesystem::create_hard_link(scenario, dir_ / "link.json");
+  for (const std::string& trace :
+       {scenario, (dir_ / "." / "s.json").string(), (dir_ / "link.json").string()}) {
+    const Exit e = run({"run", "--quiet", "--trace", trace, scenario});
+    EXPECT_EQ(e.code, 2) << trace << ": " << e.err;
+    EXPECT_NE(e.err.find("--trace " + trace + ": is " + scenario + ", an input of this run"),
+              std::string::npos)
+        << e.err;
+    EXPECT_EQ(text_of(scenario), before);
+  }
+  // A profile read from --profiles is an input too.
+  const auto profiles = dir_ / "profiles";
+  std::filesystem::create_directories(profiles);
+  const std::string profile_file = (profiles / "mine.json").string();
+  std::ofstream(profile_file) << R"({"name": "mine"})";  // every parameter at its default
+  const std::string with_profile = write_scenario("p.json", {{"profile", "mine"}});
+  const Exit e = run(
+      {"run", "--quiet", "--profiles", profiles.string(), "--trace", profile_file, with_profile});
+  EXPECT_EQ(e.code, 2) << e.err;
+  EXPECT_NE(e.err.find("an input of this run"), std::string::npos) << e.err;
+  EXPECT_GT(std::filesystem::file_size(profile_file), 0u);
+}
+
+// SPEC R8, hunt W15: a sweep's --scenario is not one of the files it writes.
+TEST_F(SimRun, R8_SweepScenarioThatItsOutputWouldOverwriteIsRefused) {
+  const std::string scenario = write_scenario("sweep.json");
+  const std::string before = text_of(scenario);
+  const Exit e = run({"sweep", "--quiet", "--scenario", scenario, "--out", dir_.string()});
+  EXPECT_EQ(e.code, 2) << e.err;
+  EXPECT_NE(e.err.find("is the sweep.json this sweep writes into --out"), std::string::npos)
+      << e.err;
+  EXPECT_EQ(text_of(scenario), before);
+}
+
+// SPEC R8, hunt H5: `run /dev/zero` read 4 GB and `run FIFO` blocked for ever.
+TEST_F(SimRun, R8_OnlyRegularFilesAreRead) {
+  const std::string fifo = (dir_ / "fifo.json").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, std::string("/dev/zero")}) {
+    const Exit e = run({"run", "--quiet", path});
+    EXPECT_EQ(e.code, 2) << path << ": " << e.err;
+    EXPECT_EQ(e.err, "rcxl-sim: " + path +
+                         ": is not a regular file (a FIFO, device or socket could block or never "
+                         "end); name a .json file\n");
+  }
+}
+
+// SPEC R8, hunt item 8: a profile that is not there is the scenario's mistake:
+// named by its file and /profile, with the names it could be.
+TEST_F(SimRun, R8_UnknownProfileNamesTheScenarioAndPointer) {
+  const std::string scenario = write_scenario("s.json", {{"profile", "cxl_sd"}});
+  const Exit e = run({"run", "--quiet", scenario});
+  EXPECT_EQ(e.code, 2);
+  EXPECT_EQ(e.err, "rcxl-sim: " + scenario +
+                       ": /profile: no profile 'cxl_sd' built in; expected one of: all_dram, "
+                       "cxl_ssd_default (or pass --profiles DIR for your own)\n");
+  const Exit in_dir = run({"run", "--quiet", "--profiles", dir_.string(), scenario});
+  EXPECT_EQ(in_dir.code, 2);
+  EXPECT_NE(in_dir.err.find(": /profile: no profile 'cxl_sd' in " + dir_.string() +
+                            "; expected one of: s"),
+            std::string::npos)
+      << in_dir.err;
+}
+
+// SPEC R8, hunt W4: a fault timed after the workload ends never happens; the
+// run says so and fails instead of passing without it.
+TEST_F(SimRun, R8_AFaultThatNeverHappenedFailsTheRun) {
+  const nlohmann::json late = {{"faults", {{{"kind", "reset"}, {"at_s", 100}}}}};
+  const Exit e = run({"run", "--quiet", write_scenario("late.json", late)});
+  EXPECT_EQ(e.code, 1) << e.err;
+  EXPECT_NE(e.out.find("FAULT NEVER HAPPENED: /faults/0 (reset at 100 s): the run ended at "),
+            std::string::npos)
+      << e.out;
+  const nlohmann::json early = {{"faults", {{{"kind", "reset"}, {"at_s", 0.01}}}}};
+  const Exit ok = run({"run", "--quiet", write_scenario("early.json", early)});
+  EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
 }
 
 }  // namespace

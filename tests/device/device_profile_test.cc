@@ -86,5 +86,92 @@ TEST(DeviceProfile, R1_2_LimitsAreReadable) {
       << message("page_bytes", 100);
 }
 
+// SPEC R8, hunt W7: a misspelled section ("enigne") left the engine at its
+// defaults without a word; every top-level key is a known section.
+TEST(DeviceProfile, R8_UnknownSectionIsRefused) {
+  auto j = load_file("cxl_ssd_default.json");
+  j["enigne"] = j["engine"];
+  j.erase("engine");
+  auto p = load_device_profile(j);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), ErrorCode::kBadRequest);
+  EXPECT_NE(p.status().message().find("profile field 'enigne' is not a section of a profile; "
+                                      "expected one of: name, description, device, nic, engine, "
+                                      "control_link"),
+            std::string::npos)
+      << p.status().message();
+  j = load_file("cxl_ssd_default.json");
+  j["description"] = 3;
+  EXPECT_FALSE(load_device_profile(j).ok());
+}
+
+// SPEC R8, hunt W9: booleans are not numbers and whole quantities (counts,
+// bytes, nanoseconds) take no fractions; switches take true/false or 1/0.
+TEST(DeviceProfile, R8_BooleansAndFractionsAreRefused) {
+  const auto base = load_file("cxl_ssd_default.json");
+  struct Case {
+    std::string section, key;
+    nlohmann::json value;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"device", "channels", true, "is true/false, not a number"},
+      {"device", "capacity_bytes", {{"value", false}, {"source", "x"}}, "is true/false"},
+      {"device", "channel_bytes_per_second", true, "is true/false"},
+      {"device", "dram_access_ns", 200.5, "must be an integer (not 200.5)"},
+      {"device", "flash_read_ns", 3000.5, "must be an integer"},
+      {"nic", "latency_ns", 2500.5, "must be an integer"},
+      {"device", "idle_write_back", 0.5, "must be an integer"},
+      {"device", "all_resident", 2, "must lie in [0, 1]"},
+      {"control_link", "latency_ns", 0.5, "must lie in [1, 1000000000] ns one way"},
+      {"control_link", "latency_ns", 1500.5, "must be an integer"},
+  };
+  for (const auto& c : cases) {
+    auto j = base;
+    j[c.section][c.key] = c.value;
+    auto p = load_device_profile(j);
+    ASSERT_FALSE(p.ok()) << c.section << "." << c.key << " " << c.value.dump();
+    EXPECT_EQ(p.status().code(), ErrorCode::kBadRequest);
+    EXPECT_NE(p.status().message().find("'" + c.section + "." + c.key + "' " + c.says),
+              std::string::npos)
+        << p.status().message();
+  }
+  for (const nlohmann::json& on : {nlohmann::json(true), nlohmann::json(1)}) {
+    auto j = base;
+    j["device"]["idle_write_back"] = on;
+    auto p = load_device_profile(j);
+    ASSERT_TRUE(p.ok()) << on.dump() << ": " << p.status().ToString();
+    EXPECT_TRUE(p->device.idle_write_back);
+  }
+}
+
+// SPEC R8, hunt W3: a control link of 1e30 ns or 1e-300 B/s overflowed the
+// simulator's int64 nanoseconds and made the link free; it is bounded like
+// the NIC, with the reason in the message, and read into the profile.
+TEST(DeviceProfile, R8_ControlLinkIsBoundedAndRead) {
+  const auto base = load_file("cxl_ssd_default.json");
+  const std::vector<std::pair<std::string, nlohmann::json>> bad = {
+      {"latency_ns", 1e30},         {"latency_ns", 0},
+      {"bytes_per_second", 1e-300}, {"bytes_per_second", 1e20},
+      {"bytes_per_second", "fast"}, {"latncy_ns", 5},
+  };
+  for (const auto& [key, value] : bad) {
+    auto j = base;
+    j["control_link"][key] = {{"value", value}, {"source", "test"}};
+    auto p = load_device_profile(j);
+    ASSERT_FALSE(p.ok()) << key << " " << value.dump();
+    EXPECT_NE(p.status().message().find("'control_link." + key + "'"), std::string::npos)
+        << p.status().message();
+  }
+  auto j = base;
+  j["control_link"]["bytes_per_second"]["value"] = 1e-300;
+  EXPECT_NE(load_device_profile(j).status().message().find("faster than any NIC (10 TB/s)"),
+            std::string::npos);
+  auto p = load_device_profile(base);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->control_link.latency, std::chrono::nanoseconds(15000));
+  EXPECT_EQ(p->control_link.bytes_per_second, 11.75e9);
+}
+
 }  // namespace
 }  // namespace rcxl::device

@@ -129,7 +129,95 @@ TEST(EngineModel, WorkloadJsonIsValidatedWithPointers) {
   EXPECT_FALSE(workload_from_json({{"output_tokens", {1, 4294967297ull}}}).ok());
   EXPECT_FALSE(workload_from_json({{"output_tokens", {-4294967295ll, 5}}}).ok());
   EXPECT_FALSE(workload_from_json({{"output_tokens", {1, 18446744073709551615ull}}}).ok());
-  EXPECT_TRUE(workload_from_json({{"output_tokens", {1, 2147483647}}}).ok());
+  EXPECT_TRUE(
+      workload_from_json({{"turns", 1}, {"output_tokens", {1, kMaxContextTokens / 2}}}).ok());
+}
+
+// SPEC R8, hunt H2: token counts past any model's context built every chunk
+// key up front (8 GB, bad_alloc); a prompt, an output and a conversation's
+// whole context are held to 2^20 tokens, and only as many conversations as a
+// run can finish are taken.
+TEST(EngineModel, R8_WorkloadCountsAreHeldToWhatARunCanHold) {
+  auto refused = [](const nlohmann::json& j, const std::string& says) {
+    auto w = workload_from_json(j);
+    EXPECT_FALSE(w.ok()) << j.dump();
+    if (w.ok()) return;
+    EXPECT_EQ(w.status().code(), ErrorCode::kBadRequest);
+    EXPECT_NE(w.status().message().find(says), std::string::npos) << w.status().message();
+  };
+  refused({{"first_prompt_tokens", {2000000000, 2147483647}}},
+          "/workload/first_prompt_tokens: expected [lo, hi] with 1 <= lo <= hi <= 1048576");
+  refused({{"output_tokens", {1, kMaxContextTokens + 1}}}, "/workload/output_tokens");
+  refused({{"followup_prompt_tokens", {kMaxContextTokens + 1, kMaxContextTokens + 1}}},
+          "/workload/followup_prompt_tokens");
+  // Each count fits, the conversation does not: 1000 turns of 600 tokens.
+  refused({{"turns", 1000}, {"followup_prompt_tokens", {600, 600}}, {"output_tokens", {500, 500}}},
+          "/workload: a conversation's context reaches 1100400 tokens");
+  refused({{"conversations", 100000}}, "/workload/conversations: expected an integer in 1..10000");
+  EXPECT_TRUE(
+      workload_from_json({{"conversations", kMaxConversations}, {"turns", kMaxTurns}}).ok());
+  EXPECT_TRUE(workload_from_json({{"turns", 1},
+                                  {"first_prompt_tokens", {1, kMaxContextTokens / 2}},
+                                  {"output_tokens", {1, kMaxContextTokens / 2}}})
+                  .ok());
+}
+
+// SPEC R8, hunt H2: a conversation's context accumulates over its turns; in
+// int it wrapped past 2^31 tokens (negative prefill). Counted in 64 bits.
+TEST(EngineModel, R8_ContextPastIntMaxIsCountedIn64Bits) {
+  sim::SimWorld world(1);
+  auto& gpu = world.add_node("gpu");
+  EngineParams params;
+  params.kv_bytes_per_token = 1;
+  params.chunk_tokens = 1 << 16;  // 2^31 tokens are 2^15 chunk keys, not 2^31
+  params.max_batched_tokens = 1 << 20;
+  params.prefill_per_token = std::chrono::nanoseconds(0);
+  IdealKv kv(gpu, 1e12, params.kv_bytes_per_token * params.chunk_tokens);
+  ConversationSpec conv;
+  conv.think_time = 10ms;  // the last turn's store has landed
+  constexpr int kPrompt = 1 << 30;
+  conv.turns = {{0, 1, kPrompt, 1}, {0, 2, kPrompt, 1}, {0, 3, 1, 1}};
+  EngineModel engine(gpu, kv, params, {conv});
+  engine.start();
+  ASSERT_TRUE(world.run_until([&] { return engine.done(); }).ok());
+  const auto& recs = engine.records();
+  ASSERT_EQ(recs.size(), 3u);
+  const std::int64_t chunk = params.chunk_tokens;
+  std::int64_t context = 0;
+  for (const auto& r : recs) {
+    context += r.turn == 3 ? 1 : kPrompt;
+    // What was not loaded was computed: the whole context less the loaded chunks.
+    EXPECT_EQ(r.prefill_tokens, context - static_cast<std::int64_t>(r.loaded_chunks) * chunk)
+        << "turn " << r.turn;
+    context += 1;  // the output token
+  }
+  EXPECT_EQ(recs[1].hit_chunks, static_cast<std::size_t>((std::int64_t{kPrompt} + 1) / chunk));
+  EXPECT_GT(recs[2].hit_chunks, static_cast<std::size_t>(std::int64_t{INT32_MAX} / chunk));
+}
+
+// SPEC R8, hunt W9: engine counts are whole numbers and never booleans; a
+// fraction was truncated (chunk_tokens 1.5 ran as 1).
+TEST(EngineModel, R8_EngineParamsRefuseFractionsAndBooleans) {
+  for (const char* key : {"kv_bytes_per_token", "chunk_tokens", "max_running", "max_batched_tokens",
+                          "decode_per_context_token_ns"}) {
+    for (const nlohmann::json& v : {nlohmann::json(1.5), nlohmann::json(true)}) {
+      auto p = engine_params_from_json({{key, v}});
+      ASSERT_FALSE(p.ok()) << key << " " << v.dump();
+      EXPECT_EQ(p.status().code(), ErrorCode::kBadRequest);
+      EXPECT_EQ(p.status().message().rfind(std::string("/engine/") + key + ": expected ", 0), 0u)
+          << p.status().message();
+    }
+  }
+  EXPECT_FALSE(engine_params_from_json({{"step_base_us", false}}).ok());
+  auto unknown = engine_params_from_json({{"chunk_token", 256}});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("expected one of: chunk_tokens"), std::string::npos)
+      << unknown.status().message();
+  // Microsecond fields take fractions: they are whole nanoseconds.
+  auto p = engine_params_from_json({{"prefill_per_token_us", 1.5}, {"chunk_tokens", 16}});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->prefill_per_token, std::chrono::nanoseconds(1500));
+  EXPECT_EQ(p->chunk_tokens, 16);
 }
 
 // Found by clang-tidy (bugprone-misplaced-widening-cast): hi - lo + 1 was

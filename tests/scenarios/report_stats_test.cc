@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "scenarios/report/stats.h"
 #include "scenarios/report/svg_chart.h"
@@ -108,5 +109,70 @@ TEST(ReportStats, R8_ChartLegendBesideThePlotAndCoincidingSeriesBothShow) {
       << "the first series is solid";
 }
 
+// SPEC R8 (bad input never hangs): ticks step as start + i * step, at most
+// kMaxTicks. `t += step` stopped advancing once t was far larger than the step
+// (a sweep over /control_link/bytes_per_second=1e16 never finished).
+TEST(ReportStats, R8_AxisTicksAreBoundedForAnyRange) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double big = std::numeric_limits<double>::max();
+  const std::vector<std::pair<double, double>> ranges = {
+      {1e16, 1e16 + 1}, {1e30, 1e30}, {-1e300, 1e300}, {-big, big},     {0, 1e-320},
+      {-5, -5},         {3, 3},       {0, 0},          {1, 0},          {nan, 1},
+      {0, nan},         {-inf, inf},  {0, inf},        {1e-300, 2e-300}};
+  for (const auto& [lo, hi] : ranges) {
+    for (bool log : {false, true}) {
+      const auto ticks = axis_ticks(lo, hi, log);
+      EXPECT_LE(ticks.size(), static_cast<std::size_t>(kMaxTicks)) << lo << ".." << hi;
+      for (const auto& [t, label] : ticks) {
+        EXPECT_TRUE(std::isfinite(t)) << lo << ".." << hi;
+        EXPECT_GE(t, lo - 1e-9 * std::max(1.0, std::abs(lo))) << lo << ".." << hi;
+        EXPECT_LE(t, hi + 1e-9 * std::max(1.0, std::abs(hi))) << lo << ".." << hi;
+      }
+    }
+  }
+  EXPECT_EQ(axis_ticks(0, 100, false).size(), 6u) << "0, 20, ..., 100";
+  const auto decades = axis_ticks(-300, 300, true);
+  EXPECT_GT(decades.size(), 50u) << "600 decades: every n-th";
+  EXPECT_LE(decades.size(), static_cast<std::size_t>(kMaxTicks));
+  EXPECT_TRUE(axis_ticks(nan, 1, false).empty());
+  EXPECT_TRUE(axis_ticks(1, 0, false).empty());
+}
+
+// SPEC R8: a chart of one huge, tiny, negative or non-finite value finishes
+// with a bounded file; one value gets an axis around it, not a collapsed one.
+TEST(ReportStats, R8_ChartOfExtremeValuesIsBounded) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> values = {
+      1e16, 1e30, 1e300, -1e16, 5e-324, 0, -3, std::numeric_limits<double>::max(), nan, inf, -inf};
+  for (double x : values) {
+    for (double y : values) {
+      Series s;
+      s.label = "one";
+      s.x = {x, 2};
+      s.y = {y, 1};
+      s.y_low = {y, 1};
+      s.y_high = {y, 1};
+      s.markers = true;
+      for (bool log : {false, true}) {
+        ChartSpec spec{"t", "x", "y", false, log, log};
+        const std::string svg = render_line_chart(spec, {s});
+        EXPECT_LT(count(svg, "<text"), 2u * kMaxTicks + 10) << x << ", " << y;
+        EXPECT_EQ(count(svg, "nan"), 0u) << x << ", " << y;
+        EXPECT_EQ(count(svg, "inf"), 0u) << x << ", " << y;
+      }
+    }
+  }
+  Series one;
+  one.label = "one";
+  one.x = {1e16};
+  one.y = {5};
+  one.markers = true;
+  const std::string svg = render_line_chart({"t", "bytes/s", "ms", false}, {one});
+  EXPECT_EQ(count(svg, "<circle"), 1u);
+  EXPECT_EQ(count(svg, ">1e+16</text>"), 1u) << "a tick at the value, the axis around it";
+  EXPECT_GE(count(svg, "e+16</text>"), 3u);
+}
 }  // namespace
 }  // namespace rcxl::scenarios

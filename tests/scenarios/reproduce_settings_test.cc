@@ -3,6 +3,8 @@
 // naming --set and the fix, before anything runs.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "scenarios/reproduce.h"
 
 namespace rcxl::scenarios {
@@ -77,5 +79,67 @@ TEST(ReproduceSettings, R8_AnUnwritableOutDirIsRefusedBeforeAnyRun) {
   EXPECT_EQ(runs, 0);
 }
 
+// SPEC R8: one field set twice (or by its two names) kept the last value.
+TEST(ReproduceSettings, R8_OneFieldSetTwiceIsRefusedNamingBoth) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"flash_read_ns=1", "flash_read_ns=2"},
+       "--set flash_read_ns: sets the same field as --set flash_read_ns (/device/flash_read_ns)"},
+      {{"flash_read_ns=1", "/device/flash_read_ns=2"},
+       "--set /device/flash_read_ns: sets the same field as --set flash_read_ns"},
+      {{"/engine/scheduler_to_worker_us=5", "hint_lead_ms=2"},
+       "--set hint_lead_ms: sets the same field as --set /engine/scheduler_to_worker_us"},
+  };
+  for (const auto& [settings, says] : cases) {
+    ReproduceOptions options;
+    options.settings = settings;
+    auto profiles = reproduce_profiles(options);
+    ASSERT_FALSE(profiles.ok()) << says;
+    EXPECT_EQ(profiles.status().code(), ErrorCode::kBadRequest);
+    EXPECT_NE(profiles.status().message().find(says), std::string::npos)
+        << profiles.status().message();
+  }
+}
+
+// A refused reproduce: kBadRequest saying `says`, and nothing ran.
+void expect_refused(ReproduceOptions options, const std::string& says) {
+  int runs = 0;
+  options.progress = [&](const std::string&) { ++runs; };
+  options.out_dir = "/proc/rcxl-no-such-dir";  // had the checks passed: refused here, not run
+  auto report = reproduce(options);
+  ASSERT_FALSE(report.ok()) << says;
+  EXPECT_EQ(report.status().code(), ErrorCode::kBadRequest);
+  EXPECT_NE(report.status().message().find(says), std::string::npos) << report.status().message();
+  EXPECT_EQ(runs, 0);
+}
+
+// SPEC R8: --p5-pairs is "at most --pairs"; a larger value was silently
+// clamped. Only the default (the seed's 3) still shrinks to a smaller --pairs.
+TEST(ReproduceSettings, R8_P5PairsAboveThePairsIsRefused) {
+  ReproduceOptions options;
+  options.pairs = 2;
+  options.p5_pairs = 4;
+  expect_refused(options,
+                 "--p5-pairs 4: at most --pairs 2 (P5 pairs with the hinted runs); give "
+                 "--p5-pairs 2 or less, or raise --pairs to 4");
+  options.p5_pairs = 3;  // the default's value, given on the command line
+  options.p5_pairs_given = true;
+  expect_refused(options, "--p5-pairs 3: at most --pairs 2");
+  options.p5_pairs = 0;
+  expect_refused(options, "--p5-pairs 0: P5 needs at least 1 pair");
+  // The default passes these checks with --pairs 1 (and fails only at --out).
+  options = ReproduceOptions{};
+  options.pairs = 1;
+  expect_refused(options, "--out /proc/rcxl-no-such-dir: cannot create directory");
+}
+
+// SPEC R8: seeds past 2^64 - 1 wrapped to 0.
+TEST(ReproduceSettings, R8_SeedsThatWouldWrapAreRefused) {
+  ReproduceOptions options;
+  options.pairs = 2;
+  options.first_seed = std::numeric_limits<std::uint64_t>::max();
+  expect_refused(options,
+                 "--seed 18446744073709551615 with --pairs 2: the seeds would pass "
+                 "18446744073709551615 and wrap to 0");
+}
 }  // namespace
 }  // namespace rcxl::scenarios

@@ -1,12 +1,16 @@
 // Scenario files: valid ones parse; each mistake names the file, the JSON
 // pointer and the fix (docs/scenarios.md).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 
+#include "scenarios/json_document.h"
 #include "scenarios/run_counters.h"
 #include "scenarios/scenario.h"
 
@@ -204,7 +208,70 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"config_for_none",
                 {{"extension", {{"name", "none"}, {"config", {{"a", 1}}}}}},
                 "/extension/config",
-                "takes no config"}),
+                "takes no config"},
+        // Hunt H3: std::regex backtracks; these never finish on a boot.
+        Refusal{"boot_repeated_group_of_repeats",
+                {{"expect", {{"boots", Json::array({"^(.*)*(.*)*(.*)*(.*)*X$"})}}}},
+                "/expect/boots/0",
+                "repeats a group that itself repeats or alternates"},
+        Refusal{"boot_repeated_group_of_alternatives",
+                {{"expect", {{"boots", Json::array({"^boot-(?:m|me|mem)+0:1$"})}}}},
+                "/expect/boots/0",
+                "boots are short strings such as boot-mem0:2"},
+        Refusal{"boot_counted_group_of_repeats",
+                {{"expect", {{"boots", Json::array({"^(a+b?){2,}$"})}}}},
+                "/expect/boots/0",
+                "repeats a group"},
+        Refusal{"boot_outer_group_repeats_inner_repeat",
+                {{"expect", {{"boots", Json::array({"((a)*)+"})}}}},
+                "/expect/boots/0",
+                "repeats a group"},
+        Refusal{"boot_too_many_repetitions",
+                {{"expect", {{"boots", Json::array({".*.*.*.*.*.*.*X"})}}}},
+                "/expect/boots/0",
+                "has 7 repetitions and alternations (at most 6"},
+        Refusal{"boot_pattern_too_long",
+                {{"expect", {{"boots", Json::array({std::string(257, 'a')})}}}},
+                "/expect/boots/0",
+                "is longer than 256 characters; boots are short strings"},
+        Refusal{"too_many_boot_patterns",
+                {{"expect", {{"boots", Json(std::vector<std::string>(65, "^b$"))}}}},
+                "/expect/boots",
+                "at most 64"},
+        // Hunt W4: a fault the run's time limit cuts off never happens.
+        Refusal{
+            "fault_after_time_limit",
+            {{"time_limit_s", 60}, {"faults", Json::array({{{"kind", "reset"}, {"at_s", 60}}})}},
+            "/faults/0/at_s",
+            "is not before the run's time limit of 60 s"},
+        Refusal{"fault_after_default_time_limit",
+                fault({{"kind", "partition"}, {"at_s", 700}, {"for_s", 1}, {"node", "gpu0"}}),
+                "/faults/0/at_s", "time limit of 600 s (time_limit_s)"},
+        // Hunt W11: only cxl_ssd follows the device's generation.
+        Refusal{"reset_under_recording",
+                {{"extension", {{"name", "recording"}}},
+                 {"faults", Json::array({{{"kind", "reset"}, {"at_s", 4}}})}},
+                "/faults/0/kind",
+                "the extension 'recording' cannot tell"},
+        Refusal{"unknown_generation_under_none",
+                {{"extension", {{"name", "none"}}},
+                 {"faults",
+                  Json::array({{{"kind", "unknown_generation"}, {"at_s", 4}, {"for_s", 1}}})}},
+                "/faults/0/kind",
+                "use the extension cxl_ssd or drop this fault"},
+        // Hunt H2/H4: counts a run can hold.
+        Refusal{"prompt_tokens_past_a_context",
+                {{"workload", {{"first_prompt_tokens", {2000000000, 2147483647}}}}},
+                "/workload/first_prompt_tokens",
+                "hi <= 1048576 tokens (a 1M-token context"},
+        Refusal{"conversation_context_past_a_context",
+                {{"workload", {{"turns", 1000}, {"output_tokens", {1000, 2000}}}}},
+                "/workload",
+                "a conversation's context reaches 2180820 tokens"},
+        Refusal{"conversations_past_a_finishing_run",
+                {{"workload", {{"conversations", 10001}}}},
+                "/workload/conversations",
+                "1..10000 (the engine scans"}),
     [](const ::testing::TestParamInfo<Refusal>& info) { return info.param.what; });
 
 // SPEC R8: what the refusals above allow is kept as typed values.
@@ -238,6 +305,115 @@ TEST(ScenarioFile, R8_NullMinReuseHitsIsRefused) {
   auto sc = parse_scenario(j, "t.json");
   ASSERT_FALSE(sc.ok());
   EXPECT_NE(sc.status().message().find("/expect/min_reuse_hits"), std::string::npos);
+}
+
+// SPEC R8, hunt C2: a 60 KB nested pattern crashed std::regex (recursion);
+// it is refused by its length, and the message shows only its start.
+TEST(ScenarioFile, R8_HugeBootPatternRefusedWithoutEchoingIt) {
+  Json j = minimal();
+  const std::string nested = std::string(30000, '(') + std::string(30000, ')');
+  j["expect"] = {{"boots", Json::array({nested})}};
+  auto sc = parse_scenario(j, "t.json");
+  ASSERT_FALSE(sc.ok());
+  EXPECT_EQ(sc.status().code(), ErrorCode::kBadRequest);
+  EXPECT_NE(sc.status().message().find("t.json: /expect/boots/0: '((((("), std::string::npos);
+  EXPECT_NE(sc.status().message().find("(60000 characters)"), std::string::npos);
+  EXPECT_LT(sc.status().message().size(), 400u) << sc.status().message();
+}
+
+// SPEC R8: what a boot pattern needs stays accepted: classes, escaped
+// parentheses, an optional group, a few repetitions.
+TEST(ScenarioFile, R8_OrdinaryBootPatternsAreAccepted) {
+  for (const char* pattern :
+       {"^boot-mem0:[0-9]+~[0-9]+$", ".*:unknown", "^boot-mem0:1(~1)?$", "^boot-(mem0|mem1):2$",
+        "\\(a*\\)*", "[(]a*[)]+", "^b{1,3}-.*$", "(?:boot)-mem0:.+"}) {
+    Json j = minimal();
+    j["expect"] = {{"boots", Json::array({pattern})}};
+    auto sc = parse_scenario(j, "t.json");
+    EXPECT_TRUE(sc.ok()) << pattern << ": " << sc.status().ToString();
+  }
+}
+
+// SPEC R8: a document that is not an object says so without an empty pointer.
+TEST(ScenarioFile, R8_TopLevelNotAnObjectNamesTheDocument) {
+  auto sc = parse_scenario(Json::array({1}), "x.json");
+  ASSERT_FALSE(sc.ok());
+  EXPECT_EQ(sc.status().message(), "x.json: the document: expected an object");
+}
+
+// SPEC R8: a name echoed in a message stays on one line.
+TEST(ScenarioFile, R8_ControlCharactersInEchoedNamesAreEscaped) {
+  Json j = minimal();
+  j["faults"] = Json::array({{{"kind", "re\nset\x01"}, {"at_s", 1}}});
+  auto sc = parse_scenario(j, "t.json");
+  ASSERT_FALSE(sc.ok());
+  EXPECT_NE(sc.status().message().find("'re\\nset\\x01'"), std::string::npos)
+      << sc.status().message();
+  j = minimal();
+  j["x\ny"] = 1;
+  sc = parse_scenario(j, "t.json");
+  ASSERT_FALSE(sc.ok());
+  EXPECT_EQ(sc.status().message().rfind("t.json: /x\\ny: unknown field", 0), 0u)
+      << sc.status().message();
+  j = minimal();
+  j["workload"] = {{"x\ty", 1}};
+  sc = parse_scenario(j, "t.json");
+  ASSERT_FALSE(sc.ok());
+  EXPECT_NE(sc.status().message().find("/workload/x\\ty: unknown field"), std::string::npos)
+      << sc.status().message();
+}
+
+TEST(JsonDocument, R8_PrintableEscapesAndCuts) {
+  EXPECT_EQ(printable("a\nb\tc\x7f"), "a\\nb\\tc\\x7f");
+  EXPECT_EQ(printable(std::string(100, 'x'), 10), "xxxxxxxxxx... (100 characters)");
+  // A cut never splits a UTF-8 character ("é" is two bytes).
+  EXPECT_EQ(printable("ab\xc3\xa9", 3), "ab... (4 characters)");
+}
+
+// SPEC R8, hunt H5: `run /dev/zero` read 4 GB and a FIFO blocked for ever.
+// Only a regular file of at most 16 MiB is read.
+class ReadDocumentFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("rcxl_read_document_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const char* name) const { return (dir_ / name).string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ReadDocumentFile, R8_ReadsARegularFile) {
+  std::ofstream(path("ok.json")) << "{\"name\": \"t\"}";
+  auto text = read_document_file(path("ok.json"));
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_EQ(*text, "{\"name\": \"t\"}");
+}
+
+TEST_F(ReadDocumentFile, R8_RefusesWhatIsNotASmallRegularFile) {
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
+  std::ofstream(path("big.json")).put('{');
+  std::filesystem::resize_file(path("big.json"), kMaxDocumentBytes + 1);  // sparse
+  struct Case {
+    std::string path;
+    ErrorCode code;
+    std::string says;
+  };
+  const Case cases[] = {
+      {"/dev/zero", ErrorCode::kBadRequest, "/dev/zero: is not a regular file"},
+      {path("fifo"), ErrorCode::kBadRequest, "fifo: is not a regular file (a FIFO"},
+      {dir_.string(), ErrorCode::kBadRequest, ": is a directory; name a .json file"},
+      {path("big.json"), ErrorCode::kBadRequest, "big.json: larger than 16 MiB"},
+      {path("none.json"), ErrorCode::kNotFound, "none.json: no such file"},
+  };
+  for (const auto& c : cases) {
+    auto text = read_document_file(c.path);
+    ASSERT_FALSE(text.ok()) << c.path;
+    EXPECT_EQ(text.status().code(), c.code) << c.path;
+    EXPECT_NE(text.status().message().find(c.says), std::string::npos) << text.status().message();
+    EXPECT_EQ(text.status().message().rfind(c.path, 0), 0u) << text.status().message();
+  }
 }
 
 TEST(ScenarioFile, NameIsRequired) {

@@ -4,9 +4,14 @@
 #include "scenarios/sweep.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <optional>
 #include <sstream>
 
 namespace rcxl::scenarios {
@@ -275,5 +280,163 @@ TEST(Sweep, R8_APointIsTheScenarioUnderItsConfiguration) {
       << "gated sends no hints";
 }
 
+// A refused sweep: kBadRequest saying `says`, and nothing ran.
+void expect_refused(SweepOptions o, const std::string& says) {
+  std::atomic<int> runs{0};
+  o.progress = [&](const std::string&) { ++runs; };
+  auto r = sweep(o);
+  ASSERT_FALSE(r.ok()) << says;
+  EXPECT_EQ(r.status().code(), ErrorCode::kBadRequest) << r.status().message();
+  EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().message();
+  EXPECT_EQ(runs.load(), 0) << says;
+}
+
+// SPEC R8 (bad input never crashes): a pointer into an array names an existing
+// entry. nlohmann's operator[] grew /faults to the index (7 GB, then bad_alloc).
+TEST(Sweep, R8_AnArrayIndexPastTheEndIsRefusedNotGrown) {
+  SweepOptions o = tiny_options();
+  o.scenario->merge_patch(
+      {{"faults", Json::array({{{"kind", "reset"}, {"at_s", 0.1}, {"node", "mem0"}}})}});
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/faults/400000000/at_s=1",
+       "--param /faults/400000000/at_s: '400000000' is not an entry of /faults (1 entry); a "
+       "parameter changes an existing entry (index 0 to 0), it cannot add one"},
+      {"/faults/1/at_s=1", "'1' is not an entry of /faults (1 entry)"},
+      {"/faults/-/at_s=1", "'-' is not an entry of /faults"},
+      {"/faults/01/at_s=1", "'01' is not an entry of /faults"},
+      {"/faults/99999999999999999999999/at_s=1", "is not an entry of /faults"},
+      {"/workload/first_prompt_tokens/2=900",
+       "'2' is not an entry of /workload/first_prompt_tokens (2 entries)"},
+      {"/expect/boots/0=1", "/expect/boots is not an array in the scenario"},
+      {"/workload/turns/x=1",
+       "/workload/turns is a number in the scenario, not an object or array"},
+  };
+  for (const auto& [spec, says] : cases) {
+    o.params = {param(spec)};
+    expect_refused(o, says);
+  }
+  // Without any faults: the array is not made either.
+  o = tiny_options();
+  o.params = {param("/faults/400000000/at_s=1")};
+  expect_refused(o, "--param /faults/400000000/at_s: /faults is not an array in the scenario");
+  // The same walk guards apply_sweep_value, which reproduce --set uses.
+  Json scenario = tiny_scenario(), profile = Json::object({{"device", Json::array()}});
+  const SweepParam device = param("/device/400000000=1");
+  auto s = apply_sweep_value(device, 0, scenario, profile);
+  EXPECT_EQ(s.code(), ErrorCode::kBadRequest);
+  EXPECT_TRUE(profile["device"].empty()) << "nothing grown";
+}
+
+// SPEC R8: a pointer that would build deep new structure is a mistake, refused
+// naming it; an existing entry, or the schema's deepest new field, is fine.
+TEST(Sweep, R8_APointerMakingDeepNewStructureIsRefused) {
+  SweepOptions o = tiny_options();
+  o.params = {param("/a/b/c/d/e=1")};
+  expect_refused(o, "--param /a/b/c/d/e: would create 4+ new levels under /a/b/c/d");
+  Json scenario = tiny_scenario(), profile;
+  ASSERT_TRUE(
+      apply_sweep_value(param("/workload/first_prompt_tokens/1=900"), 0, scenario, profile).ok());
+  EXPECT_EQ(scenario["workload"]["first_prompt_tokens"], Json::array({600, 900}));
+  ASSERT_TRUE(
+      apply_sweep_value(param("/expect/counters/device.hits/max=7"), 0, scenario, profile).ok());
+  EXPECT_EQ(scenario["expect"]["counters"]["device.hits"]["max"], 7);
+}
+
+// SPEC R8: the base scenario is read as `rcxl-sim run` reads it before
+// anything is applied: a workload that is not an object threw a type_error.
+TEST(Sweep, R8_TheBaseScenarioIsCheckedAsRunChecksIt) {
+  for (const Json& workload : {Json(5), Json(nullptr), Json::array()}) {
+    SweepOptions o = tiny_options();
+    (*o.scenario)["workload"] = workload;
+    o.turns = 1;
+    o.conversations = 1;
+    expect_refused(o, "tiny.json: /workload: expected an object");
+  }
+}
+
+// SPEC R8: two spellings of one field ran every point at the last one's value
+// under the first one's label; --conversations lost to a parameter silently.
+TEST(Sweep, R8_TwoSettersOfOneFieldAreRefusedNamingBoth) {
+  struct Case {
+    std::vector<std::string> specs;
+    std::optional<int> conversations, turns;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"dram_cache_bytes=4G,8G", "/device/dram_cache_bytes=16G"},
+       {},
+       {},
+       "--param /device/dram_cache_bytes: sets the same field as --param dram_cache_bytes "
+       "(/device/dram_cache_bytes)"},
+      {{"concurrency=1,2", "/workload/conversations=3"},
+       {},
+       {},
+       "--param /workload/conversations: sets the same field as --param concurrency"},
+      {{"/workload/conversations=1,2"},
+       1,
+       {},
+       "--param /workload/conversations: sets the same field as --conversations"},
+      {{"concurrency=1,2"}, 1, {}, "--param concurrency: sets the same field as --conversations"},
+      {{"/workload/turns=1,2"}, {}, 2, "--param /workload/turns: sets the same field as --turns"},
+      {{"/workload/start_window_s=1", "/workload=1"},
+       {},
+       {},
+       "--param /workload: overlaps --param /workload/start_window_s"},
+  };
+  for (const auto& c : cases) {
+    SweepOptions o = tiny_options();
+    for (const auto& spec : c.specs) o.params.push_back(param(spec));
+    o.conversations = c.conversations;
+    o.turns = c.turns;
+    expect_refused(o, c.says);
+    expect_refused(o, "give one of them");
+  }
+  EXPECT_TRUE(check_distinct_targets({param("flash_read_ns=1"), param("/device/channels=4")},
+                                     {{"--turns", "/workload/turns"}})
+                  .ok());
+}
+
+// SPEC R8: a configuration named twice ran every point twice.
+TEST(Sweep, R8_AConfigurationGivenTwiceIsRefused) {
+  SweepOptions o = tiny_options();
+  o.configs = {"hints", "gated", "hints"};
+  expect_refused(o, "--configs: 'hints' is given twice");
+}
+
+// SPEC R8: seeds past 2^64 - 1 wrapped to 0 and 1.
+TEST(Sweep, R8_SeedsThatWouldWrapAreRefused) {
+  SweepOptions o = tiny_options();
+  o.first_seed = std::numeric_limits<std::uint64_t>::max();
+  o.seeds = 3;
+  expect_refused(o,
+                 "--seed 18446744073709551615 with --seeds 3: the seeds would pass "
+                 "18446744073709551615 and wrap to 0; give a --seed of at most "
+                 "18446744073709551613");
+  EXPECT_TRUE(check_seed_range(std::numeric_limits<std::uint64_t>::max() - 2, 3, "--seeds").ok());
+  EXPECT_TRUE(check_seed_range(std::numeric_limits<std::uint64_t>::max(), 1, "--seeds").ok());
+  EXPECT_FALSE(check_seed_range(std::numeric_limits<std::uint64_t>::max() - 1, 3, "--seeds").ok());
+}
+
+// SPEC R8: `sweep --out D --scenario D/sweep.json` overwrote its own input.
+TEST(Sweep, R8_AnOutputThatIsTheScenarioFileIsRefused) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("rcxl_sweep_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string input = (dir / "sweep.json").string();
+  const std::string text = tiny_scenario().dump();
+  std::ofstream(input) << text;
+  SweepOptions o = tiny_options();
+  o.write_files = true;
+  o.scenario_path = input;
+  o.params = {param("concurrency=1")};
+  for (const std::string& out : {dir.string(), (dir / ".." / dir.filename()).string() + "/"}) {
+    o.out_dir = out;
+    expect_refused(o, "--out " + out + ": the sweep writes ");
+    expect_refused(o, "which is the --scenario file " + input + "; choose another --out");
+  }
+  std::ifstream in(input);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), text) << "the input is untouched";
+  std::filesystem::remove_all(dir);
+}
 }  // namespace
 }  // namespace rcxl::scenarios
