@@ -170,5 +170,42 @@ TEST(Replay, R6_AResetDuringAReadNeverGivesAHitWithOtherBytes) {
   }
 }
 
+// `"extension": {"name": "none"}` runs the agent without an extension (it
+// crashed: the invariant wrapper wrapped nothing).
+TEST(Replay, R2_AScenarioWithoutAnExtensionRuns) {
+  Json j = Json::parse(*embedded_file("replays/reset_during_load.json"));
+  j["extension"] = {{"name", "none"}};
+  j.erase("faults");
+  j.erase("expect");
+  auto sc = parse_scenario(j, "no extension");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  auto profile = load_profile("", sc->profile);
+  ASSERT_TRUE(profile.ok());
+  const RunResult r = run_scenario(*sc, *profile);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  for (const auto& v : r.invariants.violations) ADD_FAILURE() << v;
+  EXPECT_GT(mean_reuse_ttft_ms(r.records), 0);
+}
+
+// A request the time limit cut off has no first token (or load end): means
+// leave it out instead of counting 0 - arrival (negative TTFT before).
+TEST(Replay, R8_MeansLeaveOutRequestsWithoutAnAnswer) {
+  RequestRecord answered;
+  answered.turn = 2;
+  answered.hit_chunks = 1;
+  answered.arrival = runtime::Instant(std::chrono::milliseconds(100));
+  answered.first_token = runtime::Instant(std::chrono::milliseconds(150));
+  answered.load_start = runtime::Instant(std::chrono::milliseconds(110));
+  answered.load_end = runtime::Instant(std::chrono::milliseconds(120));
+  RequestRecord cut = answered;
+  cut.arrival = runtime::Instant(std::chrono::milliseconds(9000));
+  cut.first_token = runtime::Instant(0);
+  cut.load_start = runtime::Instant(std::chrono::milliseconds(9001));
+  cut.load_end = runtime::Instant(0);
+  EXPECT_DOUBLE_EQ(mean_reuse_ttft_ms({answered, cut}), 50.0);
+  EXPECT_DOUBLE_EQ(mean_load_ms({answered, cut}), 10.0);
+  EXPECT_DOUBLE_EQ(mean_reuse_ttft_ms({cut}), 0.0);
+}
+
 }  // namespace
 }  // namespace rcxl::scenarios
