@@ -362,7 +362,10 @@ class Deployment {
         agent_->stop();
         agent_.reset();
         if (auto s = start_agent(); !s.ok()) {
+          // The agent stays down (R6.2: a start that cannot tell the generation
+          // stops); its counters go with it, the failure is reported instead.
           restart_failure_ = s.ToString();
+          agent_.reset();
         }
         break;
     }

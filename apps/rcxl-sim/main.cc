@@ -259,6 +259,10 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
         "  reuse-turn TTFT %.2f ms, KV load %.2f ms, %zu requests, %.1f s virtual in %.2f s\n",
         ttft, load, result.records.size(), result.virtual_seconds, result.wall_seconds);
     std::printf("  counters: %s\n", result.counters.dump().c_str());
+    if (result.counters.contains("agent_restart_failure")) {
+      std::printf("  NOTE: an agent_restart failed and the agent stayed down: %s\n",
+                  result.counters["agent_restart_failure"].get<std::string>().c_str());
+    }
     for (const auto& v : result.invariants.violations) std::printf("  VIOLATION: %s\n", v.c_str());
     for (const auto& f : unfired) std::printf("  FAULT NEVER HAPPENED: %s\n", f.c_str());
     std::printf("trace hash: %s\n", result.trace_hash.c_str());

@@ -207,5 +207,24 @@ TEST(Replay, R8_MeansLeaveOutRequestsWithoutAnAnswer) {
   EXPECT_DOUBLE_EQ(mean_reuse_ttft_ms({cut}), 0.0);
 }
 
+// An agent restart while the generation cannot be told: the new agent cannot
+// start (R6.2) and stays down; the run says so and has no agent counters, so a
+// bound on one fails (before, a failed agent's zeros were reported).
+TEST(Replay, R6_2_AnAgentThatCannotRestartStaysDownAndSaysSo) {
+  Json j = Json::parse(*embedded_file("replays/reset_during_load.json"));
+  j["faults"] = Json::array({{{"kind", "unknown_generation"}, {"at_s", 1.9}, {"for_s", 5}},
+                             {{"kind", "agent_restart"}, {"at_s", 2}}});
+  j["expect"] = {{"counters", {{"agent.maps", {{"max", 0}}}}}};
+  auto sc = parse_scenario(j, "restart in an unknown period");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  auto profile = load_profile("", sc->profile);
+  ASSERT_TRUE(profile.ok());
+  const RunResult r = run_scenario(*sc, *profile);
+  EXPECT_TRUE(r.counters.contains("agent_restart_failure"));
+  EXPECT_FALSE(r.counters.contains("agent"));
+  ASSERT_EQ(r.invariants.violations.size(), 1u);
+  EXPECT_NE(r.invariants.violations[0].find("agent.maps is not in this run"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace rcxl::scenarios
