@@ -241,8 +241,8 @@ class Deployment {
     auto last_report = wall0;
     out.status = world_.run_until(
         [&] {
-          // The wall clock is read only every 64 Ki events and decides nothing in the run.
-          if (options_.progress && (++steps & 0xffff) == 0) {
+          // The wall clock is read only every 4 Ki events and decides nothing in the run.
+          if (options_.progress && (++steps & 0xfff) == 0) {
             const auto now = std::chrono::steady_clock::now();
             if (now - last_report >= std::chrono::seconds(1)) {
               last_report = now;
