@@ -65,22 +65,11 @@ Result<Profile> profile_from_json(const Json& j, const std::string& origin) {
     p.engine = engine.value();
   }
   if (j.contains("control_link")) {
+    // Read and bounded by load_device_profile; here only its sources are required.
     auto plain = unwrap_sourced(j["control_link"], "/control_link");
     if (!plain.ok()) return Error(ErrorCode::kBadRequest, origin + ": " + plain.status().message());
-    for (const auto& [key, v] : plain->items()) {
-      if (!v.is_number() || v.get<double>() <= 0) {
-        return Error(ErrorCode::kBadRequest,
-                     origin + ": /control_link/" + key + ": expected a positive number");
-      }
-      if (key == "latency_ns") {
-        p.control_link.latency = runtime::Duration(v.get<std::int64_t>());
-      } else if (key == "bytes_per_second") {
-        p.control_link.bytes_per_second = v.get<double>();
-      } else {
-        return Error(ErrorCode::kBadRequest, origin + ": /control_link/" + key + ": unknown field");
-      }
-    }
   }
+  p.control_link = p.device.control_link;
   return p;
 }
 
