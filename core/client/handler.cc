@@ -50,20 +50,21 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
   waits_ = std::make_unique<MemoryWaits>(rt, *strand_, config_);
   qps_ = std::make_unique<QueuePairs>(nic, *strand_, config_);
   std::weak_ptr<bool> alive = alive_;
-  regions_->set_boot_listener([this, alive](const std::string& agent, const std::string&,
+  regions_->set_boot_listener([this, alive](const std::string& agent, const std::string& old_boot,
                                             const std::string& new_boot,
                                             const std::vector<OwnRegion>& lost) {
-    if (!alive.expired()) on_boot_change(agent, new_boot, lost);
+    if (!alive.expired()) on_boot_change(agent, old_boot, new_boot, lost);
   });
   waits_->set_boot_observer([this, alive](const std::string& agent, const std::string& boot) {
     if (!alive.expired()) regions_->observe_boot(agent, boot);
   });
   // The hint strand is another strand: its news about boots is posted over.
-  hints_->set_boot_observer([this, alive](const std::string& agent, const std::string& boot) {
-    strand_->post([this, alive, agent, boot] {
-      if (!alive.expired()) regions_->observe_boot(agent, boot);
-    });
-  });
+  hints_->set_boot_observer(
+      [this, alive](const std::string& agent, const std::string& from, const std::string& to) {
+        strand_->post([this, alive, agent, from, to] {
+          if (!alive.expired()) regions_->observe_boot_if(agent, from, to);
+        });
+      });
 }
 
 Handler::~Handler() {
@@ -74,14 +75,15 @@ Handler::~Handler() {
   // finishes while every other member is alive.
 }
 
-void Handler::on_boot_change(const std::string& agent, const std::string& new_boot,
-                             const std::vector<OwnRegion>& lost) {
+void Handler::on_boot_change(const std::string& agent, const std::string& old_boot,
+                             const std::string& new_boot, const std::vector<OwnRegion>& lost) {
   std::set<std::uint64_t> gone;
   for (const auto& r : lost) gone.insert(r.region);
   std::erase_if(free_pages_,
                 [&](const Page& p) { return p.agent == agent && gone.count(p.region) > 0; });
   // SPEC R6.1: the directory drops every location stored under the old boot.
   directory_->boot_changed(agent, new_boot);
+  hints_->observe_boot(agent, old_boot, new_boot);  // its next hints go under the new boot
 }
 
 // ---------------------------------------------------------------- hints
@@ -229,7 +231,9 @@ void Handler::start_store(std::shared_ptr<StoreJob> job) {
             write_and_register(job);  // whatever the answers were
           });
     };
-    if (config_.write_wait_ms == 0) return after_plan({});
+    // A write wait is a write hint that waits: with write hints off nothing is
+    // asked (the seed: "off unless maru_read_hints is set", which write hints follow).
+    if (config_.write_wait_ms == 0 || !hints_on) return after_plan({});
     waits_->plan({agents.begin(), agents.end()}, after_plan);
   });
 }

@@ -121,8 +121,8 @@ class Handler {
                    std::vector<runtime::RdmaOp> ops, std::shared_ptr<LoadJob> job,
                    const std::vector<std::size_t>& indexes,
                    std::function<void(std::vector<Status>)> done);
-  void on_boot_change(const std::string& agent, const std::string& new_boot,
-                      const std::vector<OwnRegion>& lost);
+  void on_boot_change(const std::string& agent, const std::string& old_boot,
+                      const std::string& new_boot, const std::vector<OwnRegion>& lost);
   // Config::zero_copy: registers the buffers of ops about to be posted; the
   // returned spans go to release_local once the ops completed.
   std::vector<std::span<std::byte>> register_local(const std::vector<runtime::RdmaOp>& ops);

@@ -101,14 +101,15 @@ void MemoryHints::process(Item& item, Next next) {
               {agents.begin(), agents.end()}, [](const std::string&, Peer*) {},
               [this, alive, request, locations, next] {
                 if (alive.expired()) return;
+                auto epochs = hint_epochs(*locations);
                 RangesByAgent ranges;
                 for (const auto& l : *locations) {
-                  auto peer = peers_.find(l.agent);
+                  auto epoch = epochs.find(l.agent);
                   // A location of a boot the agent left is advice about nothing.
-                  if (peer == peers_.end() || peer->second.hello.boot != l.boot) continue;
+                  if (epoch == epochs.end() || epoch->second != l.boot) continue;
                   ranges[l.agent].add({l.region, l.offset, l.length}, l.read_handle);
                 }
-                send_read_hint(request, std::move(ranges), next);
+                send_read_hint(request, std::move(ranges), next, std::move(epochs));
               });
         },
         reply_gate_);
@@ -129,7 +130,25 @@ void MemoryHints::process(Item& item, Next next) {
   if (auto* h = std::get_if<ReadPromote>(&item)) return send_promote(h->request, next);
 }
 
-void MemoryHints::send_read_hint(const std::string& request, RangesByAgent ranges, Next next) {
+std::map<std::string, std::string> MemoryHints::hint_epochs(
+    const std::vector<directory::Location>& locations) const {
+  std::map<std::string, std::string> epochs;
+  for (const auto& l : locations) {
+    auto peer = peers_.find(l.agent);
+    if (peer == peers_.end() || peer->second.hello.boot.empty()) continue;
+    if (peer->second.past_boots.count(l.boot)) continue;  // a boot the agent left
+    const std::string& known = peer->second.hello.boot;
+    auto [it, first] = epochs.emplace(l.agent, l.boot);
+    // The connection's boot wins when any location is under it; when none is,
+    // the agent may have a boot this connection never saw (R6.1: a reset seen
+    // only by the stores' connections), and the locations' boot is asked.
+    if (!first && l.boot == known) it->second = known;
+  }
+  return epochs;
+}
+
+void MemoryHints::send_read_hint(const std::string& request, RangesByAgent ranges, Next next,
+                                 std::map<std::string, std::string> epochs) {
   // SPEC R3.6: a request whose end never comes must not fill the agent's
   // limit; the oldest is ended before the new one opens, so the agent never
   // sees one over.
@@ -138,12 +157,14 @@ void MemoryHints::send_read_hint(const std::string& request, RangesByAgent range
     update_stats([](auto& s) { ++s.forced_ends; });
   }
   std::weak_ptr<bool> alive = alive_;
-  send_ranged("read_hint", "request", request, std::move(ranges),
-              [this, alive, request, next = std::move(next)](std::set<std::string> agents) {
-                if (alive.expired()) return;
-                if (!agents.empty()) remember_open(request, std::move(agents));
-                next();
-              });
+  send_ranged(
+      "read_hint", "request", request, std::move(ranges),
+      [this, alive, request, next = std::move(next)](std::set<std::string> agents) {
+        if (alive.expired()) return;
+        if (!agents.empty()) remember_open(request, std::move(agents));
+        next();
+      },
+      std::move(epochs));
 }
 
 void MemoryHints::remember_open(const std::string& request, std::set<std::string> agents) {
@@ -158,7 +179,9 @@ void MemoryHints::send_end(const std::string& request) {
   if (it == open_.end()) return;  // never hinted, dropped, or ended already
   for (const auto& agent : it->second.agents) {
     auto peer = peers_.find(agent);
-    if (peer == peers_.end()) continue;
+    // R4.2: only to an agent that takes ends; it keeps the request until the
+    // connection closes (R6.6), and here it is ended all the same.
+    if (peer == peers_.end() || !peer->second.hello.advertises("read_hint_end")) continue;
     send(peer->second, agent,
          {{"op", "extension"},
           {"action", "read_hint_end"},
@@ -172,7 +195,8 @@ void MemoryHints::send_end(const std::string& request) {
 
 void MemoryHints::send_ranged(const std::string& action, const char* name_field,
                               const std::string& name, RangesByAgent ranges,
-                              std::function<void(std::set<std::string>)> done) {
+                              std::function<void(std::set<std::string>)> done,
+                              std::map<std::string, std::string> epochs) {
   auto shared = std::make_shared<RangesByAgent>(std::move(ranges));
   auto sent_to = std::make_shared<std::set<std::string>>();
   std::vector<std::string> agents;
@@ -181,12 +205,14 @@ void MemoryHints::send_ranged(const std::string& action, const char* name_field,
   }
   for_each_peer(
       std::move(agents),
-      [this, shared, sent_to, action, name_field, name](const std::string& agent, Peer* peer) {
+      [this, shared, sent_to, action, name_field, name, epochs = std::move(epochs)](
+          const std::string& agent, Peer* peer) {
         if (peer == nullptr || !peer->hello.advertises(action)) return;  // R4.2
+        auto epoch = epochs.find(agent);
         for (const auto& piece : shared->at(agent).split(config_.max_ranges_per_message)) {
           Json message = {{"op", "extension"},
                           {"action", action},
-                          {"epoch", peer->hello.boot},
+                          {"epoch", epoch == epochs.end() ? peer->hello.boot : epoch->second},
                           {name_field, name}};
           piece.write_to(message);
           update_stats([&](auto& s) {
@@ -242,8 +268,11 @@ void MemoryHints::with_peer(const std::string& agent, std::function<void(Peer*)>
     std::weak_ptr<bool> alive = alive_;
     peer.conn->set_on_hello([this, alive, agent](const Json& reply) {
       if (alive.expired()) return;
-      peers_[agent].hello = parse_agent_hello(reply);
-      if (boot_observer_) boot_observer_(agent, peers_[agent].hello.boot);
+      Peer& p = peers_[agent];
+      const std::string before = p.hello.boot;
+      p.hello = parse_agent_hello(reply);
+      if (!before.empty() && before != p.hello.boot) p.past_boots.insert(before);
+      if (boot_observer_) boot_observer_(agent, before, p.hello.boot);
     });
     it = peers_.emplace(agent, std::move(peer)).first;
   }
@@ -264,18 +293,62 @@ void MemoryHints::with_peer(const std::string& agent, std::function<void(Peer*)>
 }
 
 void MemoryHints::send(Peer& peer, const std::string& agent, Json message) {
-  const std::string action = message.value("action", "");
+  const std::string action = message["action"].get<std::string>();
+  const std::string epoch = message["epoch"].get<std::string>();
   update_stats([&](auto& s) { ++s.messages[action]; });
+  // An accepted read or write hint proves its epoch is the agent's boot (R3.1
+  // checks it); news only when it was not the boot this connection knew.
+  const bool asks_boot =
+      epoch != peer.hello.boot && (action == "read_hint" || action == "write_hint");
   std::weak_ptr<bool> alive = alive_;
   // Fire and forget: a reply matters only when it names a newer boot.
   peer.conn->call(std::move(message),
-                  [this, alive, agent](const Status& status, const Json& reply) {
-                    if (alive.expired() || status.code() != ErrorCode::kStaleEpoch) return;
-                    const std::string boot = reply.value("boot", "");
-                    if (boot.empty()) return;
-                    peers_[agent].hello.boot = boot;
-                    if (boot_observer_) boot_observer_(agent, boot);
+                  [this, alive, agent, asks_boot, epoch, known = peer.hello.boot](
+                      const Status& status, const Json& reply) {
+                    if (alive.expired()) return;
+                    std::string boot;
+                    if (status.code() == ErrorCode::kStaleEpoch) {
+                      auto field = reply.find("boot");
+                      if (field != reply.end() && field->is_string())
+                        boot = field->get<std::string>();
+                    } else if (status.ok() && asks_boot) {
+                      boot = epoch;
+                    }
+                    Peer& p = peers_[agent];
+                    // Newer news came in meanwhile (a later reply, or the map path): keep it.
+                    if (boot.empty() || p.hello.boot != known || p.past_boots.count(boot)) {
+                      return;
+                    }
+                    observe_boot_here(agent, boot);
                   });
+}
+
+void MemoryHints::observe_boot(const std::string& agent, const std::string& from,
+                               const std::string& to) {
+  std::weak_ptr<bool> alive = alive_;
+  strand_->post([this, alive, agent, from, to] {
+    if (alive.expired()) return;
+    auto peer = peers_.find(agent);
+    // A connection not yet made learns its boot from its own hello; one that
+    // learnt another boot meanwhile keeps its own news.
+    if (peer == peers_.end() || peer->second.hello.boot != from) return;
+    move_boot(peer->second, to);  // no echo to the observer: the news came from there
+  });
+}
+
+void MemoryHints::observe_boot_here(const std::string& agent, const std::string& boot) {
+  Peer& p = peers_[agent];
+  if (p.hello.boot == boot) return;
+  const std::string from = p.hello.boot;
+  move_boot(p, boot);
+  if (boot_observer_) boot_observer_(agent, from, boot);
+}
+
+void MemoryHints::move_boot(Peer& peer, const std::string& boot) {
+  if (peer.hello.boot == boot) return;
+  if (!peer.hello.boot.empty()) peer.past_boots.insert(peer.hello.boot);
+  peer.past_boots.erase(boot);
+  peer.hello.boot = boot;
 }
 
 }  // namespace rcxl::client

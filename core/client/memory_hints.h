@@ -42,13 +42,19 @@ struct MemoryHintsStats {
 
 class MemoryHints {
  public:
-  // Agents' boots seen on hint connections go to the map client's strand.
-  using BootObserver = std::function<void(const std::string& agent, const std::string& boot)>;
+  // Agents' boots seen on hint connections go to the map client's strand:
+  // `from` is the boot the hint connection believed before ("" = none yet).
+  using BootObserver =
+      std::function<void(const std::string& agent, const std::string& from, const std::string& to)>;
 
   MemoryHints(runtime::Runtime& rt, const Config& config, directory::DirectoryClient& directory);
   ~MemoryHints();
 
   void set_boot_observer(BootObserver observer) { boot_observer_ = std::move(observer); }
+  // News of a boot from elsewhere (a map reply): later hints go under `to`,
+  // if the hint connection still believes `from` (news crossing between the
+  // strands must not take a boot back). Any thread.
+  void observe_boot(const std::string& agent, const std::string& from, const std::string& to);
 
   // R3.4: hint `request` for `keys` (probed for locations when sent).
   void read_hint(std::string request, std::vector<std::string> keys);
@@ -90,6 +96,7 @@ class MemoryHints {
   struct Peer {
     std::shared_ptr<directory::RpcConnection> conn;
     AgentHello hello;
+    std::set<std::string> past_boots;       // left behind: their locations are advice about nothing
     runtime::Instant unreachable_until{0};  // hints skip it until then
   };
   struct OpenRequest {
@@ -101,14 +108,25 @@ class MemoryHints {
   void enqueue(Item item, bool is_end);
   void pump();
   void process(Item& item, Next next);
-  void send_read_hint(const std::string& request, RangesByAgent ranges, Next next);
+  // The boot each agent's read hint goes under: the connection's, or the
+  // locations' when none of that agent's locations is under it (R6.1).
+  std::map<std::string, std::string> hint_epochs(
+      const std::vector<directory::Location>& locations) const;
+  void send_read_hint(const std::string& request, RangesByAgent ranges, Next next,
+                      std::map<std::string, std::string> epochs = {});
+  // `epochs`: per agent, the boot to send under instead of the connection's.
   void send_ranged(const std::string& action, const char* name_field, const std::string& name,
-                   RangesByAgent ranges, std::function<void(std::set<std::string>)> done);
+                   RangesByAgent ranges, std::function<void(std::set<std::string>)> done,
+                   std::map<std::string, std::string> epochs = {});
   void send_end(const std::string& request);
   void send_promote(const std::string& request, Next next);
   // Runs `fn` with the agent's peer once its hello is done (nullptr when unreachable).
   void with_peer(const std::string& agent, std::function<void(Peer*)> fn);
   void send(Peer& peer, const std::string& agent, Json message);
+  // The agent's boot moved to `boot` (a reply said so): keep it and tell the observer.
+  void observe_boot_here(const std::string& agent, const std::string& boot);
+  // Moves the believed boot; the old one joins past_boots.
+  static void move_boot(Peer& peer, const std::string& boot);
   void remember_open(const std::string& request, std::set<std::string> agents);
   void for_each_peer(std::vector<std::string> agents,
                      std::function<void(const std::string&, Peer*)> fn, Next done);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/protocol/reply_fields.h"
+
 namespace rcxl::client {
 
 using Json = nlohmann::json;
@@ -68,7 +70,7 @@ void MemoryWaits::note_failure(const std::string& agent, const Status& status, c
     p.unreachable_until = rt_.clock().now() + config_.unreachable_backoff;
   }
   if (status.code() == ErrorCode::kStaleEpoch) {
-    const std::string boot = reply.value("boot", "");
+    const std::string boot = protocol::string_field(reply, "boot").value_or("");
     if (!boot.empty()) {
       p.hello.boot = boot;
       if (boot_observer_) boot_observer_(agent, boot);
@@ -140,18 +142,12 @@ void MemoryWaits::gate(const std::string& agent, const std::string& token, Range
     if (!status.ok()) return done();  // a gate never stops a READ
     const Peer& p = peers_[agent];
     // Not write_wait: a write hint gives no leave to change the pages (R4.1).
-    if (p.hello.advertises("read_hint") && p.hello.advertises("read_hint_end")) {
-      auto pieces =
-          std::make_shared<std::vector<RangeList>>(ranges.split(config_.max_ranges_per_message));
-      return gate_next(agent, token, pieces, 0, std::move(done));
-    }
-    Json message = {{"op", "extension"},
-                    {"action", "read_hint_end"},  // answers {} and changes nothing
-                    {"epoch", p.hello.boot},
-                    {"request", token}};
-    p.conn->call(std::move(message), [alive, done = std::move(done)](const Status&, const Json&) {
-      if (!alive.expired()) done();
-    });
+    // An agent that takes no read hints has nothing to gate with, and the
+    // client sends it no action it does not advertise (R4.2).
+    if (!p.hello.advertises("read_hint") || !p.hello.advertises("read_hint_end")) return done();
+    auto pieces =
+        std::make_shared<std::vector<RangeList>>(ranges.split(config_.max_ranges_per_message));
+    gate_next(agent, token, pieces, 0, std::move(done));
   });
 }
 

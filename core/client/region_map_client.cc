@@ -1,6 +1,37 @@
 #include "core/client/region_map_client.h"
 
+#include "core/protocol/reply_fields.h"
+
 namespace rcxl::client {
+
+namespace {
+
+using Json = nlohmann::json;
+
+// A reply is input too (SPEC R1.2): a field missing or of another type is an
+// error of that call, never an exception.
+Status malformed(const char* what, const Json& reply) {
+  return Error(ErrorCode::kInternal, std::string("malformed ") + what +
+                                         " reply from the agent: " + reply.dump().substr(0, 200));
+}
+
+// PROTOCOL.md: {"boot":B,"addr":<u64>,"rkey":<u32>,"size":S}.
+Result<Mapping> mapping_from(const Json& reply, std::uint64_t default_size) {
+  const auto addr = protocol::u64_field(reply, "addr");
+  const auto rkey = protocol::u64_field(reply, "rkey");
+  const auto boot = protocol::string_field(reply, "boot");
+  if (!addr || !rkey || *rkey > UINT32_MAX || !boot || boot->empty()) {
+    return malformed("map", reply);
+  }
+  return Mapping{*addr, static_cast<std::uint32_t>(*rkey),
+                 protocol::u64_field(reply, "size").value_or(default_size), *boot};
+}
+
+std::string boot_of(const Json& reply) {
+  return protocol::string_field(reply, "boot").value_or("");
+}
+
+}  // namespace
 
 using Json = nlohmann::json;
 
@@ -91,6 +122,13 @@ void RegionMapClient::observe_boot(const std::string& agent, const std::string& 
   if (boot_listener_) boot_listener_(agent, old_boot, boot, lost);
 }
 
+void RegionMapClient::observe_boot_if(const std::string& agent, const std::string& from,
+                                      const std::string& to) {
+  const std::string& now = agent_state(agent).hello.boot;
+  if (!from.empty() && !now.empty() && now != from) return;
+  observe_boot(agent, to);
+}
+
 bool RegionMapClient::retryable(ErrorCode code) const {
   return code == ErrorCode::kGenerationUnknown || code == ErrorCode::kTimeout ||
          code == ErrorCode::kClosed || code == ErrorCode::kUnavailable ||
@@ -114,12 +152,24 @@ void RegionMapClient::allocate_once(const std::string& agent, std::uint64_t size
             const Status& status, const Json& reply) mutable {
           if (alive.expired()) return;
           if (!status.ok()) return done(status);
+          // PROTOCOL.md: {"region":R,"size":S,"handle":..,"read_handle":..}.
+          const auto id = protocol::u64_field(reply, "region");
+          const auto handle = protocol::string_field(reply, "handle");
+          const auto read_handle = protocol::string_field(reply, "read_handle");
+          // The region is the size asked for: a size of 0 would give no pages
+          // (and another alloc, forever), a huge one pages that are not there.
+          const bool other_size =
+              reply.contains("size") && protocol::u64_field(reply, "size") != size;
+          if (!id || !handle || handle->empty() || !read_handle || read_handle->empty() ||
+              other_size) {
+            return done(malformed("alloc", reply));
+          }
           OwnRegion region;
           region.agent = agent;
-          region.region = reply.value("region", std::uint64_t{0});
-          region.size = reply.value("size", size);
-          region.handle = reply.value("handle", "");
-          region.read_handle = reply.value("read_handle", "");
+          region.region = *id;
+          region.size = size;
+          region.handle = *handle;
+          region.read_handle = *read_handle;
           RegionKey key{agent, region.region};
           own_[key] = region;
           map_own(key, 1,
@@ -160,7 +210,7 @@ void RegionMapClient::map_own(RegionKey key, int attempt, Done<Mapping> done) {
     if (alive.expired()) return;
     if (!status.ok()) {
       if (status.code() == ErrorCode::kStaleEpoch) {
-        observe_boot(key.first, reply.value("boot", ""));
+        observe_boot(key.first, boot_of(reply));
         return done(status);
       }
       if (retryable(status.code()) && attempt < config_.map_attempts && own_.count(key)) {
@@ -172,14 +222,14 @@ void RegionMapClient::map_own(RegionKey key, int attempt, Done<Mapping> done) {
       }
       return done(status);
     }
-    const std::string boot = reply.value("boot", "");
-    observe_boot(key.first, boot);  // R6.3: a map reply's boot wins over the connection's
     auto it = own_.find(key);
+    auto mapping = mapping_from(reply, it == own_.end() ? 0 : it->second.size);
+    if (!mapping.ok()) return done(mapping.status());
+    observe_boot(key.first, mapping->boot);  // R6.3: a map reply's boot wins over the connection's
+    it = own_.find(key);
     if (it == own_.end()) return done(Error(ErrorCode::kBootChanged, "boot changed: region gone"));
     it->second.map_replied = true;
-    it->second.mapping = {reply.value("addr", std::uint64_t{0}),
-                          reply.value("rkey", std::uint32_t{0}),
-                          reply.value("size", it->second.size), boot};
+    it->second.mapping = *mapping;
     done(it->second.mapping);
   });
 }
@@ -222,15 +272,15 @@ void RegionMapClient::send_read_map(const RegionKey& key, const std::string& han
           if (alive.expired()) return;
           if (!status.ok()) {
             if (status.code() == ErrorCode::kStaleEpoch) {
-              observe_boot(key.first, reply.value("boot", ""));
+              observe_boot(key.first, boot_of(reply));
               // The location may be of the new boot: ask once more under it.
               if (retry_stale) return send_read_map(key, handle, false, finish);
             }
             return finish(status);
           }
-          Mapping mapping{reply.value("addr", std::uint64_t{0}),
-                          reply.value("rkey", std::uint32_t{0}),
-                          reply.value("size", std::uint64_t{0}), reply.value("boot", "")};
+          auto parsed = mapping_from(reply, 0);
+          if (!parsed.ok()) return finish(parsed.status());
+          const Mapping mapping = *parsed;
           observe_boot(key.first, mapping.boot);
           if (mapping.boot == agents_[key.first].hello.boot) read_maps_[key] = mapping;
           finish(mapping);

@@ -72,6 +72,9 @@ class RegionMapClient {
   void recheck(const std::string& agent, std::uint64_t region);
   // A boot seen on another connection (hint, wait) or in a stale_epoch reply.
   void observe_boot(const std::string& agent, const std::string& boot);
+  // observe_boot(agent, to) if this client still believes `from` (or either is
+  // unknown): news posted over from another strand must not take a boot back.
+  void observe_boot_if(const std::string& agent, const std::string& from, const std::string& to);
 
   const std::map<RegionKey, OwnRegion>& own_regions() const { return own_; }
   std::uint64_t boot_changes() const { return boot_changes_; }

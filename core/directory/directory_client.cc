@@ -1,5 +1,7 @@
 #include "core/directory/directory_client.h"
 
+#include "core/protocol/reply_fields.h"
+
 namespace rcxl::directory {
 
 DirectoryClient::DirectoryClient(runtime::Runtime& rt, runtime::Strand& strand,
@@ -61,8 +63,9 @@ void DirectoryClient::register_keys(const std::vector<std::pair<std::string, Loc
         if (!done) return;
         if (!status.ok()) return done(status);
         std::vector<bool> out;
-        for (const auto& r : reply.value("registered", Json::array()))
-          out.push_back(r.is_boolean() && r.get<bool>());
+        if (reply.contains("registered") && reply["registered"].is_array()) {
+          for (const auto& r : reply["registered"]) out.push_back(r.is_boolean() && r.get<bool>());
+        }
         done(std::move(out));
       },
       reply_on);
@@ -76,7 +79,8 @@ void DirectoryClient::lookup(const std::vector<std::string>& keys, Done<LookupRe
         if (!status.ok()) return done(status);
         auto locations = parse_locations(reply);
         if (!locations.ok()) return done(locations.status());
-        LookupReply out{std::move(locations).value(), reply.value("lease", std::uint64_t{0})};
+        LookupReply out{std::move(locations).value(),
+                        protocol::u64_field(reply, "lease").value_or(0)};
         done(std::move(out));
       },
       reply_on);
@@ -89,7 +93,7 @@ void DirectoryClient::probe(const std::vector<std::string>& keys, bool with_loca
       [done = std::move(done), with_locations](const Status& status, const Json& reply) {
         if (!status.ok()) return done(status);
         ProbeReply out;
-        out.hits = reply.value("hits", std::size_t{0});
+        out.hits = protocol::u64_field(reply, "hits").value_or(0);
         if (with_locations) {
           auto locations = parse_locations(reply);
           if (!locations.ok()) return done(locations.status());
@@ -116,7 +120,7 @@ std::function<void(const Status&, const Json&)> count_reply(DirectoryClient::Don
   return [done = std::move(done), field](const Status& status, const Json& reply) {
     if (!done) return;
     if (!status.ok()) return done(status);
-    done(reply.value(field, std::size_t{0}));
+    done(protocol::u64_field(reply, field).value_or(0));
   };
 }
 }  // namespace

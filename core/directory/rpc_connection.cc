@@ -1,6 +1,7 @@
 #include "core/directory/rpc_connection.h"
 
 #include "core/protocol/auth.h"
+#include "core/protocol/reply_fields.h"
 
 namespace rcxl::directory {
 
@@ -15,12 +16,16 @@ RpcConnection::~RpcConnection() {
 
 Status reply_status(const Json& reply) {
   if (!reply.is_object()) return Error(ErrorCode::kInternal, "reply is not an object");
-  if (reply.value("ok", false)) return {};
-  const Json error = reply.value("error", Json::object());
-  const std::string name = error.is_object() ? error.value("code", "") : "";
-  const std::string message = error.is_object() ? error.value("message", "") : "";
+  if (protocol::bool_field(reply, "ok").value_or(false)) return {};
+  const Json error = reply.contains("error") ? reply["error"] : Json::object();
+  const std::string name = protocol::string_field(error, "code").value_or("");
+  const std::string message = protocol::string_field(error, "message").value_or("");
   auto code = error_code_from_name(name);
-  return Error(code.value_or(ErrorCode::kInternal), message.empty() ? name : message);
+  if (!code) {
+    return Error(ErrorCode::kInternal,
+                 "reply neither ok nor a coded error: " + reply.dump().substr(0, 200));
+  }
+  return Error(*code, message.empty() ? name : message);
 }
 
 void RpcConnection::ensure_ready(ReadyHandler done) {
@@ -87,8 +92,8 @@ void RpcConnection::on_message(std::uint64_t generation, Json message) {
 }
 
 void RpcConnection::on_greeting(const Json& message) {
-  if (message.value("op", "") != "greeting" || !message.contains("challenge") ||
-      !message["challenge"].is_string()) {
+  if (protocol::string_field(message, "op") != "greeting" ||
+      !protocol::string_field(message, "challenge")) {
     return fail_all(Error(ErrorCode::kBadFrame, "expected a greeting, got " + message.dump()));
   }
   greeted_ = true;

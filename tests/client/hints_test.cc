@@ -232,5 +232,60 @@ TEST(MemoryHints, R3_4_AnUnreachableAgentDoesNotStallTheHintQueue) {
   EXPECT_LT(rig.world.loop().now() - t0, 2s);
 }
 
+// Stores until one succeeds: the first after a boot change may fail (its
+// WRITE or map meets the new boot) and teaches the handler the boot.
+void store_until_stored(ClientRig& rig, Handler& h, const std::string& key) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto r = rig.store(h, {item(key, "v")});
+    if (r.ok() && r->stored == 1) return;
+    rig.world.run_for(50ms);
+  }
+  ADD_FAILURE() << "could not store " << key;
+}
+
+// SPEC R6.1, R3.4, R3.8: the scheduler never maps, so only the directory's
+// locations tell it a device reset moved the agent's boot on. Its hints must
+// go on under the new boot, not be filtered out for good.
+TEST(MemoryHints, R6_1_SchedulerHintsResumeAfterABootChange) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"actions", kAllActions}, {"generation_file", "/gen"}});
+  Handler& worker = rig.handler(hinting(rig));
+  Handler& scheduler = rig.handler(hinting(rig));
+  store_until_stored(rig, worker, "k1");
+  scheduler.hint_read("r1", {"k1"});
+  rig.settle(scheduler);
+  ASSERT_EQ(mem.log("hint", "read_hint").size(), 1u);
+
+  mem.set_generation("2");  // a device reset
+  rig.world.run_for(300ms);
+  store_until_stored(rig, worker, "k2");
+  for (const std::string request : {"r2", "r3"}) {
+    scheduler.hint_read(request, {"k2"});
+    rig.settle(scheduler);
+  }
+  auto hints = mem.log("hint", "read_hint");
+  ASSERT_EQ(hints.size(), 3u);
+  EXPECT_EQ(hints[1]["request"], "r2");
+  EXPECT_EQ(hints[2]["request"], "r3");
+  // The scheduler's view of the boot followed (R6.3: news reaches every path).
+  EXPECT_EQ(scheduler.regions().boot_changes(), 1u);
+}
+
+// SPEC R4.2: the client sends only actions the agent advertises; an agent that
+// takes read hints but not their end gets no read_hint_end.
+TEST(MemoryHints, R4_2_NoEndToAnAgentThatDoesNotAdvertiseIt) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"actions", {"read_hint"}}});
+  Handler& h = rig.handler(hinting(rig));
+  ASSERT_EQ(rig.store(h, {item("k", "v")})->stored, 1u);
+  h.hint_read("r", {"k"});
+  rig.settle(h);
+  ASSERT_EQ(mem.log("hint", "read_hint").size(), 1u);
+  h.end_read_hint("r");
+  rig.settle(h);
+  EXPECT_EQ(h.hints().stats().messages.count("read_hint_end"), 0u);
+  EXPECT_EQ(h.hints().stats().open_requests, 0u);  // ended here all the same
+}
+
 }  // namespace
 }  // namespace rcxl::client::testing

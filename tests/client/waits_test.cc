@@ -47,6 +47,26 @@ TEST(Handler, R4_3_TheWaitsOfOneStoreShareWriteWaitMs) {
   (void)t0;
 }
 
+// SPEC R4.1, R4.3: a write wait is part of the write hints; with them off (by
+// default, or explicitly with read hints on) a store asks nothing and waits for nothing.
+TEST(Handler, R4_3_NoWriteWaitWithWriteHintsOff) {
+  for (const bool read_hints : {false, true}) {
+    SCOPED_TRACE(read_hints ? "read hints on, write hints off" : "hints off");
+    ClientRig rig;
+    auto& a = rig.add_memory("mem", {{"actions", kWaits}, {"write_wait_delay_ms", 40}});
+    Config c = rig.config();
+    c.read_hints = read_hints;
+    c.write_hints = false;
+    c.write_wait_ms = 50;
+    Handler& h = rig.handler(c);
+    ASSERT_EQ(rig.store(h, {item("1", "a")})->stored, 1u);
+    rig.settle(h);
+    EXPECT_TRUE(a.log("write_wait").empty());
+    EXPECT_TRUE(a.log("hint", "write_hint").empty());
+    EXPECT_EQ(h.waits().stats().waits_sent, 0u);
+  }
+}
+
 TEST(Handler, R4_3_ZeroNeverWaitsAndAgentsWithoutWriteWaitGetAWriteHint) {
   ClientRig rig;
   auto& a = rig.add_memory("mem", {{"actions", kWaits}});

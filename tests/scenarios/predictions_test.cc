@@ -84,8 +84,10 @@ TEST(Predictions, R8_MoreConcurrencyThanTheCacheHoldsSlowsUnhintedLoads) {
   auto r = run_grid({param("dram_cache_bytes=4G"), param("concurrency=2,16")},
                     {"all_dram", "no_hints"}, std::nullopt);
   ASSERT_EQ(r.size(), 4u);
-  EXPECT_EQ(r.load(0, "no_hints"), r.load(0, "all_dram"));
-  EXPECT_EQ(r.ttft(0, "no_hints"), r.ttft(0, "all_dram"));
+  // Within 0.5%: without hints a store also asks no write wait, which moves
+  // its WRITEs (and the loads queued behind them) by a round trip.
+  EXPECT_NEAR(r.load(0, "no_hints"), r.load(0, "all_dram"), 0.005 * r.load(0, "all_dram"));
+  EXPECT_NEAR(r.ttft(0, "no_hints"), r.ttft(0, "all_dram"), 0.005 * r.ttft(0, "all_dram"));
   EXPECT_GT(r.load(1, "no_hints"), 2 * r.load(1, "all_dram"));
   EXPECT_GT(r.ttft(1, "no_hints"), r.ttft(1, "all_dram"));
 }

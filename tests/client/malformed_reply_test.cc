@@ -1,0 +1,220 @@
+// A peer's reply is input too (SPEC R1.2: bad input never crashes or hangs).
+// A scripted agent answers one op with a malformed reply; the client's call
+// must end (an error or a miss) and the process live on.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "core/protocol/framed_conn.h"
+#include "tests/client/client_rig.h"
+
+namespace rcxl::client::testing {
+namespace {
+
+// An agent that speaks the handshake and answers each op as told: the default
+// is a well-formed reply, `override_op` gets `reply` (its "id" filled in).
+class ScriptedAgent {
+ public:
+  ScriptedAgent(ClientRig& rig, Json greeting, std::string override_op, Json reply, Json actions)
+      : nic_(rig.fabric.add_nic("scripted")),
+        node_(rig.world.add_node("scripted")),
+        strand_(node_.make_strand("s")),
+        greeting_(std::move(greeting)),
+        override_op_(std::move(override_op)),
+        reply_(std::move(reply)),
+        actions_(std::move(actions)) {
+    // Real memory behind the well-formed maps: stores land, so loads and
+    // read hints of stored keys run too.
+    auto reg = nic_.register_memory(pool_, 0, pool_.size(),
+                                    runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite);
+    EXPECT_TRUE(reg.ok());
+    registration_ = *reg;
+    auto l = node_.transport().listen({"scripted", 7000}, *strand_, [this, alive = alive_](auto raw) {
+      if (!*alive) return;
+      auto conn = protocol::FramedConn::Make(std::move(raw));
+      conns_.push_back(conn);
+      conn->start(
+          *strand_,
+          [this, alive, weak = std::weak_ptr<protocol::FramedConn>(conn)](Json m) {
+            if (!*alive) return;  // the rig may still deliver frames after this is gone
+            if (auto c = weak.lock()) c->send(answer(m));
+          },
+          [](const Status&) {});
+      conn->send(greeting_);
+    });
+    listener_ = std::move(l).value();
+  }
+
+  ~ScriptedAgent() {
+    *alive_ = false;
+    for (auto& c : conns_) c->abort();
+    (void)nic_.deregister(registration_);  // before pool_ goes
+  }
+
+  static runtime::Address address() { return {"scripted", 7000}; }
+  // How many requests got the malformed reply (a case that sends none tests nothing).
+  int overridden() const { return overridden_; }
+
+ private:
+  Json answer(const Json& request) {
+    const std::string op = request.value("op", "");
+    Json reply = {{"ok", true}};
+    if (op == override_op_ || (op == "extension" && override_op_ == request.value("action", ""))) {
+      reply = reply_;
+      ++overridden_;
+    } else if (op == "hello") {
+      reply.update({{"boot", "b1"},
+                    {"conn", 1},
+                    {"region_extension", {{"version", 1}, {"actions", actions_}}}});
+    } else if (op == "alloc") {
+      reply.update({{"region", ++regions_},
+                    {"size", request.value("size", 0)},
+                    {"handle", "own"},
+                    {"read_handle", "read"}});
+    } else if (op == "map") {
+      reply.update({{"boot", "b1"},
+                    {"addr", registration_.addr},
+                    {"rkey", registration_.rkey},
+                    {"size", registration_.length}});
+    }
+    // (The client's own bad_frame reply to a malformed frame has no id.)
+    if (reply.is_object() && !reply.contains("id") && request.contains("id")) {
+      reply["id"] = request.at("id");
+    }
+    return reply;
+  }
+
+  sim::SimNic& nic_;
+  sim::SimNode& node_;
+  sim::SimMemoryPool pool_{1 << 20};  // one region's worth, every region maps it
+  runtime::Registration registration_;
+  std::unique_ptr<runtime::Strand> strand_;
+  std::unique_ptr<runtime::Listener> listener_;
+  std::vector<std::shared_ptr<protocol::FramedConn>> conns_;
+  Json greeting_;
+  std::string override_op_;
+  Json reply_;
+  Json actions_;
+  std::uint64_t regions_ = 0;
+  int overridden_ = 0;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+const Json kGreeting = {{"op", "greeting"}, {"version", 1}, {"challenge", std::string(64, 'a')}};
+const Json kAllActions = {"read_hint", "read_hint_end", "write_hint", "read_promote", "write_wait"};
+
+struct Case {
+  const char* name;
+  Json greeting;
+  std::string op;  // "" = none overridden
+  Json reply;
+  Json actions = kAllActions;  // advertised in the hello
+};
+
+std::vector<Case> cases() {
+  const Json stale_error = {{"code", "stale_epoch"}, {"message", "m"}};
+  return {
+      {"greeting op not a string", {{"op", 5}, {"challenge", std::string(64, 'a')}}, "", {}},
+      {"greeting challenge not a string", {{"op", "greeting"}, {"challenge", 7}}, "", {}},
+      {"hello ok not a boolean", kGreeting, "hello", {{"ok", "yes"}, {"boot", "b1"}}},
+      {"hello error not an object", kGreeting, "hello", {{"ok", false}, {"error", "x"}}},
+      {"hello error code not a string",
+       kGreeting,
+       "hello",
+       {{"ok", false}, {"error", {{"code", 5}, {"message", {1}}}}}},
+      {"hello boot not a string", kGreeting, "hello", {{"ok", true}, {"boot", 5}}},
+      {"alloc region a string",
+       kGreeting,
+       "alloc",
+       {{"ok", true}, {"region", "1"}, {"handle", "h"}, {"read_handle", "r"}}},
+      {"alloc handle a number",
+       kGreeting,
+       "alloc",
+       {{"ok", true}, {"region", 1}, {"handle", 3}, {"read_handle", "r"}}},
+      {"alloc without fields", kGreeting, "alloc", {{"ok", true}}},
+      {"alloc size zero",
+       kGreeting,
+       "alloc",
+       {{"ok", true}, {"region", 1}, {"size", 0}, {"handle", "h"}, {"read_handle", "r"}}},
+      {"alloc size 2^63",
+       kGreeting,
+       "alloc",
+       {{"ok", true}, {"region", 1}, {"size", 1ull << 63}, {"handle", "h"}, {"read_handle", "r"}}},
+      {"map boot a number",
+       kGreeting,
+       "map",
+       {{"ok", true}, {"boot", 5}, {"addr", 0}, {"rkey", 1}, {"size", 4096}}},
+      {"map rkey negative",
+       kGreeting,
+       "map",
+       {{"ok", true}, {"boot", "b1"}, {"addr", 0}, {"rkey", -1}, {"size", 4096}}},
+      {"map rkey over 32 bits",
+       kGreeting,
+       "map",
+       {{"ok", true}, {"boot", "b1"}, {"addr", 0}, {"rkey", 1ull << 40}, {"size", 4096}}},
+      {"map addr a string",
+       kGreeting,
+       "map",
+       {{"ok", true}, {"boot", "b1"}, {"addr", "x"}, {"rkey", 1}, {"size", "big"}}},
+      {"map stale boot a number", kGreeting, "map", {{"ok", false}, {"error", stale_error}, {"boot", 5}}},
+      {"write_wait stale boot an object",
+       kGreeting,
+       "write_wait",
+       {{"ok", false}, {"error", stale_error}, {"boot", {{"a", 1}}}}},
+      {"write_hint stale boot a number",
+       kGreeting,
+       "write_hint",
+       {{"ok", false}, {"error", stale_error}, {"boot", 5}},
+       {"read_hint", "read_hint_end", "write_hint"}},  // no write_wait: stores write-hint
+      {"read_hint stale boot an array",
+       kGreeting,
+       "read_hint",
+       {{"ok", false}, {"error", stale_error}, {"boot", {1, 2}}}},
+      {"reply id a string", kGreeting, "alloc", {{"ok", true}, {"id", "one"}}},
+      {"read_hint_end reply an error without code",
+       kGreeting,
+       "read_hint_end",
+       {{"ok", false}, {"error", {{"message", 5}}}}},
+      {"reply not an object", kGreeting, "map", Json::array({1, 2})},
+  };
+}
+
+TEST(MalformedReply, R1_2_AMalformedAgentReplyEndsTheCallAndCrashesNothing) {
+  for (const auto& c : cases()) {
+    SCOPED_TRACE(c.name);
+    ClientRig rig;
+    ScriptedAgent agent(rig, c.greeting, c.op, c.reply, c.actions);
+    Config config = rig.config();
+    config.agents = {ScriptedAgent::address()};
+    config.read_hints = true;
+    config.reply_timeout = 200ms;
+    Handler& h = rig.handler(config);
+    // Every call ends; what it ends with depends on which reply was bad.
+    auto stored = rig.store(h, {item("k", "value")});
+    if (stored.ok()) {
+      EXPECT_EQ(stored->stored + stored->failed, 1u);
+    }
+    h.hint_read("r", {"k"});
+    rig.settle(h);
+    h.end_read_hint("r");
+    rig.settle(h);
+    auto loaded = rig.load(h, {"k"});
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    // A miss, or the bytes stored: never others.
+    if (!loaded->values.empty()) {
+      EXPECT_EQ(text_of(loaded->values[0]), "value");
+    }
+    // Hints and waits are advice: a bad answer to one changes no store or load.
+    if (c.op == "write_wait" || c.op == "write_hint" || c.op == "read_hint" ||
+        c.op == "read_hint_end") {
+      EXPECT_TRUE(stored.ok() && stored->stored == 1) << stored.status().ToString();
+      EXPECT_EQ(loaded->values.size(), 1u);
+    }
+    if (!c.op.empty()) {
+      EXPECT_GT(agent.overridden(), 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rcxl::client::testing
