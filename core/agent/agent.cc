@@ -336,12 +336,19 @@ void Agent::accept(std::shared_ptr<runtime::Conn> raw) {
     auto s = weak.lock();
     return s && decode_fast(s, frame);
   });
+  framed->set_bad_frame_handler([this, weak, activity = activity_](const Status& status) {
+    Activity::Scope scope(activity);
+    if (!scope) return;
+    if (auto s = weak.lock()) on_message(s, Incoming{Json(), std::nullopt, status});
+  });
   framed->start(
       *session->strand,
       [this, weak, activity = activity_](Json message) {
         Activity::Scope scope(activity);
         if (!scope) return;
-        if (auto s = weak.lock()) on_message(s, Incoming{std::move(message), std::nullopt});
+        if (auto s = weak.lock()) {
+          on_message(s, Incoming{std::move(message), std::nullopt, std::nullopt});
+        }
       },
       [this, weak, activity = activity_](const Status&) {
         Activity::Scope scope(activity);
@@ -372,7 +379,7 @@ bool Agent::decode_fast(const SessionPtr& s, std::string& frame) {
     std::lock_guard lock(mu_);
     ++metrics_.fast_decoded;
   }
-  on_message(s, Incoming{Json(), std::move(decoded)});
+  on_message(s, Incoming{Json(), std::move(decoded), std::nullopt});
   return true;
 }
 
@@ -402,15 +409,6 @@ void Agent::complete(const SessionPtr& s, const Json& reply, bool close_after) {
     s->conn->close();
   }
   pump(s);
-}
-
-void Agent::complete_later(const SessionPtr& s, Json reply) {
-  std::weak_ptr<Session> weak = s;
-  s->strand->post([this, weak, activity = activity_, reply = std::move(reply)] {
-    Activity::Scope scope(activity);
-    if (!scope) return;
-    if (auto live = weak.lock()) complete(live, reply);
-  });
 }
 
 void Agent::on_closed(const SessionPtr& s) {
@@ -458,6 +456,9 @@ Status Agent::call_extension(const char* hook, const std::function<Status()>& ca
 // ---------------------------------------------------------------- requests
 
 void Agent::handle(const SessionPtr& s, Incoming& message) {
+  if (message.bad_frame) {
+    return complete(s, protocol::error_reply(Json(), *message.bad_frame), /*close_after=*/true);
+  }
   Result<Json> id = Json();
   Result<protocol::Request> request = protocol::Request();
   if (message.decoded) {
@@ -465,10 +466,13 @@ void Agent::handle(const SessionPtr& s, Incoming& message) {
     id = std::move(message.decoded->id);
     request = std::move(message.decoded->request);
   } else {
+    // SPEC R1.3: before a successful hello every refusal closes the connection
+    // (the check order of PROTOCOL.md still picks the code).
+    const bool close_after = !s->authenticated;
     id = protocol::parse_request_id(message.message);
-    if (!id.ok()) return complete(s, error_reply(Json(), id.status()));
+    if (!id.ok()) return complete(s, error_reply(Json(), id.status()), close_after);
     request = protocol::parse_request(message.message);
-    if (!request.ok()) return complete(s, error_reply(*id, request.status()));
+    if (!request.ok()) return complete(s, error_reply(*id, request.status()), close_after);
   }
   const bool is_hello = std::holds_alternative<protocol::HelloRequest>(*request);
   if (!is_hello && !s->authenticated) {
@@ -881,6 +885,7 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
                              const protocol::ExtensionRequest& r) {
   const std::string action(protocol::action_name(r.action));
   std::vector<ext::Range> ranges;
+  bool opened_here = false;  // this read_hint opened its request (not a later piece of it)
   std::optional<Json> early = [&]() -> std::optional<Json> {
     std::lock_guard lock(mu_);
     // SPEC R3.1 / PROTOCOL.md check order: epoch, action, ranges, limit.
@@ -906,6 +911,7 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
             false);
       }
       record.open_requests.insert(r.name);
+      opened_here = true;
     }
     if (r.action == Action::kReadHintEnd && record.open_requests.erase(r.name) == 0) {
       // Not open: answers {} and changes nothing (PROTOCOL.md).
@@ -918,9 +924,14 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
   if (r.action == Action::kWriteWait) {
     ext::WriteWait wait{s->id, r.name, std::move(ranges), r.timeout_ms};
     std::weak_ptr<Session> weak = s;
-    auto done = [this, weak, id, action, activity = activity_](Result<ext::Json> answer) {
+    // One reply, whichever comes first: the extension's answer, its failure,
+    // or extension_failed once timeout_ms and a grace have passed without an
+    // answer (a connection must not wait for ever on its extension).
+    auto once = std::make_shared<WaitReply>();
+    auto done = [this, weak, id, action, once, activity = activity_](Result<ext::Json> answer) {
       Activity::Scope scope(activity);  // the extension may answer from any thread, late
       if (!scope) return;
+      if (once->answered.exchange(true)) return;
       auto live = weak.lock();
       if (!live) return;
       Json reply;
@@ -937,20 +948,48 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
               false);
         }
       }
-      complete_later(live, std::move(reply));
+      live->strand->post([this, weak, once, activity, reply = std::move(reply)] {
+        Activity::Scope scope(activity);
+        if (!scope) return;
+        auto live = weak.lock();
+        if (!live) return;
+        if (once->timer) live->strand->cancel(*once->timer);  // set before this ran
+        complete(live, reply);
+      });
     };
     Status st = call_extension("write_wait", [&] {
       ext_->write_wait(wait, done);
       return Status();
     });
     if (!st.ok()) {
+      if (once->answered.exchange(true)) return;  // it answered, then raised
       Json reply;
       {
         std::lock_guard lock(mu_);
         reply = refuse_hint_locked(id, Error(ErrorCode::kExtensionFailed, st.message()), false);
       }
       complete(s, reply);
+      return;
     }
+    if (once->answered.load()) return;  // answered at once
+    once->timer = s->strand->post_after(
+        std::chrono::milliseconds(r.timeout_ms) + kWriteWaitGrace,
+        [this, weak, id, once, activity = activity_] {
+          Activity::Scope scope(activity);
+          if (!scope || once->answered.exchange(true)) return;
+          auto live = weak.lock();
+          if (!live) return;
+          Json reply;
+          {
+            std::lock_guard lock(mu_);
+            reply = refuse_hint_locked(
+                id,
+                Error(ErrorCode::kExtensionFailed,
+                      "the extension did not answer the write_wait within its timeout_ms"),
+                false);
+          }
+          complete(live, reply);
+        });
     return;
   }
   ext::Hint hint{s->id, action, r.name, std::move(ranges)};
@@ -962,13 +1001,21 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
       ++metrics_.hints_accepted[action];
       reply = protocol::ok_reply(id);
     } else {
-      // A failed hint leaves nothing open (SPEC R3.3).
+      // A failed hint leaves nothing open (SPEC R3.3, PROTOCOL extension_failed),
+      // also when it was a later piece of a request the extension took before.
       if (r.action == Action::kReadHint) {
         auto it = conns_.find(s->id);
         if (it != conns_.end()) it->second.open_requests.erase(r.name);
       }
       reply = refuse_hint_locked(id, Error(ErrorCode::kExtensionFailed, st.message()), false);
     }
+  }
+  if (!st.ok() && r.action == Action::kReadHint && !opened_here) {
+    // The extension holds the earlier pieces: end them as the closed request's
+    // end would have (outside the lock, as every extension call).
+    (void)call_extension("hint", [&] {
+      return ext_->hint(ext::Hint{s->id, "read_hint_end", r.name, {}});
+    });
   }
   complete(s, reply);
 }

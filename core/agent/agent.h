@@ -101,9 +101,20 @@ class Agent {
   class Activity;
   using SessionPtr = std::shared_ptr<Session>;
   // A request as it arrived: decoded by the fast path, or a JSON object.
+  // A write_wait's reply goes once (R4.4): the extension's answer or the timer.
+  struct WaitReply {
+    std::atomic<bool> answered{false};
+    std::optional<runtime::TimerId> timer;  // set and read on the session's strand
+  };
+  // An extension that has not answered a write_wait this long after its
+  // timeout_ms gets extension_failed for it.
+  static constexpr runtime::Duration kWriteWaitGrace = std::chrono::seconds(1);
+
   struct Incoming {
     protocol::Json message;
     std::optional<protocol::DecodedRequest> decoded;
+    // A bad frame: answered in its turn, after the replies owed before it, then closed.
+    std::optional<Status> bad_frame;
   };
 
   void accept(std::shared_ptr<runtime::Conn> raw);
@@ -113,7 +124,6 @@ class Agent {
   void on_closed(const SessionPtr& s);
   void pump(const SessionPtr& s);
   void complete(const SessionPtr& s, const protocol::Json& reply, bool close_after = false);
-  void complete_later(const SessionPtr& s, protocol::Json reply);
   void handle(const SessionPtr& s, Incoming& message);
 
   void handle_hello(const SessionPtr& s, const protocol::Json& id, const protocol::HelloRequest& r);

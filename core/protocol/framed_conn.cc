@@ -43,6 +43,7 @@ void FramedConn::fail(const Status& status) {
   if (failed_) return;
   failed_ = true;
   close_reason_ = status;
+  if (bad_frame_handler_) return bad_frame_handler_(status);
   send(error_reply(Json(), status));
   conn_->close();
 }

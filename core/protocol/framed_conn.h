@@ -23,6 +23,7 @@ class FramedConn : public std::enable_shared_from_this<FramedConn> {
   // Sees each frame's text first (on the strand); returns true when it took the
   // frame, so no JSON object is built for it (the agent's hot decode path).
   using FrameFilter = std::function<bool(std::string& frame)>;
+  using BadFrameHandler = std::function<void(const Status& status)>;
 
   static std::shared_ptr<FramedConn> Make(std::shared_ptr<runtime::Conn> conn,
                                           std::uint32_t max_frame_bytes = kDefaultMaxFrameBytes);
@@ -32,6 +33,11 @@ class FramedConn : public std::enable_shared_from_this<FramedConn> {
   void start(runtime::Strand& strand, MessageHandler on_message, CloseHandler on_close);
   // Optional; set before start().
   void set_frame_filter(FrameFilter filter) { frame_filter_ = std::move(filter); }
+  // Optional; set before start(). A bad frame stops reading and goes to this
+  // handler instead of being answered at once: an owner still owing replies
+  // sends them first, then the `bad_frame` reply, then closes (PROTOCOL.md:
+  // every request is answered, in order).
+  void set_bad_frame_handler(BadFrameHandler handler) { bad_frame_handler_ = std::move(handler); }
   void send(const Json& message);
   void close();
   void abort();
@@ -50,6 +56,7 @@ class FramedConn : public std::enable_shared_from_this<FramedConn> {
   MessageHandler on_message_;
   CloseHandler on_close_;
   FrameFilter frame_filter_;
+  BadFrameHandler bad_frame_handler_;
   bool failed_ = false;
   Status close_reason_;
 };

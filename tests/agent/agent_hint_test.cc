@@ -22,6 +22,19 @@ Mapped mapped_client(AgentRig& rig, std::uint64_t size = 1 << 20) {
   return m;
 }
 
+// A write_wait for the first `length` bytes of m's region.
+Json write_wait_request(const Mapped& m, int id, std::uint32_t timeout_ms,
+                        std::uint64_t length = 4096) {
+  return {{"op", "extension"},
+          {"id", id},
+          {"action", "write_wait"},
+          {"token", "s" + std::to_string(id)},
+          {"epoch", m.client->boot},
+          {"ranges", Json::array({{m.region.region, 0, length}})},
+          {"handles", {{std::to_string(m.region.region), m.region.handle}}},
+          {"timeout_ms", timeout_ms}};
+}
+
 TEST(AgentHints, R3_1_ReadHintReachesTheExtensionWithPoolOffsets) {
   AgentRig rig;
   auto mock = std::make_unique<NiceMock<MockExtension>>();
@@ -149,6 +162,30 @@ TEST(AgentHints, R3_3_AHintTheExtensionFailsLeavesNoneOpen) {
   EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 1u);
 }
 
+// A request hinted in pieces (more than 4096 ranges) whose later piece fails
+// is closed like any failed hint (nothing left open, PROTOCOL), and the
+// extension is told to drop the pieces it took (a read_hint_end).
+TEST(AgentHints, R3_3_AFailedLaterPieceClosesTheRequestAndEndsItInTheExtension) {
+  AgentRig rig;
+  auto mock = std::make_unique<NiceMock<MockExtension>>();
+  auto* ext = mock.get();
+  ASSERT_TRUE(rig.start(std::move(mock)).ok());
+  auto m = mapped_client(rig);
+  ::testing::InSequence order;
+  EXPECT_CALL(*ext, hint(::testing::Field(&ext::Hint::action, "read_hint")))
+      .WillOnce(Return(Status()))
+      .WillOnce(Return(Error(ErrorCode::kInternal, "device busy")));
+  EXPECT_CALL(*ext, hint(::testing::AllOf(::testing::Field(&ext::Hint::action, "read_hint_end"),
+                                          ::testing::Field(&ext::Hint::request, "q"))))
+      .WillOnce(Return(Status()));
+  EXPECT_EQ(code_of(m.client->read_hint("q", m.region)), "ok");
+  EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 1u);
+  EXPECT_EQ(code_of(m.client->read_hint("q", m.region)), "extension_failed");
+  EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 0u);
+  // The client's own end finds nothing open: {} and no second end in the extension.
+  EXPECT_EQ(code_of(m.client->read_hint_end("q")), "ok");
+}
+
 TEST(AgentHints, R3_3_ReadHintEndOfARequestNotOpenAnswersEmptyAndChangesNothing) {
   AgentRig rig;
   ASSERT_TRUE(rig.start(rig.recording()).ok());
@@ -221,15 +258,7 @@ TEST(AgentHints, R4_4_WriteWaitBlocksOnlyItsConnection) {
   auto a = mapped_client(rig);
   auto b = rig.hello_client();
   const auto start = rig.world.loop().now();
-  Json wait = {{"op", "extension"},
-               {"id", 40},
-               {"action", "write_wait"},
-               {"token", "s1"},
-               {"epoch", a.client->boot},
-               {"ranges", Json::array({{a.region.region, 0, 4096}})},
-               {"handles", {{std::to_string(a.region.region), a.region.handle}}},
-               {"timeout_ms", 1000}};
-  a.client->send(wait);
+  a.client->send(write_wait_request(a, 40, 1000));
   a.client->send({{"op", "alloc"}, {"id", 41}, {"size", 4096}});  // queues behind the wait
   // b proceeds meanwhile.
   EXPECT_EQ(code_of(b->call({{"op", "alloc"}, {"id", 50}, {"size", 4096}})), "ok");
@@ -246,6 +275,62 @@ TEST(AgentHints, R4_4_WriteWaitBlocksOnlyItsConnection) {
   EXPECT_EQ(lines[0]["timeout_ms"], 1000);
 }
 
+// PROTOCOL.md: every request is answered, in order; a bad frame after a
+// write_wait still waiting is answered after it, then the connection closes.
+TEST(AgentHints, R4_4_ABadFrameIsAnsweredAfterTheWaitBeforeIt) {
+  AgentRig rig;
+  ASSERT_TRUE(
+      rig.start(rig.recording({{"actions", kAllActions}, {"write_wait_delay_ms", 500}})).ok());
+  auto a = mapped_client(rig);
+  a.client->send(write_wait_request(a, 40, 1000));
+  a.client->send_raw(std::string(4, '\0'));  // a zero-length frame
+  const Json first = a.client->next();
+  EXPECT_EQ(first["id"], 40) << first.dump();
+  EXPECT_EQ(first["ok"], true) << first.dump();
+  const Json second = a.client->next();
+  EXPECT_EQ(code_of(second), "bad_frame") << second.dump();
+  EXPECT_FALSE(second.contains("id"));
+  EXPECT_TRUE(a.client->wait_closed());
+}
+
+// Keeps every write_wait's callback and answers none (until the test does).
+class UnansweringWaitExtension : public ext::RegionExtension {
+ public:
+  std::string name() const override { return "unanswering"; }
+  Status hint(const ext::Hint&) override { return {}; }
+  std::vector<std::string> hint_actions() const override {
+    return {"read_hint", "read_hint_end", "write_wait"};
+  }
+  void write_wait(const ext::WriteWait&, WriteWaitDone done) override {
+    kept.push_back(std::move(done));
+  }
+  std::vector<WriteWaitDone> kept;
+};
+
+// R4.4 with an extension that never answers: the connection is not stuck; the
+// wait fails timeout_ms plus a second of grace later, and a late answer is
+// dropped (one reply per request).
+TEST(AgentHints, R4_4_AWriteWaitTheExtensionNeverAnswersFailsAfterItsTimeout) {
+  AgentRig rig;
+  auto unanswering = std::make_unique<UnansweringWaitExtension>();
+  auto* ext = unanswering.get();
+  ASSERT_TRUE(rig.start(std::move(unanswering)).ok());
+  auto m = mapped_client(rig);
+  const auto start = rig.world.loop().now();
+  Json reply = m.client->call(write_wait_request(m, 7, 200));
+  EXPECT_EQ(code_of(reply), "extension_failed") << reply.dump();
+  EXPECT_EQ(reply["id"], 7);
+  const auto took = rig.world.loop().now() - start;
+  EXPECT_GE(took, 1200ms);
+  EXPECT_LT(took, 1300ms);
+  ASSERT_EQ(ext->kept.size(), 1u);
+  ext->kept[0](Json::object());  // too late
+  Json next = m.client->call({{"op", "alloc"}, {"id", 8}, {"size", 4096}});
+  EXPECT_EQ(next["id"], 8) << next.dump();
+  EXPECT_EQ(code_of(next), "ok");
+  EXPECT_FALSE(m.client->has_reply());
+}
+
 TEST(AgentHints, R4_4_WriteWaitWithoutAResultAnswersNull) {
   AgentRig rig;
   ASSERT_TRUE(rig.start(rig.recording({{"actions", kAllActions}})).ok());
@@ -254,15 +339,7 @@ TEST(AgentHints, R4_4_WriteWaitWithoutAResultAnswersNull) {
                               {{std::to_string(m.region.region), m.region.handle}});
   // hint() sends no timeout_ms: that is bad_request; then a proper one.
   EXPECT_EQ(code_of(reply), "bad_request");
-  Json wait = {{"op", "extension"},
-               {"id", 7},
-               {"action", "write_wait"},
-               {"token", "s"},
-               {"epoch", m.client->boot},
-               {"ranges", Json::array({{m.region.region, 0, 1}})},
-               {"handles", {{std::to_string(m.region.region), m.region.handle}}},
-               {"timeout_ms", 10000}};
-  reply = m.client->call(wait);
+  reply = m.client->call(write_wait_request(m, 7, 10000, 1));
   EXPECT_EQ(reply, (Json{{"id", 7}, {"ok", true}, {"result", nullptr}}));
 }
 
@@ -286,6 +363,30 @@ TEST(AgentHints, R6_6_ConnectionCloseDropsHoldsAndHintsThenTellsTheExtension) {
   EXPECT_FALSE(rig.agent->holds(conn, m.region.region));
   EXPECT_EQ(rig.mem_nic.registrations(), 0u);
   EXPECT_EQ(rig.agent->metrics().connections, 0u);
+}
+
+// SPEC R6.6, the order: by the time connection_closed runs, the holds and the
+// open hint requests are gone already (and the hook may call into the agent:
+// it runs outside the lock).
+TEST(AgentHints, R6_6_ConnectionClosedRunsAfterHoldsAndHintsAreDropped) {
+  AgentRig rig;
+  auto mock = std::make_unique<NiceMock<MockExtension>>();
+  auto* ext = mock.get();
+  ASSERT_TRUE(rig.start(std::move(mock)).ok());
+  auto m = mapped_client(rig);
+  ASSERT_EQ(code_of(m.client->read_hint("q", m.region)), "ok");
+  const std::uint64_t conn = m.client->conn;
+  ASSERT_TRUE(rig.agent->holds(conn, m.region.region));
+  bool called = false;
+  EXPECT_CALL(*ext, connection_closed(conn)).WillOnce([&](std::uint64_t c) -> Status {
+    called = true;
+    EXPECT_EQ(rig.agent->open_hint_requests(c), 0u);
+    EXPECT_FALSE(rig.agent->holds(c, m.region.region));
+    EXPECT_EQ(rig.agent->metrics().open_hint_requests, 0u);
+    return {};
+  });
+  m.client->close();
+  ASSERT_TRUE(rig.world.run_until([&] { return called; }, rig.world.loop().now() + 1s).ok());
 }
 
 TEST(AgentHints, R2_4_AConnectionClosedFailureIsLoggedAndIgnored) {

@@ -34,6 +34,22 @@ TEST(AgentProtocol, R1_3_UnauthenticatedOpIsRefusedAndTheConnectionClosed) {
   EXPECT_EQ(rig.agent->free_bytes(), free_before);
 }
 
+// A malformed request before hello is refused with the code the check order
+// gives (fields first), and closes the connection all the same: junk must not
+// hold a connection slot.
+TEST(AgentProtocol, R1_3_AMalformedRequestBeforeHelloClosesTheConnection) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(nullptr).ok());
+  for (const Json& request : {Json{{"op", "dance"}, {"id", 1}}, Json{{"op", "alloc"}, {"id", 2}},
+                              Json{{"op", "hello"}, {"id", "three"}},
+                              Json{{"op", "hello"}, {"id", 4}, {"version", "1"}}}) {
+    auto c = rig.client();
+    Json reply = c->call(request);
+    EXPECT_EQ(code_of(reply), "bad_request") << request.dump();
+    EXPECT_TRUE(c->wait_closed()) << request.dump();
+  }
+}
+
 TEST(AgentProtocol, R1_3_WrongAuthIsAuthFailedAndTheConnectionClosed) {
   AgentRig rig;
   ASSERT_TRUE(rig.start(nullptr).ok());

@@ -117,7 +117,7 @@ TEST(AgentRestart, R5_2_ARegionMappedBeforeTheRestartIsNeverFreshAgain) {
   EXPECT_EQ(lines[1]["fresh"], true);  // never mapped: still the first map
 }
 
-TEST(AgentRestart, R2_4_ARetiringRegionStaysReservedUntilRetireAgrees) {
+TEST(AgentRestart, R2_2_ARetiringRegionStaysReservedUntilRetireAgrees) {
   RestartRig rig;
   ASSERT_TRUE(rig.start_agent({{"retire_refusals", 100}}).ok());
   auto owner = rig.hello_client();

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -39,6 +40,43 @@ class SlowMapExtension : public ext::RegionExtension {
   std::atomic<int> hints{0};
 };
 
+// hint() blocks until the test releases it, which it does only once another
+// connection's request was answered: under the agent's lock that could not be.
+class BlockingHintExtension : public ext::RegionExtension {
+ public:
+  std::string name() const override { return "blocking"; }
+  Status hint(const ext::Hint&) override {
+    entered.set_value();
+    released = release.get_future().wait_for(20s) == std::future_status::ready;
+    return {};
+  }
+  std::promise<void> entered;
+  std::promise<void> release;
+  std::atomic<bool> released{false};
+};
+
+// memory_generation() notes how many callers are inside it at once; each call
+// returns a newer generation, so a boot change follows every read.
+class CountingGenerationExtension : public ext::RegionExtension {
+ public:
+  std::string name() const override { return "counting"; }
+  Status hint(const ext::Hint&) override { return {}; }
+  bool has_memory_generation() const override { return true; }
+  std::optional<std::string> memory_generation() override {
+    const int now_inside = ++inside;
+    int seen = most_inside.load();
+    while (now_inside > seen && !most_inside.compare_exchange_weak(seen, now_inside)) {
+    }
+    std::this_thread::sleep_for(1ms);  // widens the window a second caller would hit
+    const int n = ++calls;
+    --inside;
+    return std::to_string(n);
+  }
+  std::atomic<int> inside{0};
+  std::atomic<int> most_inside{0};
+  std::atomic<int> calls{0};
+};
+
 struct ThreadRig {
   verbs::ThreadRuntime rt{verbs::ThreadRuntime::Options{runtime::LogLevel::kWarn}};
   std::unique_ptr<runtime::MemoryPool> pool;
@@ -47,12 +85,17 @@ struct ThreadRig {
   std::unique_ptr<Agent> agent;
   int port = 0;
 
-  ThreadRig() {
+  // `other`: an extension of the test's instead of the slow-map one.
+  explicit ThreadRig(std::unique_ptr<ext::RegionExtension> other = nullptr) {
     auto p = verbs::AnonMemoryPool::create(16ull << 20, false);
     EXPECT_TRUE(p.ok());
     pool = std::move(p).value();
-    auto e = std::make_unique<SlowMapExtension>();
-    ext = e.get();
+    std::unique_ptr<ext::RegionExtension> e = std::move(other);
+    if (!e) {
+      auto slow = std::make_unique<SlowMapExtension>();
+      ext = slow.get();
+      e = std::move(slow);
+    }
     AgentConfig config;
     config.listen = {{"127.0.0.1", 0}};
     config.auth_secret = "k";
@@ -62,6 +105,18 @@ struct ThreadRig {
     port = agent->listen_addresses().at(0).port;
   }
   ~ThreadRig() { agent.reset(); }
+
+  // A 1 MiB region allocated and mapped by `owner`: the alloc reply, or null.
+  Json mapped_region(Wire& owner) {
+    Json alloc = owner.call({{"op", "alloc"}, {"id", 2}, {"size", 1 << 20}});
+    Json map = owner.call({{"op", "map"},
+                           {"id", 3},
+                           {"region", alloc["region"]},
+                           {"handle", alloc["handle"]},
+                           {"epoch", "tboot"}});
+    EXPECT_EQ(map["ok"], true) << map.dump();
+    return map["ok"] == true ? alloc : Json();
+  }
 
   std::unique_ptr<Wire> hello() {
     auto w = std::make_unique<Wire>(port);
@@ -100,16 +155,63 @@ TEST(AgentThreads, R2_2_RacingMapsOfOneRegionCallMappedOnceAndBothHold) {
   EXPECT_EQ(rig.agent->metrics().registrations, 1u);
 }
 
+// SPEC R3.2: the extension's hint() runs outside the agent's lock, on the
+// requesting connection's thread: others' requests are answered meanwhile.
+TEST(AgentThreads, R3_2_AHintInTheExtensionHoldsUpNoOtherConnection) {
+  auto blocking = std::make_unique<BlockingHintExtension>();
+  auto* ext = blocking.get();
+  ThreadRig rig(std::move(blocking));
+  auto owner = rig.hello();
+  Json alloc = rig.mapped_region(*owner);
+  ASSERT_FALSE(alloc.is_null());
+  auto hinter = rig.hello();
+  Json hint_reply;
+  std::thread t([&] {
+    hint_reply = hinter->call(
+        {{"op", "extension"},
+         {"id", 4},
+         {"action", "read_hint"},
+         {"epoch", "tboot"},
+         {"request", "r"},
+         {"ranges", Json::array({{alloc["region"], 0, 4096}})},
+         {"handles", {{std::to_string(alloc["region"].get<int>()), alloc["read_handle"]}}}});
+  });
+  const bool entered = ext->entered.get_future().wait_for(20s) == std::future_status::ready;
+  EXPECT_TRUE(entered);
+  if (entered) {
+    // hint() is inside the extension now: another connection's alloc goes through.
+    Json second = owner->call({{"op", "alloc"}, {"id", 5}, {"size", 4096}});
+    EXPECT_EQ(second["ok"], true) << second.dump();
+  }
+  ext->release.set_value();  // always, so the thread ends and is joined
+  t.join();
+  EXPECT_TRUE(ext->released.load());  // released by the test, not by its timeout
+  EXPECT_EQ(hint_reply["ok"], true) << hint_reply.dump();
+}
+
+// SPEC R6.2: the generation is read by the poll thread and on every hello, map
+// and sweep, one caller at a time (a caller that read earlier never sets an
+// older value).
+TEST(AgentThreads, R6_2_TheGenerationIsReadByOneCallerAtATime) {
+  auto counting = std::make_unique<CountingGenerationExtension>();
+  auto* ext = counting.get();
+  ThreadRig rig(std::move(counting));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10; ++i) rig.hello();  // each hello reads the generation
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_GE(ext->calls.load(), 40);
+  EXPECT_EQ(ext->most_inside.load(), 1);
+}
+
 TEST(AgentThreads, R3_2_HintsFromManyConnectionsAtOnce) {
   ThreadRig rig;
   auto owner = rig.hello();
-  Json alloc = owner->call({{"op", "alloc"}, {"id", 2}, {"size", 1 << 20}});
-  ASSERT_EQ(owner->call({{"op", "map"},
-                         {"id", 3},
-                         {"region", alloc["region"]},
-                         {"handle", alloc["handle"]},
-                         {"epoch", "tboot"}})["ok"],
-            true);
+  Json alloc = rig.mapped_region(*owner);
+  ASSERT_FALSE(alloc.is_null());
   constexpr int kThreads = 4;
   constexpr int kHints = 200;
   std::vector<std::thread> threads;
@@ -214,7 +316,7 @@ struct OrderRig {
   }
 };
 
-TEST(AgentThreads, R2_4_FreeDuringAMapRetiresOnlyAfterThatMapIsDone) {
+TEST(AgentThreads, R2_2_FreeDuringAMapRetiresOnlyAfterThatMapIsDone) {
   OrderRig rig;
   auto mapper = rig.hello();
   auto owner = rig.hello();
