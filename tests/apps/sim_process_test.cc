@@ -139,7 +139,8 @@ TEST_F(SimRun, R8_SweepScenarioThatItsOutputWouldOverwriteIsRefused) {
   const std::string before = text_of(scenario);
   const Exit e = run({"sweep", "--quiet", "--scenario", scenario, "--out", dir_.string()});
   EXPECT_EQ(e.code, 2) << e.err;
-  EXPECT_NE(e.err.find("is the sweep.json this sweep writes into --out"), std::string::npos)
+  EXPECT_NE(e.err.find("which is the --scenario file " + scenario + "; choose another --out"),
+            std::string::npos)
       << e.err;
   EXPECT_EQ(text_of(scenario), before);
 }
