@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/protocol/reply_fields.h"
+
 namespace rcxl::client {
 
 MemoryHints::MemoryHints(runtime::Runtime& rt, const Config& config,
@@ -308,9 +310,7 @@ void MemoryHints::send(Peer& peer, const std::string& agent, Json message) {
                     if (alive.expired()) return;
                     std::string boot;
                     if (status.code() == ErrorCode::kStaleEpoch) {
-                      auto field = reply.find("boot");
-                      if (field != reply.end() && field->is_string())
-                        boot = field->get<std::string>();
+                      boot = protocol::string_field(reply, "boot").value_or("");
                     } else if (status.ok() && asks_boot) {
                       boot = epoch;
                     }

@@ -29,19 +29,20 @@ class ScriptedAgent {
                                     runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite);
     EXPECT_TRUE(reg.ok());
     registration_ = *reg;
-    auto l = node_.transport().listen({"scripted", 7000}, *strand_, [this, alive = alive_](auto raw) {
-      if (!*alive) return;
-      auto conn = protocol::FramedConn::Make(std::move(raw));
-      conns_.push_back(conn);
-      conn->start(
-          *strand_,
-          [this, alive, weak = std::weak_ptr<protocol::FramedConn>(conn)](Json m) {
-            if (!*alive) return;  // the rig may still deliver frames after this is gone
-            if (auto c = weak.lock()) c->send(answer(m));
-          },
-          [](const Status&) {});
-      conn->send(greeting_);
-    });
+    auto l =
+        node_.transport().listen({"scripted", 7000}, *strand_, [this, alive = alive_](auto raw) {
+          if (!*alive) return;
+          auto conn = protocol::FramedConn::Make(std::move(raw));
+          conns_.push_back(conn);
+          conn->start(
+              *strand_,
+              [this, alive, weak = std::weak_ptr<protocol::FramedConn>(conn)](Json m) {
+                if (!*alive) return;  // the rig may still deliver frames after this is gone
+                if (auto c = weak.lock()) c->send(answer(m));
+              },
+              [](const Status&) {});
+          conn->send(greeting_);
+        });
     listener_ = std::move(l).value();
   }
 
@@ -156,7 +157,10 @@ std::vector<Case> cases() {
        kGreeting,
        "map",
        {{"ok", true}, {"boot", "b1"}, {"addr", "x"}, {"rkey", 1}, {"size", "big"}}},
-      {"map stale boot a number", kGreeting, "map", {{"ok", false}, {"error", stale_error}, {"boot", 5}}},
+      {"map stale boot a number",
+       kGreeting,
+       "map",
+       {{"ok", false}, {"error", stale_error}, {"boot", 5}}},
       {"write_wait stale boot an object",
        kGreeting,
        "write_wait",
