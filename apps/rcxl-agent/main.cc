@@ -12,7 +12,7 @@
 #include "apps/cli_checks.h"
 #include "apps/rcxl-agent/agent_flag_checks.h"
 #include "apps/rcxl-agent/none_nic.h"
-#include "apps/rcxl-agent/secret_file.h"
+#include "apps/secret_file.h"
 #include "backends/verbs/open_memory_pool.h"
 #include "backends/verbs/plugin_loader.h"
 #include "backends/verbs/posix_file_system.h"
@@ -83,7 +83,7 @@ void add_flags(CLI::App& app, Flags& f) {
       ->required();
   app.add_option("--auth-secret-file", f.auth_secret_file,
                  "file holding the shared secret: a regular file of at most " +
-                     std::to_string(limits::kMaxSecretFileBytes) +
+                     std::to_string(rcxl::apps::kMaxSecretFileBytes) +
                      " bytes, chmod 600 (this or --auth none is required)");
   app.add_option("--auth", f.auth,
                  "'none': no authentication, loopback listeners only (this or "
@@ -155,7 +155,7 @@ Result<std::optional<std::string>> auth_secret(const Flags& f) {
   }
   if (!f.auth.empty()) return bad("--auth takes only 'none', not '" + f.auth + "'");
   if (f.auth_secret_file.empty()) return bad("--auth-secret-file PATH or --auth none is required");
-  auto file = rcxl::apps::agent::read_secret_file(f.auth_secret_file);
+  auto file = rcxl::apps::read_secret_file("--auth-secret-file", f.auth_secret_file);
   if (!file.ok()) return file.status();
   if (!file->warning.empty()) std::cerr << "rcxl-agent: warning: " << file->warning << std::endl;
   std::string secret = rcxl::protocol::secret_from_file_contents(file->contents);

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "apps/cli_checks.h"
-#include "backends/verbs/posix_file_system.h"
+#include "apps/secret_file.h"
 #include "backends/verbs/thread_runtime.h"
 #include "core/directory/directory_server.h"
 #include "core/protocol/auth.h"
@@ -36,10 +36,13 @@ int fail(const std::string& message) {
   return kExitError;
 }
 
-// The ground's own file reader (kNotFound / kIoError with the path).
-Result<std::string> read_text(const std::string& path) {
-  return rcxl::verbs::PosixFileSystem().read_file(path);
-}
+// The shortest lease: a lease that ends before a reader's READs can land
+// would let eviction reuse the entry under them.
+constexpr double kMinLeaseTtlSeconds = 0.001;
+
+// The smallest --max-frame-bytes: a hello, its challenge answer and a request
+// for a few keys take well under this; below it even the hello is a bad_frame.
+constexpr std::uint32_t kMinMaxFrameBytes = 4096;
 
 }  // namespace
 
@@ -60,10 +63,10 @@ int main(int argc, char** argv) {
       ->transform(rcxl::apps::WholeNumberAtLeast<std::uint64_t>(1));
   app.add_option("--lease-ttl-s", f.lease_ttl_s, "seconds a lookup's lease lasts unreleased")
       ->capture_default_str()
-      ->check(rcxl::apps::Seconds(/*zero_ok=*/false));
+      ->check(rcxl::apps::SecondsAtLeast(kMinLeaseTtlSeconds));
   app.add_option("--max-frame-bytes", f.max_frame_bytes, "largest control frame")
       ->capture_default_str()
-      ->transform(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(1));
+      ->transform(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(kMinMaxFrameBytes));
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error")->capture_default_str();
   if (auto code = rcxl::apps::parse_command_line(app, argc, argv, "rcxl-directory", kExitError)) {
     return *code;
@@ -88,9 +91,13 @@ int main(int argc, char** argv) {
   } else if (f.auth_secret_file.empty()) {
     return fail("--auth-secret-file PATH or --auth none is required");
   } else {
-    auto secret = read_text(f.auth_secret_file);
-    if (!secret.ok()) return fail("--auth-secret-file: " + secret.status().message());
-    options.secret = rcxl::protocol::secret_from_file_contents(*secret);
+    // A regular file of at most 4 KiB: a FIFO would block, /dev/zero never ends.
+    auto secret = rcxl::apps::read_secret_file("--auth-secret-file", f.auth_secret_file);
+    if (!secret.ok()) return fail(secret.status().message());
+    if (!secret->warning.empty()) {
+      std::cerr << "rcxl-directory: warning: " << secret->warning << std::endl;
+    }
+    options.secret = rcxl::protocol::secret_from_file_contents(secret->contents);
     if (options.secret->empty()) {
       return fail("--auth-secret-file: " + f.auth_secret_file + " holds an empty secret");
     }

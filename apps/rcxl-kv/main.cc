@@ -14,8 +14,9 @@
 #include "apps/cli_checks.h"
 #include "apps/rcxl-kv/bench.h"
 #include "apps/rcxl-kv/kv_client.h"
+#include "apps/rcxl-kv/value_file.h"
+#include "apps/secret_file.h"
 #include "backends/verbs/memory_spec.h"
-#include "backends/verbs/posix_file_system.h"
 #include "backends/verbs/thread_runtime.h"
 #include "backends/verbs/verbs_nic.h"
 #include "core/protocol/auth.h"
@@ -94,6 +95,10 @@ Result<std::string> rdma_device(const std::string& spec) {
   return device;
 }
 
+// --client-name rides in every hint, token and request name: the agent's
+// smallest frame leaves ~20 KB for those (agent_flag_checks.h), so keep it short.
+constexpr std::size_t kMaxClientNameBytes = 128;
+
 Result<rcxl::client::Config> make_config(const Flags& f, bool needs_agents) {
   rcxl::client::Config c;
   auto dir = rcxl::runtime::Address::Parse(f.directory);
@@ -105,7 +110,16 @@ Result<rcxl::client::Config> make_config(const Flags& f, bool needs_agents) {
     if (!address.ok()) {
       return rcxl::Error(ErrorCode::kBadRequest, "--agent: " + address.status().message());
     }
+    if (std::find(c.agents.begin(), c.agents.end(), *address) != c.agents.end()) {
+      return rcxl::Error(ErrorCode::kBadRequest,
+                         "--agent " + a + " is given twice; name each agent once");
+    }
     c.agents.push_back(*address);
+  }
+  if (f.client_name.empty() || f.client_name.size() > kMaxClientNameBytes) {
+    return rcxl::Error(ErrorCode::kBadRequest,
+                       "--client-name must be 1.." + std::to_string(kMaxClientNameBytes) +
+                           " bytes, not " + std::to_string(f.client_name.size()));
   }
   if (needs_agents && c.agents.empty()) {
     return rcxl::Error(ErrorCode::kBadRequest,
@@ -122,11 +136,11 @@ Result<rcxl::client::Config> make_config(const Flags& f, bool needs_agents) {
                        "--secret-file PATH (the agents' and directory's secret) or --auth none "
                        "is required");
   } else {
-    auto text = rcxl::verbs::PosixFileSystem().read_file(f.secret_file);
-    if (!text.ok()) {
-      return rcxl::Error(ErrorCode::kBadRequest, "--secret-file: " + text.status().message());
-    }
-    c.secret = rcxl::protocol::secret_from_file_contents(*text);
+    // A regular file of at most 4 KiB: a FIFO would block, /dev/zero never ends.
+    auto file = rcxl::apps::read_secret_file("--secret-file", f.secret_file);
+    if (!file.ok()) return file.status();
+    if (!file->warning.empty()) std::cerr << "rcxl-kv: warning: " << file->warning << std::endl;
+    c.secret = rcxl::protocol::secret_from_file_contents(file->contents);
     if (c.secret.empty()) {
       return rcxl::Error(ErrorCode::kBadRequest, f.secret_file + " holds an empty secret");
     }
@@ -137,6 +151,11 @@ Result<rcxl::client::Config> make_config(const Flags& f, bool needs_agents) {
   auto region = rcxl::verbs::parse_byte_size(f.region_size);
   if (!region.ok()) {
     return rcxl::Error(ErrorCode::kBadRequest, "--region-size: " + region.status().message());
+  }
+  if (*chunk > *region) {
+    return rcxl::Error(ErrorCode::kBadRequest, "--chunk-size " + f.chunk_size +
+                                                   " is larger than --region-size " +
+                                                   f.region_size + "; a region holds whole chunks");
   }
   if (*region % 4096 != 0 || *region % *chunk != 0) {
     return rcxl::Error(ErrorCode::kBadRequest,
@@ -155,22 +174,69 @@ Result<rcxl::client::Config> make_config(const Flags& f, bool needs_agents) {
   return c;
 }
 
-int run_store(rcxl::kv::KvClient& kv, const Flags& f, std::uint64_t chunk) {
+// The KEY FILE pairs read and checked before the NIC opens: keys non-empty
+// and distinct, each file a regular file of 1..chunk bytes.
+Result<std::vector<rcxl::client::StoreItem>> read_store_items(const Flags& f, std::uint64_t chunk) {
   std::vector<rcxl::client::StoreItem> items;
-  rcxl::verbs::PosixFileSystem files;
   for (std::size_t i = 0; i + 1 < f.store_pairs.size(); i += 2) {
-    auto text = files.read_file(f.store_pairs[i + 1]);
-    if (!text.ok()) return fail("store " + f.store_pairs[i] + ": " + text.status().message());
-    if (text->empty() || text->size() > chunk) {
-      return fail("store " + f.store_pairs[i] + ": " + f.store_pairs[i + 1] + " has " +
-                  std::to_string(text->size()) + " bytes; a value takes 1.." +
-                  std::to_string(chunk) + " (raise --chunk-size)");
+    if (f.store_pairs[i].empty()) {
+      return rcxl::Error(ErrorCode::kBadRequest,
+                         "store: a key is empty (pair " + std::to_string(i / 2 + 1) + ")");
     }
+    // First writer wins: a second FILE for one key would be dropped unseen.
+    for (const auto& earlier : items) {
+      if (earlier.key == f.store_pairs[i]) {
+        return rcxl::Error(ErrorCode::kBadRequest, "store: key '" + f.store_pairs[i] +
+                                                       "' is given twice; store one file per key");
+      }
+    }
+    auto text = rcxl::kv::read_value_file(f.store_pairs[i], f.store_pairs[i + 1], chunk);
+    if (!text.ok()) return text.status();
     rcxl::client::StoreItem item{f.store_pairs[i], {}};
     item.bytes.resize(text->size());
     std::memcpy(item.bytes.data(), text->data(), text->size());
     items.push_back(std::move(item));
   }
+  return items;
+}
+
+// The most bytes one bench store or load call generates and compares at once
+// (--batch values of --chunk-size each): the largest batch of the default chunk.
+constexpr std::uint64_t kMaxBenchCallBytes = std::uint64_t{1} << 30;
+
+// NAME_MAX of Linux file systems: a longer key could be loaded but not written.
+constexpr std::size_t kMaxFileNameBytes = 255;
+
+// nullopt, or why the load's keys cannot each get their own file under --out:
+// '', '.' or '..', a name over NAME_MAX, two keys that map to one file name,
+// or an --out that is not a directory.
+std::optional<std::string> load_keys_problem(const Flags& f) {
+  std::map<std::string, std::string> key_of_file;
+  for (const auto& key : f.load_keys) {
+    std::string name = key;
+    std::replace(name.begin(), name.end(), '/', '_');
+    if (name.empty() || name == "." || name == "..") {
+      return "key '" + key + "' names no file under --out; give a key other than '', '.' or '..'";
+    }
+    if (name.size() > kMaxFileNameBytes) {
+      return "key '" + key.substr(0, 32) + "...' is " + std::to_string(key.size()) +
+             " bytes; its file name under --out holds at most " + std::to_string(kMaxFileNameBytes);
+    }
+    auto [it, fresh] = key_of_file.emplace(name, key);
+    if (!fresh) {
+      if (it->second == key) return "key '" + key + "' is given twice";
+      return "keys '" + it->second + "' and '" + key + "' would both be written to --out/" + name +
+             " ('/' becomes '_'); load them in separate runs";
+    }
+  }
+  std::error_code ec;
+  if (std::filesystem::exists(f.out_dir, ec) && !std::filesystem::is_directory(f.out_dir, ec)) {
+    return "--out " + f.out_dir + " exists and is not a directory";
+  }
+  return std::nullopt;
+}
+
+int run_store(rcxl::kv::KvClient& kv, std::vector<rcxl::client::StoreItem> items) {
   auto r = kv.store(std::move(items));
   if (!r.ok()) return fail("store: " + r.status().ToString());
   std::cout << "stored " << r->stored << " already_present " << r->already_present << " failed "
@@ -233,9 +299,10 @@ int main(int argc, char** argv) {
       ->transform(rcxl::apps::WholeNumberIn(0, 10000));
   app.add_flag("--zero-copy", f.zero_copy,
                "register buffers with the NIC instead of the staging copy");
+  // At least 1 ms: the call's deadline is counted in whole milliseconds.
   app.add_option("--timeout-s", f.timeout_s, "seconds one store or load call may take")
       ->capture_default_str()
-      ->check(rcxl::apps::Seconds(/*zero_ok=*/false));
+      ->check(rcxl::apps::SecondsAtLeast(0.001));
   app.add_option("--client-name", f.client_name, "names this client's hints and tokens")
       ->capture_default_str();
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error")->capture_default_str();
@@ -253,7 +320,10 @@ int main(int argc, char** argv) {
   bench->add_option("--batch", f.bench.batch, "keys per store/load call")
       ->capture_default_str()
       ->transform(rcxl::apps::WholeNumberIn(1, 4096));
-  bench->add_option("--seed", f.bench.seed, "names and bytes of the keys")->capture_default_str();
+  // Checked as digits: CLI11 alone took '-1' and numbers past 2^64.
+  bench->add_option("--seed", f.bench.seed, "names and bytes of the keys")
+      ->capture_default_str()
+      ->transform(rcxl::apps::WholeNumberAtLeast<std::uint64_t>(0));
   bench->add_option("--between-rounds", f.bench.between_rounds,
                     "shell command run after round 1 (e.g. reset the node's memory generation); "
                     "round 2 follows");
@@ -279,6 +349,20 @@ int main(int argc, char** argv) {
   if (!level.ok()) return fail(level.status().message());
   auto config = make_config(f, store->parsed() || bench->parsed());
   if (!config.ok()) return fail(config.status().message());
+  if (bench->parsed() && config->chunk_size_bytes > kMaxBenchCallBytes / f.bench.batch) {
+    return fail("bench: --batch " + std::to_string(f.bench.batch) + " values of --chunk-size " +
+                f.chunk_size + " exceed " + rcxl::verbs::format_bytes(kMaxBenchCallBytes) +
+                " per call; lower --batch or --chunk-size");
+  }
+  std::vector<rcxl::client::StoreItem> store_items;
+  if (store->parsed()) {
+    auto items = read_store_items(f, config->chunk_size_bytes);
+    if (!items.ok()) return fail(items.status().message());
+    store_items = std::move(*items);
+  }
+  if (load->parsed()) {
+    if (auto problem = load_keys_problem(f)) return fail("load: " + *problem);
+  }
   auto device = rdma_device(f.nic);
   if (!device.ok()) return fail(device.status().message());
 
@@ -293,7 +377,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   if (store->parsed()) {
     rcxl::kv::KvClient kv(rt, *config, **nic, timeout);
-    rc = run_store(kv, f, config->chunk_size_bytes);
+    rc = run_store(kv, std::move(store_items));
   } else if (load->parsed()) {
     rcxl::kv::KvClient kv(rt, *config, **nic, timeout);
     rc = run_load(kv, f);

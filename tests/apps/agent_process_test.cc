@@ -24,7 +24,6 @@
 
 #include "apps/cli_checks.h"
 #include "apps/rcxl-agent/agent_flag_checks.h"
-#include "apps/rcxl-agent/secret_file.h"
 #include "core/protocol/auth.h"
 #include "core/protocol/frame_codec.h"
 #include "tests/agent/tcp_wire.h"

@@ -2,6 +2,7 @@
 // device end with exit code 1 and a message that says what to do. (Moving
 // bytes needs a device: ci/rxe-guest-e2e runs it inside the SoftRoCE VM.)
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,6 +52,33 @@ std::string secret_file() {
 
 constexpr char kBase[] = "--directory 127.0.0.1:1 --agent 127.0.0.1:2 ";
 
+// A scratch directory per test process holding the odd files a hunt feeds in:
+// a FIFO, an empty file, a file of `big` bytes, a plain file. Removed at exit.
+struct OddFiles {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("rcxl_kv_process_test." + std::to_string(::getpid()) + ".odd");
+  std::string fifo = (dir / "fifo").string();
+  std::string empty = (dir / "empty").string();
+  std::string big = (dir / "big").string();
+  std::string plain = (dir / "plain").string();
+  OddFiles() {
+    std::filesystem::create_directories(dir);
+    mkfifo(fifo.c_str(), 0600);
+    std::ofstream{empty};
+    std::ofstream(big) << std::string(5000, 'a');
+    std::ofstream(plain) << "value";
+  }
+  ~OddFiles() { std::filesystem::remove_all(dir); }
+};
+
+const OddFiles& odd_files() {
+  static const OddFiles files;
+  return files;
+}
+
+// The device no host has: a check that ran after opening it would name it instead.
+constexpr char kNoDevice[] = "--nic verbs:no_such_dev0 ";
+
 // SPEC R1.1: the client role as a tool; every mode is named in --help.
 TEST(KvProcess, R1_1_HelpNamesEveryModeAndExitsZero) {
   ProcessRun r = run_kv("--help");
@@ -78,7 +106,12 @@ TEST(KvProcess, R1_2_ABadFlagValueExitsOneSayingWhatIsWanted) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"bench --batch 0", "--batch: must be a whole number from 1 to 4096, not '0'"},
       {"bench --mib 0", "--mib: must be a whole number from 1 to 1048576, not '0'"},
-      {"--timeout-s 0 bench", "--timeout-s: must be a number > 0, not '0'"},
+      {"--timeout-s 0 bench", "--timeout-s: must be a number >= 0.001, not '0'"},
+      // SPEC R1.2: a deadline under 1 ms rounds to 0 ms and would fail every call.
+      {"--timeout-s 1e-9 bench", "--timeout-s: must be a number >= 0.001, not '1e-9'"},
+      // SPEC R1.2: CLI11 alone took a negative seed and one past 2^64.
+      {"bench --seed -1", "--seed: must be a whole number >= 0, not '-1'"},
+      {"bench --seed 99999999999999999999999", "--seed: must be at most 18446744073709551615"},
       {"bench --settle-s abc", "--settle-s: must be a number >= 0, not 'abc'"},
       {"--write-wait-ms 10001 bench", "--write-wait-ms: must be a whole number from 0 to 10000"},
       {"--read-hints --no-read-hints bench", "excludes"},
@@ -143,6 +176,112 @@ TEST(KvProcess, R1_6_MissingRdmaDeviceNamesTheSoftRoceVm) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "no RDMA device 'no_such_dev0'")) << r.output;
   EXPECT_TRUE(contains(r.output, "ci/rxe-vm")) << r.output;
+}
+
+// SPEC R1.3, R1.2: the secret is a small regular file. A FIFO blocked the
+// start and /dev/zero was read without end; now both are refused at once.
+TEST(KvProcess, R1_3_SecretFileMustBeASmallRegularFile) {
+  const OddFiles& odd = odd_files();
+  for (const std::string& path : {odd.fifo, std::string("/dev/zero"), odd.dir.string(), odd.big}) {
+    ProcessRun r = run_kv(std::string(kBase) + kNoDevice + "--secret-file " + path +
+                          " load k --out " + odd.dir.string());
+    EXPECT_EQ(r.exit_code, 1) << path << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "--secret-file: " + path)) << r.output;
+    EXPECT_TRUE(contains(r.output, "give a regular file of at most 4096 bytes")) << r.output;
+  }
+}
+
+// SPEC R1.2: every value file is read and checked before the NIC opens, and a
+// FIFO or /dev/zero is refused rather than blocking or read without end.
+TEST(KvProcess, R1_2_StoreValueFilesAreCheckedBeforeTheNic) {
+  const OddFiles& odd = odd_files();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"store k " + odd.fifo, "store k: " + odd.fifo + ": not a regular file"},
+      {"store k /dev/zero", "store k: /dev/zero: not a regular file"},
+      {"store k " + odd.empty, "holds 0 bytes; a value is a regular file of 1..262144 bytes"},
+      {"--chunk-size 4K store k " + odd.big,
+       "holds 5000 bytes; a value is a regular file of 1..4096"},
+      {"store k /nonexistent/v", "store k: /nonexistent/v: No such file"},
+      {"store '' " + odd.plain, "store: a key is empty (pair 1)"},
+      // First writer wins: the second file would have been dropped unseen.
+      {"store k " + odd.plain + " k " + odd.plain, "store: key 'k' is given twice"},
+  };
+  for (const auto& [args, says] : cases) {
+    ProcessRun r = run_kv(std::string(kBase) + kNoDevice + "--auth none " + args);
+    EXPECT_EQ(r.exit_code, 1) << args << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, says)) << args << ": " << r.output;
+    EXPECT_FALSE(contains(r.output, "no_such_dev0")) << args << ": " << r.output;
+  }
+}
+
+// SPEC R1.2: each loaded key gets its own file under --out. Keys that would
+// share one ('a/b' and 'a_b'), name none ('', '..') or too long a one were
+// loaded and then overwrote each other or failed to write; now refused first.
+TEST(KvProcess, R1_2_LoadKeysEachNeedTheirOwnFileUnderOut) {
+  const OddFiles& odd = odd_files();
+  const std::string out = " --out " + odd.dir.string();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"load ''" + out, "key '' names no file under --out"},
+      {"load .." + out, "key '..' names no file under --out"},
+      {"load k k" + out, "key 'k' is given twice"},
+      {"load a/b a_b" + out, "keys 'a/b' and 'a_b' would both be written to --out/a_b"},
+      {"load " + std::string(300, 'k') + out, "its file name under --out holds at most 255"},
+      {"load k --out " + odd.plain, "--out " + odd.plain + " exists and is not a directory"},
+  };
+  for (const auto& [args, says] : cases) {
+    ProcessRun r = run_kv(std::string(kBase) + kNoDevice + "--auth none " + args);
+    EXPECT_EQ(r.exit_code, 1) << args << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "rcxl-kv: load: ")) << args << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, says)) << args << ": " << r.output;
+    EXPECT_FALSE(contains(r.output, "no_such_dev0")) << args << ": " << r.output;
+  }
+}
+
+// SPEC R1.2: a chunk larger than the region is named as such (it read as a
+// multiple-of problem of the region before).
+TEST(KvProcess, R1_2_AChunkLargerThanTheRegionIsNamed) {
+  ProcessRun r = run_kv(std::string(kBase) + kNoDevice +
+                        "--auth none --chunk-size 99999999G load k --out /tmp");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--chunk-size 99999999G is larger than --region-size 64M"))
+      << r.output;
+}
+
+// SPEC R1.2: a bench call generates --batch values of --chunk-size at once;
+// 4096 of 64 MiB (256 GiB) would exhaust memory, so over 1 GiB is refused.
+TEST(KvProcess, R1_2_BenchBatchBytesAreBounded) {
+  for (const std::string& args :
+       {std::string("--chunk-size 64M bench --batch 4096"),
+        std::string("--chunk-size 2G --region-size 2G bench --batch 1")}) {
+    ProcessRun r = run_kv(std::string(kBase) + kNoDevice + "--auth none " + args);
+    EXPECT_EQ(r.exit_code, 1) << args << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "exceed 1 GiB per call; lower --batch or --chunk-size"))
+        << args << ": " << r.output;
+  }
+  // The largest batch of the default chunk is exactly the bound: it passes on to the NIC.
+  ProcessRun largest = run_kv(std::string(kBase) + kNoDevice + "--auth none bench --batch 4096");
+  EXPECT_EQ(largest.exit_code, 1) << largest.output;
+  EXPECT_TRUE(contains(largest.output, "no RDMA device 'no_such_dev0'")) << largest.output;
+}
+
+// SPEC R1.2: an agent named twice (two connections to one pool) and a client
+// name that is empty or long enough to crowd the agent's frame are refused.
+TEST(KvProcess, R1_2_AgentsOnceAndAShortClientName) {
+  const std::string base = std::string("--directory 127.0.0.1:1 ") + kNoDevice + "--auth none ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--agent 127.0.0.1:2 --agent 127.0.0.1:2 bench", "--agent 127.0.0.1:2 is given twice"},
+      {"--client-name '' load k --out /tmp", "--client-name must be 1..128 bytes, not 0"},
+      {"--client-name " + std::string(129, 'n') + " load k --out /tmp",
+       "--client-name must be 1..128 bytes, not 129"},
+  };
+  for (const auto& [args, says] : cases) {
+    ProcessRun r = run_kv(base + args);
+    EXPECT_EQ(r.exit_code, 1) << args << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, says)) << args << ": " << r.output;
+  }
+  ProcessRun longest =
+      run_kv(base + "--client-name " + std::string(128, 'n') + " load k --out /tmp");
+  EXPECT_TRUE(contains(longest.output, "no RDMA device 'no_such_dev0'")) << longest.output;
 }
 
 }  // namespace

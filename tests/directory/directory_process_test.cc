@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +30,21 @@ namespace fs = std::filesystem;
 using rcxl::testing::Wire;
 
 using Child = rcxl::testing::ChildProcess;
+
+// Registers key "k" at one location over `wire` and looks up "k" and "nope":
+// the lookup reply (its one location checked against the registered one).
+Json register_and_look_up(Wire& wire) {
+  const Json location = {{"agent", "10.0.0.1:7000"}, {"boot", "b"}, {"region", 1},
+                         {"read_handle", "ab"},      {"offset", 0}, {"length", 4096}};
+  Json reg = wire.call(
+      {{"op", "register"}, {"id", 2}, {"entries", {{{"key", "k"}, {"location", location}}}}});
+  EXPECT_EQ(reg["registered"], Json::array({true})) << reg.dump();
+  Json look = wire.call({{"op", "lookup"}, {"id", 3}, {"keys", {"k", "nope"}}});
+  if (look["locations"].size() == 1) {
+    EXPECT_EQ(look["locations"][0], location);
+  }
+  return look;
+}
 
 TEST(DirectoryProcess, R1_1_HelpNamesTheFlags) {
   Child c = Child::Start({RCXL_DIRECTORY_BINARY, "--help"});
@@ -71,9 +87,13 @@ TEST(DirectoryProcess, R1_1_HelpSaysAnAuthFlagIsRequiredAndTheExitCodes) {
 TEST(DirectoryProcess, R1_2_ABadFlagValueExitsOneSayingWhatIsWanted) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--max-keys", "0"}, "--max-keys: must be a whole number >= 1, not '0'"},
-      {{"--lease-ttl-s", "-1"}, "--lease-ttl-s: must be a number > 0, not '-1'"},
-      {{"--lease-ttl-s", "abc"}, "--lease-ttl-s: must be a number > 0, not 'abc'"},
-      {{"--max-frame-bytes", "0"}, "--max-frame-bytes: must be a whole number >= 1"},
+      {{"--lease-ttl-s", "-1"}, "--lease-ttl-s: must be a number >= 0.001, not '-1'"},
+      {{"--lease-ttl-s", "abc"}, "--lease-ttl-s: must be a number >= 0.001, not 'abc'"},
+      // SPEC R1.2: below 4096 bytes even the hello is a bad_frame (1 was taken).
+      {{"--max-frame-bytes", "0"}, "--max-frame-bytes: must be a whole number >= 4096, not '0'"},
+      {{"--max-frame-bytes", "4095"}, "--max-frame-bytes: must be a whole number >= 4096"},
+      // SPEC R1.2: a lease shorter than 1 ms ends before a reader's READs land.
+      {{"--lease-ttl-s", "1e-12"}, "--lease-ttl-s: must be a number >= 0.001, not '1e-12'"},
       {{"--no-such-flag"}, "--no-such-flag"},
   };
   for (const auto& [flag, says] : cases) {
@@ -145,19 +165,50 @@ TEST(DirectoryProcess, R1_1_ServesTheOpsOverTcpAndExitsOnSigterm) {
                           {"auth", rcxl::protocol::hmac_sha256_hex(
                                        "dir-secret", greeting["challenge"].get<std::string>())}});
   ASSERT_EQ(hello["ok"], true) << hello.dump();
-  const Json location = {{"agent", "10.0.0.1:7000"}, {"boot", "b"}, {"region", 1},
-                         {"read_handle", "ab"},      {"offset", 0}, {"length", 4096}};
-  Json reg = wire.call(
-      {{"op", "register"}, {"id", 2}, {"entries", {{{"key", "k"}, {"location", location}}}}});
-  EXPECT_EQ(reg["registered"], Json::array({true})) << reg.dump();
-  Json look = wire.call({{"op", "lookup"}, {"id", 3}, {"keys", {"k", "nope"}}});
+  Json look = register_and_look_up(wire);
   ASSERT_EQ(look["locations"].size(), 1u) << look.dump();
-  EXPECT_EQ(look["locations"][0], location);
   Json rel = wire.call({{"op", "release"}, {"id", 4}, {"lease", look["lease"]}});
   EXPECT_EQ(rel["ok"], true);
   kill(d.pid, SIGTERM);
   EXPECT_EQ(d.wait_exit(std::chrono::seconds(5)), 0);
   fs::remove_all(dir);
+}
+
+// SPEC R1.3, R1.2: the secret is a small regular file. A FIFO blocked the
+// start and /dev/zero was read without end; now both are refused at once.
+TEST(DirectoryProcess, R1_3_SecretFileMustBeASmallRegularFile) {
+  char tmpl[] = "/tmp/rcxl-directory-test-XXXXXX";
+  const fs::path dir(mkdtemp(tmpl));
+  const std::string fifo = (dir / "fifo").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string big = (dir / "big").string();
+  std::ofstream(big) << std::string(5000, 's');
+  for (const std::string& path : {fifo, std::string("/dev/zero"), dir.string(), big}) {
+    const Outcome r = run_directory({"--listen", "127.0.0.1:0", "--auth-secret-file", path});
+    EXPECT_EQ(r.exit_code, 1) << path << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, "--auth-secret-file: " + path)) << r.err;
+    EXPECT_TRUE(contains(r.err, "give a regular file of at most 4096 bytes")) << r.err;
+  }
+  fs::remove_all(dir);
+}
+
+// SPEC R1.2: the smallest --max-frame-bytes still serves a hello and a
+// one-key register and lookup, so the floor refuses only useless limits.
+TEST(DirectoryProcess, R1_2_TheSmallestFrameLimitStillServesTheOps) {
+  Child d = Child::Start({RCXL_DIRECTORY_BINARY, "--listen", "127.0.0.1:0", "--auth", "none",
+                          "--max-frame-bytes", "4096", "--log-level", "warn"});
+  const std::string line = d.read_line();
+  const auto at = line.find("127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << line << d.read_all(d.err);
+  Wire wire(std::atoi(line.c_str() + at + 10));
+  ASSERT_TRUE(wire.connected());
+  ASSERT_EQ(wire.next()["op"], "greeting");
+  Json hello = wire.call({{"op", "hello"}, {"id", 1}, {"version", 1}, {"auth", ""}});
+  ASSERT_EQ(hello["ok"], true) << hello.dump();
+  Json look = register_and_look_up(wire);
+  ASSERT_EQ(look["locations"].size(), 1u) << look.dump();
+  kill(d.pid, SIGTERM);
+  EXPECT_EQ(d.wait_exit(std::chrono::seconds(5)), 0);
 }
 
 }  // namespace

@@ -1,0 +1,41 @@
+// Reads a shared-secret file (rcxl-agent's and rcxl-directory's
+// --auth-secret-file, rcxl-kv's --secret-file): a small regular file, and a
+// warning when every user may read it.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "apps/small_file.h"
+#include "core/runtime/status.h"
+
+namespace rcxl::apps {
+
+// A shared secret is a line of text; 4 KiB is far more than any key needs.
+inline constexpr std::uint64_t kMaxSecretFileBytes = 4096;
+
+struct SecretFile {
+  std::string contents;
+  std::string warning;  // empty, or why the file's mode is unsafe (read anyway)
+};
+
+// `flag` names the file in messages ("--auth-secret-file: PATH: ...").
+inline Result<SecretFile> read_secret_file(const std::string& flag, const std::string& path) {
+  auto file = read_small_file(
+      path, kMaxSecretFileBytes,
+      "give a regular file of at most " + std::to_string(kMaxSecretFileBytes) + " bytes");
+  if (!file.ok()) {
+    return Error(ErrorCode::kBadRequest, flag + ": " + path + ": " + file.status().message());
+  }
+  SecretFile secret{std::move(file->contents), ""};
+  if (file->mode & S_IROTH) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(file->mode & 07777));
+    secret.warning =
+        flag + ": " + path + " (mode " + mode + ") is readable by every user; chmod 600 it";
+  }
+  return secret;
+}
+
+}  // namespace rcxl::apps
