@@ -270,8 +270,9 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
   const bool ok = result.status.ok() && result.invariants.violations.empty() && unfired.empty();
   if (!ok) {
     // The one line that runs this again, shipped replays by name.
-    const std::string again =
+    std::string again =
         embedded ? "rcxl-sim replay " + path.substr(8, path.size() - 13) : "rcxl-sim run " + path;
+    if (!profiles.empty()) again += " --profiles " + profiles;  // else the built-in ones run
     std::fprintf(stderr, "reproduce: %s --seed %llu\n", again.c_str(),
                  static_cast<unsigned long long>(scenario->seed));
   }

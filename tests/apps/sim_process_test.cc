@@ -179,11 +179,28 @@ TEST_F(SimRun, R8_UnknownProfileNamesTheScenarioAndPointer) {
 // run says so and fails instead of passing without it.
 TEST_F(SimRun, R8_AFaultThatNeverHappenedFailsTheRun) {
   const nlohmann::json late = {{"faults", {{{"kind", "reset"}, {"at_s", 100}}}}};
-  const Exit e = run({"run", "--quiet", write_scenario("late.json", late)});
+  const std::string late_file = write_scenario("late.json", late);
+  const Exit e = run({"run", "--quiet", late_file});
   EXPECT_EQ(e.code, 1) << e.err;
   EXPECT_NE(e.out.find("FAULT NEVER HAPPENED: /faults/0 (reset at 100 s): the run ended at "),
             std::string::npos)
       << e.out;
+  // The failing run prints the one line that runs it again (issue #6, item 4),
+  // with --profiles when the profile came from there.
+  EXPECT_NE(e.err.find("reproduce: rcxl-sim run " + late_file + " --seed 1\n"), std::string::npos)
+      << e.err;
+  const auto profiles = dir_ / "profiles";
+  std::filesystem::create_directories(profiles);
+  std::ofstream(profiles / "mine.json") << R"({"name": "mine"})";
+  nlohmann::json mine = late;
+  mine["profile"] = "mine";
+  const std::string mine_file = write_scenario("late-mine.json", mine);
+  const Exit with_profiles = run({"run", "--quiet", "--profiles", profiles.string(), mine_file});
+  EXPECT_EQ(with_profiles.code, 1) << with_profiles.err;
+  EXPECT_NE(with_profiles.err.find("reproduce: rcxl-sim run " + mine_file + " --profiles " +
+                                   profiles.string() + " --seed 1\n"),
+            std::string::npos)
+      << with_profiles.err;
   const nlohmann::json early = {{"faults", {{{"kind", "reset"}, {"at_s", 0.01}}}}};
   const Exit ok = run({"run", "--quiet", write_scenario("early.json", early)});
   EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
