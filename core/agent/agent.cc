@@ -1010,9 +1010,11 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
       reply = refuse_hint_locked(id, Error(ErrorCode::kExtensionFailed, st.message()), false);
     }
   }
-  if (!st.ok() && r.action == Action::kReadHint && !opened_here) {
+  if (!st.ok() && r.action == Action::kReadHint && !opened_here &&
+      advertised_.count("read_hint_end")) {
     // The extension holds the earlier pieces: end them as the closed request's
-    // end would have (outside the lock, as every extension call).
+    // end would have (outside the lock, as every extension call; only an
+    // extension that takes ends is given one).
     (void)call_extension("hint", [&] {
       return ext_->hint(ext::Hint{s->id, "read_hint_end", r.name, {}});
     });
