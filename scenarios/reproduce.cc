@@ -221,6 +221,12 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
                      fmt("%.2f", results[c][p].load_ms) + " ms (" +
                      fmt("%.1f", results[c][p].wall_s) + " s)");
   };
+  // The first run takes seconds: say what is coming before it ends.
+  if (options.progress) {
+    options.progress("[0/" + std::to_string(jobs.size() + 2) + "] " + std::to_string(jobs.size()) +
+                     " serving runs, the P4 store experiment and " + "the P6 early READ on " +
+                     std::to_string(options.threads) + " thread(s); a line as each ends");
+  }
   run_parallel(jobs.size() + 2, options.threads, run, done);
   for (std::size_t c = 0; c < cfgs.size(); ++c) {
     for (int p = 0; p < runs_of[c]; ++p) {

@@ -654,6 +654,11 @@ Result<SweepReport> sweep(const SweepOptions& options) {
                                      : "FAILED: " + r.summary.failure()) +
                      " (" + fmt("%.1f", r.summary.wall_s) + " s)");
   };
+  // The first run takes seconds: say what is coming before it ends.
+  if (options.progress) {
+    options.progress("[0/" + std::to_string(runs) + "] " + std::to_string(runs) + " runs on " +
+                     std::to_string(options.threads) + " thread(s); a line as each ends");
+  }
   run_parallel(runs, options.threads, do_run, done);
 
   // Failures, each with the one line that reproduces it.
