@@ -51,7 +51,8 @@ Status CxlSsdDevice::read(std::uint64_t offset, std::span<std::byte> out) const 
     const std::uint8_t f = table_.flags(page);
     if (f & PageTable::kPoisoned) {
       // Its newest bytes were lost in a reset: a CXL memory device answers such a
-      // read with poison, never with older bytes (docs/device-model.md).
+      // read with poison, never with older bytes (docs/device-model.md). Only
+      // with poison_lost_pages; without, no page is ever marked.
       return Error(ErrorCode::kIoError, "poisoned page at offset " +
                                             std::to_string(std::uint64_t{page} * page_bytes()) +
                                             ": its bytes were lost in a device reset");
@@ -537,8 +538,9 @@ Status CxlSsdDevice::trim(std::uint64_t offset, std::uint64_t length) {
 
 void CxlSsdDevice::reset() {
   write_back_idle(now());  // what the idle channels wrote back before the reset survives it
-  table_.drop_all_frames();
-  any_poisoned_ = true;
+  // Without poison handling a lost page silently reads as its older flash copy.
+  table_.drop_all_frames(params_.poison_lost_pages);
+  if (params_.poison_lost_pages) any_poisoned_ = true;
   for (auto& queue : dirty_queues_) queue.clear();
   dirty_queued_ = 0;
   dram_bytes_ = sim::SparseBytes();

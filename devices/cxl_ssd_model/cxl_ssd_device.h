@@ -52,7 +52,7 @@ struct PageState {
   bool resident = false;
   bool dirty = false;
   bool trimmed = false;
-  bool poisoned = false;  // lost in a reset: reads fail until written
+  bool poisoned = false;  // lost in a reset (poison_lost_pages): reads fail until written
   std::uint16_t pins = 0;
   Instant ready_at{0};
 };
@@ -104,8 +104,8 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
 
   // --- generations
   // DRAM loses everything; pages whose only copy was dirty in DRAM are poisoned
-  // (reads fail until they are written or trimmed); flash bytes stay;
-  // generation bumps.
+  // (reads fail until they are written or trimmed) with poison_lost_pages, else
+  // they read as their older flash copy; flash bytes stay; generation bumps.
   void reset();
   // The device cannot tell its generation in [from, to) (a scripted fault).
   void script_unknown_period(Instant from, Instant to);

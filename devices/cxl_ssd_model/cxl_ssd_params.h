@@ -40,6 +40,11 @@ struct CxlSsdParams {
   bool idle_write_back = false;
   // How far ahead of now queued prefetch fills are committed to flash units.
   runtime::Duration prefetch_horizon = std::chrono::nanoseconds(20000);
+  // A reset poisons the pages whose newest bytes it lost (CXL 2.0 poison: a
+  // read of one fails). Off, the device has no poison handling and a later
+  // read returns the page's older flash copy (zeros after a trim): what-if
+  // runs, and tests that plant a stale-bytes bug.
+  bool poison_lost_pages = true;
 };
 
 }  // namespace rcxl::device

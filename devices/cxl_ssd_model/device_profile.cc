@@ -86,9 +86,17 @@ Status read_section(const json& profile, const std::string& section,
       for (const auto& [known, unused] : fields) list += (list.empty() ? "" : ", ") + known;
       return bad(name, "is not a known parameter; expected one of: " + list);
     }
-    auto n = number_of(value, name);
-    if (!n.ok()) return n.status();
     const Field& field = f->second;
+    auto n = number_of(value, name);
+    if (!n.ok()) {
+      // A switch written "yes" or null: say what it takes, not "not a number".
+      const bool has_value = !value.is_object() || value.contains("value");
+      const json& w = value.is_object() && has_value ? value["value"] : value;
+      if (field.kind == Kind::kSwitch && has_value && !w.is_boolean() && !w.is_number()) {
+        return bad(name, "is not true/false (or 1/0)");
+      }
+      return n.status();
+    }
     const json& written = value.is_object() ? value["value"] : value;
     if (written.is_boolean() && field.kind != Kind::kSwitch) {
       return bad(name, "is true/false, not a number");
@@ -165,6 +173,7 @@ Result<DeviceProfile> load_device_profile(const json& profile) {
       {"hinted_bytes_cap", {0, kBig, kInteger, u64(d.hinted_bytes_cap)}},
       {"prefetch_horizon_ns", {100, 1e9, kInteger, dur(d.prefetch_horizon)}},
       {"idle_write_back", {0, 1, kSwitch, [&d](double v) { d.idle_write_back = v != 0; }}},
+      {"poison_lost_pages", {0, 1, kSwitch, [&d](double v) { d.poison_lost_pages = v != 0; }}},
   };
   if (auto s = read_section(profile, "device", device_fields); !s.ok()) return s;
   // Links, RDMA and TCP alike: beyond these a transfer or a delay overflows the

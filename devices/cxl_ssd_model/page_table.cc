@@ -102,11 +102,12 @@ void PageTable::label(std::uint32_t r, Page first, Page last) {
   }
 }
 
-void PageTable::drop_all_frames() {
+void PageTable::drop_all_frames(bool poison_dirty) {
   for (auto& c : chunks_) {
     if (!c) continue;
     for (auto& f : c->flags) {
-      const std::uint8_t lost = (f & kDirty) ? kPoisoned : 0;  // DRAM held its only copy
+      // DRAM held its only copy.
+      const std::uint8_t lost = (poison_dirty && (f & kDirty)) ? kPoisoned : 0;
       f = static_cast<std::uint8_t>((f & (kTrimmed | kFlashBytes | kPoisoned)) | lost);
     }
     c->pins.fill(0);

@@ -28,7 +28,8 @@ class PageTable {
     // there, cleared when they are dropped): eviction skips the drop without it.
     kFlashBytes = 32,
     kWriteBackQueued = 64,  // waits in a channel's idle write-back queue
-    // Lost in a reset while dirty: reads fail until a write or a trim (CXL poison).
+    // Lost in a reset while dirty: reads fail until a write or a trim (CXL
+    // poison; only with CxlSsdParams::poison_lost_pages).
     kPoisoned = 128,
   };
 
@@ -82,10 +83,10 @@ class PageTable {
   // LRU list nodes in use (tests: runs really merge).
   std::size_t lru_runs() const { return runs_.size() - free_runs_.size(); }
 
-  // Reset: every page loses its frame, pin and dirt; trimmed and flash-bytes
-  // stay (flash state).
-  // A reset: every frame goes; pages dirty in DRAM become kPoisoned.
-  void drop_all_frames();
+  // Reset: every page loses its frame, pin and dirt; trimmed, flash-bytes and
+  // poisoned stay (flash state). With `poison_dirty` pages dirty in DRAM become
+  // kPoisoned; without, they fall back to their flash copy.
+  void drop_all_frames(bool poison_dirty);
 
  private:
   static constexpr int kChunkShift = 15;  // 32768 pages = 128 MiB of 4 KiB pages

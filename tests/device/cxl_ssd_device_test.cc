@@ -307,6 +307,164 @@ TEST(CxlSsdDevice, R6_AResetPoisonsOnlyPagesWhoseBytesItLostUntilWrittenOrTrimme
   EXPECT_TRUE(d.lost(2 * page, page));  // written again before the second reset
 }
 
+// --- poison_lost_pages: a device without poison handling (what-if runs and
+// tests that plant a stale-bytes bug) returns the older flash copy instead.
+
+CxlSsdParams params_poisoning(bool poison) {
+  CxlSsdParams p = small_params();
+  p.poison_lost_pages = poison;
+  return p;
+}
+
+// Writes "old bytes" to page 0 and lets eviction write it back to flash, then
+// overwrites it with "new bytes" (dirty in DRAM only) and resets the device.
+void write_back_overwrite_and_reset(CxlSsdDevice& d) {
+  ASSERT_TRUE(d.write(0, bytes_of("old bytes")).ok());
+  // Four other pages fill the 4-page cache: page 0 is evicted, written back.
+  for (std::uint64_t p = 1; p <= 4; ++p) (void)d.access_ready(p * kPage, kPage, false, d.now());
+  ASSERT_FALSE(d.page_state(0).resident);
+  ASSERT_EQ(d.counters().write_backs, 1u);
+  ASSERT_TRUE(d.write(0, bytes_of("new bytes")).ok());
+  ASSERT_EQ(read_string(d, 0, 9), "new bytes");
+  ASSERT_TRUE(d.page_state(0).dirty);
+  d.reset();
+}
+
+// SPEC R6: with poison_lost_pages false the lost page silently reads as the
+// older flash copy, with no error: the stale bytes a test can plant.
+TEST(CxlSsdDevice, R6_WithoutPoisonAResetLeavesThePagesOlderFlashBytes) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, params_poisoning(false));
+  write_back_overwrite_and_reset(d);
+  std::string out(9, '\0');
+  ASSERT_TRUE(d.read(0, std::as_writable_bytes(std::span(out))).ok());
+  EXPECT_EQ(out, "old bytes");
+  EXPECT_FALSE(d.page_state(0).poisoned);
+  EXPECT_FALSE(d.page_state(0).dirty);
+  EXPECT_FALSE(d.page_state(0).resident);
+  EXPECT_FALSE(d.lost(0, 8 * kPage));
+  EXPECT_EQ(d.generation(), 2u);
+  EXPECT_EQ(d.counters().resets, 1u);
+}
+
+// SPEC R6: the same sequence on the default device (CXL poison) fails the read.
+TEST(CxlSsdDevice, R6_WithPoisonTheSameSequenceFailsTheRead) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, params_poisoning(true));
+  EXPECT_TRUE(CxlSsdParams{}.poison_lost_pages);  // poison is the default
+  write_back_overwrite_and_reset(d);
+  std::string out(9, '\0');
+  EXPECT_EQ(d.read(0, std::as_writable_bytes(std::span(out))).code(), ErrorCode::kIoError);
+  EXPECT_TRUE(d.page_state(0).poisoned);
+  EXPECT_TRUE(d.lost(0, kPage));
+  EXPECT_EQ(d.generation(), 2u);
+}
+
+// SPEC R6: without poison, "the flash copy" is whatever flash holds: bytes
+// written there directly, zeros after a trim, zeros for a page never stored.
+TEST(CxlSsdDevice, R6_WithoutPoisonALostPageReadsWhateverFlashHolds) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, params_poisoning(false));
+  ASSERT_TRUE(d.write_flash(0, bytes_of("flash")).ok());
+  ASSERT_TRUE(d.write(0, bytes_of("dram!")).ok());
+  ASSERT_TRUE(d.write_flash(kPage, bytes_of("trimmed")).ok());
+  ASSERT_TRUE(d.trim(kPage, kPage).ok());
+  ASSERT_TRUE(d.write(kPage, bytes_of("written")).ok());
+  ASSERT_TRUE(d.write(2 * kPage, bytes_of("dram only!!!")).ok());
+  d.reset();
+  EXPECT_EQ(read_string(d, 0, 5), "flash");
+  EXPECT_EQ(read_string(d, kPage, 7), std::string(7, '\0'));
+  EXPECT_EQ(read_string(d, 2 * kPage, 12), std::string(12, '\0'));
+  EXPECT_FALSE(d.lost(0, 3 * kPage));
+  // Written again, a page reads the new bytes over its flash copy, as always.
+  ASSERT_TRUE(d.write(0, bytes_of("D")).ok());
+  EXPECT_EQ(read_string(d, 0, 5), "Dlash");
+}
+
+// SPEC R6: the bit changes only what a lost page reads as; the reset drops
+// DRAM, dirt, queues and pins and bumps the generation exactly as with poison,
+// and the timing that follows is the same.
+TEST(CxlSsdDevice, R6_WithoutPoisonAResetDropsTheSameState) {
+  sim::EventLoop loop;
+  CxlSsdDevice with(loop, params_poisoning(true));
+  CxlSsdDevice without(loop, params_poisoning(false));
+  for (CxlSsdDevice* d : {&with, &without}) {
+    const PoolRange pinned{0, 2 * kPage};
+    const PoolRange queued{16 * kPage, 64 * kPage};
+    ASSERT_TRUE(d->prefetch(1, std::span(&pinned, 1), true).ok());
+    ASSERT_TRUE(d->prefetch(2, std::span(&queued, 1), false).ok());
+    ASSERT_TRUE(d->write(3 * kPage, bytes_of("dirty")).ok());
+    d->reset();
+  }
+  EXPECT_EQ(with.generation(), without.generation());
+  EXPECT_EQ(without.resident_pages(), 0u);
+  EXPECT_EQ(without.pinned_bytes(), 0u);
+  EXPECT_EQ(without.fill_queue_pages(), 0u);
+  EXPECT_EQ(without.waiting_bytes(), 0u);
+  for (std::uint64_t p = 0; p < 80; ++p) {
+    const PageState a = with.page_state(p * kPage);
+    const PageState b = without.page_state(p * kPage);
+    EXPECT_EQ(a.resident, b.resident) << p;
+    EXPECT_EQ(a.dirty, b.dirty) << p;
+    EXPECT_EQ(a.trimmed, b.trimmed) << p;
+    EXPECT_EQ(a.pins, b.pins) << p;
+    EXPECT_EQ(a.poisoned, p == 3) << p;  // only the dirty page, only with poison
+    EXPECT_FALSE(b.poisoned) << p;
+  }
+  for (std::uint64_t p : {0, 3, 20}) {
+    EXPECT_EQ(with.access_ready(p * kPage, kPage, false, loop.now()),
+              without.access_ready(p * kPage, kPage, false, loop.now()))
+        << p;
+  }
+}
+
+// One READ of page 0 through the sim RNIC after a WRITE of "new bytes" over a
+// flash copy "old bytes" and a reset of the device (the registration stays:
+// the agent has not yet seen the new generation, as R6.2 allows).
+Status read_through_rnic_after_reset(bool poison, std::string& got) {
+  sim::SimWorld world(5);
+  sim::SimFabric fabric(world);
+  world.add_node("mem");
+  sim::SimNode& gpu = world.add_node("gpu");
+  sim::SimNic& mem_nic = fabric.add_nic("mem");
+  sim::SimNic& gpu_nic = fabric.add_nic("gpu");
+  CxlSsdDevice d(world.loop(), params_poisoning(poison));
+  EXPECT_TRUE(d.write_flash(0, bytes_of("old bytes")).ok());
+  auto reg = mem_nic
+                 .register_memory(d, 0, 8 * kPage,
+                                  runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite)
+                 .value();
+  auto strand = gpu.make_strand("rw");
+  std::shared_ptr<runtime::QueuePair> qp;
+  gpu_nic.connect("mem", *strand, [&](auto r) { qp = r.value(); });
+  EXPECT_TRUE(world.run_until([&] { return qp != nullptr; }).ok());
+  auto run = [&](runtime::RdmaOp op) {
+    std::optional<std::vector<Status>> done;
+    qp->post({op}, [&](std::vector<Status> s) { done = s; });
+    EXPECT_TRUE(world.run_until([&] { return done.has_value(); }).ok());
+    return (*done)[0];
+  };
+  auto fresh = bytes_of("new bytes");
+  EXPECT_TRUE(run({runtime::RdmaOp::Kind::kWrite, fresh, reg.addr, reg.rkey}).ok());
+  EXPECT_EQ(read_string(d, 0, 9), "new bytes");
+  d.reset();
+  std::vector<std::byte> back(9);
+  const Status s = run({runtime::RdmaOp::Kind::kRead, back, reg.addr, reg.rkey});
+  got.assign(reinterpret_cast<const char*>(back.data()), back.size());
+  return s;
+}
+
+// SPEC R6: without poison the READ completes with the older bytes (the stale
+// bytes an agent must not hand out as the key's); with poison it fails.
+TEST(CxlSsdDevice, R6_WithoutPoisonAReadThroughTheRnicGetsTheOlderBytes) {
+  std::string got;
+  const Status without = read_through_rnic_after_reset(false, got);
+  ASSERT_TRUE(without.ok()) << without.ToString();
+  EXPECT_EQ(got, "old bytes");
+  const Status with = read_through_rnic_after_reset(true, got);
+  EXPECT_EQ(with.code(), ErrorCode::kRemoteAccess) << with.ToString();
+}
+
 TEST(CxlSsdDevice, R6_4_ScriptedUnknownPeriodHidesTheGeneration) {
   sim::EventLoop loop;
   CxlSsdDevice d(loop, small_params());

@@ -38,6 +38,52 @@ TEST(DeviceProfile, ShippedProfilesLoadWithEveryParameterSourced) {
   EXPECT_TRUE(load_device_profile(eager)->device.idle_write_back);
 }
 
+// SPEC R6: whether a reset poisons the pages it lost is a device parameter,
+// stated (with its source) in both shipped profiles, true in both (CXL poison).
+TEST(DeviceProfile, R6_PoisonLostPagesIsReadAndOnInTheShippedProfiles) {
+  for (const char* name : {"cxl_ssd_default.json", "all_dram.json"}) {
+    const auto j = load_file(name);
+    ASSERT_TRUE(j["device"].contains("poison_lost_pages")) << name;
+    EXPECT_TRUE(j["device"]["poison_lost_pages"]["value"].get<bool>()) << name;
+    auto p = load_device_profile(j);
+    ASSERT_TRUE(p.ok()) << name << ": " << p.status().ToString();
+    EXPECT_TRUE(p->device.poison_lost_pages) << name;
+  }
+  auto j = load_file("cxl_ssd_default.json");
+  for (const nlohmann::json& off : {nlohmann::json(false), nlohmann::json(0),
+                                    nlohmann::json{{"value", false}, {"source", "what-if"}}}) {
+    j["device"]["poison_lost_pages"] = off;
+    auto p = load_device_profile(j);
+    ASSERT_TRUE(p.ok()) << off.dump() << ": " << p.status().ToString();
+    EXPECT_FALSE(p->device.poison_lost_pages) << off.dump();
+  }
+  // A profile that leaves it out gets the default: poison.
+  j["device"].erase("poison_lost_pages");
+  EXPECT_TRUE(load_device_profile(j)->device.poison_lost_pages);
+}
+
+// SPEC R6 / R8: a value that is not true/false (or 1/0) is refused, naming the key.
+TEST(DeviceProfile, R6_PoisonLostPagesRefusesANonBoolean) {
+  const auto base = load_file("cxl_ssd_default.json");
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {"yes", "is not true/false (or 1/0)"},
+      {nlohmann::json{{"value", "false"}, {"source", "x"}}, "is not true/false"},
+      {2, "must lie in [0, 1]"},
+      {0.5, "must be an integer"},
+      {nullptr, "is not true/false"},
+      {nlohmann::json{{"source", "no value"}}, "has no \"value\""},
+  };
+  for (const auto& [value, says] : cases) {
+    auto j = base;
+    j["device"]["poison_lost_pages"] = value;
+    auto p = load_device_profile(j);
+    ASSERT_FALSE(p.ok()) << value.dump();
+    EXPECT_EQ(p.status().code(), ErrorCode::kBadRequest);
+    EXPECT_NE(p.status().message().find("'device.poison_lost_pages' " + says), std::string::npos)
+        << p.status().message();
+  }
+}
+
 TEST(DeviceProfile, R1_2_BadFieldsAreNamed) {
   auto base = load_file("cxl_ssd_default.json");
   struct Case {

@@ -277,13 +277,29 @@ TEST(PageTable, ResetKeepsOnlyFlashState) {
   table.pin(70000);
   table.set_ready_at(70000, 42);
   table.flags_mut(70001) |= PageTable::kResident | PageTable::kFlashBytes;  // clean
-  table.drop_all_frames();
+  table.drop_all_frames(/*poison_dirty=*/true);
   // The dirty page's only copy was in DRAM: it is poisoned; the clean one is not.
   EXPECT_EQ(table.flags(70000),
             PageTable::kTrimmed | PageTable::kFlashBytes | PageTable::kPoisoned);
   EXPECT_EQ(table.flags(70001), PageTable::kFlashBytes);
   EXPECT_EQ(table.pins(70000), 0);
   EXPECT_EQ(table.ready_at(70000), 0);
+  EXPECT_EQ(table.lru_back(), PageTable::kNone);
+}
+
+// SPEC R6: a device without poison handling (poison_lost_pages false) drops
+// the same frame state, but the dirty page falls back to its flash copy.
+TEST(PageTable, R6_ResetWithoutPoisonMarksNoPage) {
+  PageTable table(100000);
+  table.flags_mut(70000) |=
+      PageTable::kResident | PageTable::kDirty | PageTable::kTrimmed | PageTable::kFlashBytes;
+  table.pin(70000);
+  table.flags_mut(70001) |= PageTable::kResident | PageTable::kDirty | PageTable::kHasBytes;
+  table.lru_push_front(70001);
+  table.drop_all_frames(/*poison_dirty=*/false);
+  EXPECT_EQ(table.flags(70000), PageTable::kTrimmed | PageTable::kFlashBytes);
+  EXPECT_EQ(table.flags(70001), 0);
+  EXPECT_EQ(table.pins(70000), 0);
   EXPECT_EQ(table.lru_back(), PageTable::kNone);
 }
 
