@@ -60,6 +60,9 @@ void InvariantMonitor::on_write_wait(const ext::WriteWait& wait) {
 }
 
 void InvariantMonitor::on_connection_closed(std::uint64_t conn) {
+  ++connection_closed_calls_;
+  auto it = open_.find(conn);
+  if (it != open_.end()) requests_open_at_close_ += it->second.size();
   open_.erase(conn);
 }
 

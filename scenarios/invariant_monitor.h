@@ -56,6 +56,11 @@ class InvariantMonitor {
   std::vector<std::string> violations() const;
   std::uint64_t violation_count() const;
 
+  // What the extension was told (SPEC R6.6): connection_closed calls, and the
+  // hint requests those connections still had open in the extension.
+  std::uint64_t connection_closed_calls() const { return connection_closed_calls_; }
+  std::uint64_t requests_open_at_close() const { return requests_open_at_close_; }
+
  private:
   void violate(const std::string& kind, const std::string& example);
 
@@ -66,6 +71,8 @@ class InvariantMonitor {
   std::map<std::uint32_t, runtime::Instant> dropped_rkeys_;  // rkey -> deregistered at
   std::vector<std::string> boots_;                           // distinct, in order
   bool after_unknown_ = false;
+  std::uint64_t connection_closed_calls_ = 0;
+  std::uint64_t requests_open_at_close_ = 0;
   struct Kind {
     std::string first_example;
     std::uint64_t count = 0;

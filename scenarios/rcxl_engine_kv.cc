@@ -40,10 +40,19 @@ void RcxlEngineKv::on_finished(const KvRequest& r) {
 void RcxlEngineKv::load(const KvRequest& r, std::size_t chunks, LoadDone done) {
   std::vector<std::string> keys(r.chunk_keys.begin(),
                                 r.chunk_keys.begin() + static_cast<long>(chunks));
-  worker_.start_load(r.id, keys, [this, keys, done](Result<client::LoadResult> result) {
+  ++loads_started_;
+  if (load_hook_) load_hook_(loads_started_);
+  auto finish = [this, asked = keys.size(), done](std::size_t good) {
+    if (good < asked) {
+      ++short_loads_;
+      missed_chunks_ += asked - good;
+    }
+    done(good);
+  };
+  worker_.start_load(r.id, keys, [this, keys, finish](Result<client::LoadResult> result) {
     if (!result.ok()) {
       ++failed_loads_;
-      return done(0);
+      return finish(0);
     }
     // Only a prefix of hits counts; a wrong chunk ends it (and is a violation).
     std::size_t good = 0;
@@ -56,7 +65,7 @@ void RcxlEngineKv::load(const KvRequest& r, std::size_t chunks, LoadDone done) {
       }
       ++good;
     }
-    done(good);
+    finish(good);
   });
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "core/client/handler.h"
@@ -32,6 +33,13 @@ class RcxlEngineKv final : public EngineKv {
   std::uint64_t stale_reads() const { return stale_reads_; }
   std::uint64_t failed_loads() const { return failed_loads_; }
   std::uint64_t failed_stores() const { return failed_stores_; }
+  // Reader misses: loads that returned fewer chunks than the lookup found
+  // (failed ones included), and the chunks they left to recompute.
+  std::uint64_t short_loads() const { return short_loads_; }
+  std::uint64_t missed_chunks() const { return missed_chunks_; }
+  std::uint64_t loads_started() const { return loads_started_; }
+  // Told the count of loads started so far as each one starts (fault triggers).
+  void on_load_start(std::function<void(std::uint64_t nth)> hook) { load_hook_ = std::move(hook); }
 
  private:
   client::SchedulerConnector& scheduler_;
@@ -41,6 +49,10 @@ class RcxlEngineKv final : public EngineKv {
   std::uint64_t stale_reads_ = 0;
   std::uint64_t failed_loads_ = 0;
   std::uint64_t failed_stores_ = 0;
+  std::uint64_t short_loads_ = 0;
+  std::uint64_t missed_chunks_ = 0;
+  std::uint64_t loads_started_ = 0;
+  std::function<void(std::uint64_t)> load_hook_;
 };
 
 }  // namespace rcxl::scenarios

@@ -47,6 +47,8 @@ std::string section_of(const std::string& path) {
 const std::vector<std::string>& fixed_counter_paths() {
   static const std::vector<std::string> kPaths = {
       "agent.boot_changes",
+      "agent.connections_closed",
+      "agent.hint_requests_closed_by_disconnect",
       "agent.maps",
       "agent.maps_refused",
       "agent.open_hint_requests",
@@ -63,8 +65,12 @@ const std::vector<std::string>& fixed_counter_paths() {
       "device.resets",
       "device.write_allocate_fills",
       "device.write_backs",
+      "extension.connection_closed_calls",
+      "extension.requests_open_at_close",
       "kv.failed_loads",
       "kv.failed_stores",
+      "kv.missed_chunks",
+      "kv.short_loads",
       "scheduler.ends_sent",
       "scheduler.hints_sent",
       "scheduler.lookups",
@@ -100,9 +106,10 @@ Status check_counter_path(const std::string& path) {
     }
   }
   if (known.empty()) {
-    return Error(ErrorCode::kBadRequest,
-                 "no counter section '" + section +
-                     "'; counters are under agent., device., kv., scheduler. and worker.");
+    return Error(
+        ErrorCode::kBadRequest,
+        "no counter section '" + section +
+            "'; counters are under agent., device., extension., kv., scheduler. and worker.");
   }
   return Error(ErrorCode::kBadRequest, "no counter " + path + "; " + section + " has " + known);
 }

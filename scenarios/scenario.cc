@@ -130,7 +130,17 @@ std::string seconds_text(runtime::Duration d) {
 
 // A fault must be able to happen in the run the rest of the file describes.
 Status check_fault_in_run(const Reader& r, const Fault& f, const Scenario& sc) {
-  if (f.at >= sc.time_limit) {
+  if (f.during_load > 0) {
+    const std::uint64_t requests = static_cast<std::uint64_t>(sc.workload.conversations) *
+                                   static_cast<std::uint64_t>(sc.workload.turns);
+    if (f.during_load > requests) {
+      return r.fail("/during_load", "load " + std::to_string(f.during_load) +
+                                        " never starts: the workload has " +
+                                        std::to_string(requests) +
+                                        " requests and each loads at most once; pick 1.." +
+                                        std::to_string(requests));
+    }
+  } else if (f.at >= sc.time_limit) {
     return r.fail("/at_s", "at " + seconds_text(f.at) + " is not before the run's time limit of " +
                                seconds_text(sc.time_limit) +
                                " (time_limit_s), so it would never happen; move it earlier or "
@@ -147,11 +157,44 @@ Status check_fault_in_run(const Reader& r, const Fault& f, const Scenario& sc) {
   return {};
 }
 
+// When a fault fires: `at_s` from the start, or `after_ms` past the start of
+// load `during_load` (exactly one of the two).
+Status parse_fault_time(const Reader& r, const Json& j, Fault& out) {
+  const bool timed = j.contains("at_s");
+  const bool on_load = j.contains("during_load");
+  if (timed && on_load) {
+    return r.fail("/during_load", "give at_s or during_load, not both; drop one");
+  }
+  if (!timed && !on_load) {
+    return r.fail("/at_s",
+                  "missing; a fault fires at_s seconds from the start, or after_ms past "
+                  "the start of the during_load-th KV load");
+  }
+  if (timed) {
+    if (j.contains("after_ms")) {
+      return r.fail("/after_ms", "only a fault with during_load takes after_ms; drop it");
+    }
+    return r.seconds("at_s", out.at, true);
+  }
+  if (auto s = r.unsigned_int("during_load", out.during_load, 1, 1'000'000); !s.ok()) return s;
+  if (j.contains("after_ms")) {
+    const Json& after = j["after_ms"];
+    if (!after.is_number() || !(after.get<double>() >= 0) || after.get<double>() > 60e3) {
+      return r.fail("/after_ms", "expected milliseconds in 0..60000");
+    }
+    out.after = runtime::from_seconds(after.get<double>() / 1000);
+  }
+  return {};
+}
+
 Status parse_fault(const Json& j, const std::string& origin, const std::string& pointer,
                    Fault& out) {
   Reader r(j, origin, pointer);
   if (auto s = r.require_object(); !s.ok()) return s;
-  if (auto s = r.only({"kind", "at_s", "for_s", "extra_ms", "node"}); !s.ok()) return s;
+  if (auto s = r.only({"kind", "at_s", "during_load", "after_ms", "for_s", "extra_ms", "node"});
+      !s.ok()) {
+    return s;
+  }
   std::string kind;
   if (auto s = r.string("kind", kind, true); !s.ok()) return s;
   auto it = fault_kinds().find(kind);
@@ -161,7 +204,7 @@ Status parse_fault(const Json& j, const std::string& origin, const std::string& 
     return r.fail("/kind", "unknown fault '" + printable(kind) + "'; expected one of: " + list);
   }
   out.kind = it->second;
-  if (auto s = r.seconds("at_s", out.at, true); !s.ok()) return s;
+  if (auto s = parse_fault_time(r, j, out); !s.ok()) return s;
   if (auto s = r.seconds("for_s", out.duration); !s.ok()) return s;
   if (auto s = r.string("node", out.node); !s.ok()) return s;
   if (auto s = check_fault_node(r, out); !s.ok()) return s;

@@ -28,7 +28,11 @@ struct Fault {
     kDelay,            // `extra` one-way delay on `node` for `duration`
   };
   Kind kind = Kind::kReset;
-  runtime::Duration at{0};
+  runtime::Duration at{0};  // from the start, when during_load is 0
+  // N > 0: fires `after` past the start of the run's N-th KV load instead (a
+  // fault that must land while a load is in flight, whatever the timing).
+  std::uint64_t during_load = 0;
+  runtime::Duration after{0};
   runtime::Duration duration{0};
   runtime::Duration extra{0};
   std::string node = "mem0";  // one of kDirectoryNode, kGpuNode, kMemoryNode

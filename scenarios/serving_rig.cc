@@ -248,6 +248,8 @@ class Deployment {
     out.virtual_seconds = runtime::to_seconds(world_.loop().now());
     out.records = engine_->records();
     out.boots_seen = boots_;
+    out.faults_fired = fired_;
+    out.loads_started = kv_->loads_started();
     out.invariants.stale_reads = kv_->stale_reads();
     if (out.invariants.stale_reads > 0) {
       out.invariants.violations.push_back(std::to_string(out.invariants.stale_reads) +
@@ -320,9 +322,23 @@ class Deployment {
 
   void schedule_faults() {
     fault_strand_ = mem_node_->make_strand("faults");
-    for (const Fault& f : sc_.faults) {
-      fault_strand_->post_after(f.at, [this, f] { apply(f); });
+    fired_.assign(sc_.faults.size(), false);
+    for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
+      const Fault& f = sc_.faults[i];
+      if (f.during_load == 0) fault_strand_->post_after(f.at, [this, i] { fire(i); });
     }
+    // Load-triggered faults: armed when the engine starts the N-th load.
+    kv_->on_load_start([this](std::uint64_t nth) {
+      for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
+        if (sc_.faults[i].during_load != nth) continue;
+        fault_strand_->post_after(sc_.faults[i].after, [this, i] { fire(i); });
+      }
+    });
+  }
+
+  void fire(std::size_t index) {
+    fired_[index] = true;
+    apply(sc_.faults[index]);
   }
 
   void apply(const Fault& f) {
@@ -396,7 +412,12 @@ class Deployment {
     j["scheduler"] = {{"hints_sent", scheduler_->hints_sent()},
                       {"ends_sent", scheduler_->ends_sent()},
                       {"lookups", scheduler_->lookups()}};
-    j["kv"] = {{"failed_loads", kv_->failed_loads()}, {"failed_stores", kv_->failed_stores()}};
+    j["kv"] = {{"failed_loads", kv_->failed_loads()},
+               {"failed_stores", kv_->failed_stores()},
+               {"short_loads", kv_->short_loads()},
+               {"missed_chunks", kv_->missed_chunks()}};
+    j["extension"] = {{"connection_closed_calls", monitor_->connection_closed_calls()},
+                      {"requests_open_at_close", monitor_->requests_open_at_close()}};
     if (agent_) j["agent"] = agent_metrics_json(*agent_);
     if (!restart_failure_.empty()) j["agent_restart_failure"] = restart_failure_;
     return j;
@@ -409,6 +430,8 @@ class Deployment {
             {"boot_changes", m.boot_changes},
             {"unknown_periods", m.unknown_periods},
             {"open_hint_requests", m.open_hint_requests},
+            {"connections_closed", m.connections_closed},
+            {"hint_requests_closed_by_disconnect", m.hint_requests_closed_by_disconnect},
             {"write_waits", m.write_waits},
             {"hints_accepted", m.hints_accepted},
             {"hints_refused", m.hints_refused}};
@@ -430,6 +453,7 @@ class Deployment {
   std::unique_ptr<CheckedNic> checked_gpu_nic_;
   std::unique_ptr<runtime::Strand> dir_strand_;
   std::unique_ptr<runtime::Strand> fault_strand_;
+  std::vector<bool> fired_;  // by fault index
   std::unique_ptr<runtime::Strand> boot_strand_;
   std::unique_ptr<directory::DirectoryServer> directory_;
   std::unique_ptr<device::CxlSsdDevice> device_;

@@ -156,22 +156,32 @@ int run_demo(std::uint64_t seed, int pings) {
   return 0;
 }
 
-// A fault timed after the workload finished never happens, and a run that
-// passes without it tests nothing the file says (at_s past time_limit_s is
-// refused at load; this is the rest, known only after the run).
+// A fault timed after the workload finished (or on a load that never came)
+// never happens, and a run that passes without it tests nothing the file says
+// (at_s past time_limit_s is refused at load; this is the rest, known only
+// after the run).
 std::vector<std::string> faults_that_never_happened(const rcxl::scenarios::Scenario& sc,
                                                     const rcxl::scenarios::RunResult& run) {
   std::vector<std::string> out;
   if (!run.status.ok()) return out;  // the run failed anyway, and says why
   for (std::size_t i = 0; i < sc.faults.size(); ++i) {
-    const double at = rcxl::runtime::to_seconds(sc.faults[i].at);
-    if (at <= run.virtual_seconds) continue;
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "/faults/%zu (%s at %g s): the run ended at %.3g s, before it; move at_s "
-                  "earlier or lengthen the workload",
-                  i, rcxl::scenarios::fault_kind_name(sc.faults[i].kind).c_str(), at,
-                  run.virtual_seconds);
+    if (i < run.faults_fired.size() && run.faults_fired[i]) continue;
+    const auto& f = sc.faults[i];
+    const std::string kind = rcxl::scenarios::fault_kind_name(f.kind);
+    char line[320];
+    if (f.during_load > 0) {
+      std::snprintf(line, sizeof line,
+                    "/faults/%zu (%s during load %llu): the run started %llu load(s)%s; pick an "
+                    "earlier load or lengthen the workload",
+                    i, kind.c_str(), static_cast<unsigned long long>(f.during_load),
+                    static_cast<unsigned long long>(run.loads_started),
+                    run.loads_started >= f.during_load ? " and ended before after_ms passed" : "");
+    } else {
+      std::snprintf(line, sizeof line,
+                    "/faults/%zu (%s at %g s): the run ended at %.3g s, before it; move at_s "
+                    "earlier or lengthen the workload",
+                    i, kind.c_str(), rcxl::runtime::to_seconds(f.at), run.virtual_seconds);
+    }
     out.emplace_back(line);
   }
   return out;
@@ -253,8 +263,14 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
         {"trace_hash", result.trace_hash}};
     std::printf("%s\n", out.dump(2).c_str());
   } else {
+    // The head line is the verdict: "ok" only when nothing below failed.
+    std::string verdict = result.status.ToString();
+    if (result.status.ok() && !(result.invariants.violations.empty() && unfired.empty())) {
+      verdict = "FAILED (" + std::to_string(result.invariants.violations.size()) +
+                " violation(s), " + std::to_string(unfired.size()) + " fault(s) never happened)";
+    }
     std::printf("%s (seed %llu): %s\n", scenario->name.c_str(),
-                static_cast<unsigned long long>(scenario->seed), result.status.ToString().c_str());
+                static_cast<unsigned long long>(scenario->seed), verdict.c_str());
     std::printf(
         "  reuse-turn TTFT %.2f ms, KV load %.2f ms, %zu requests, %.1f s virtual in %.2f s\n",
         ttft, load, result.records.size(), result.virtual_seconds, result.wall_seconds);

@@ -418,6 +418,8 @@ void Agent::on_closed(const SessionPtr& s) {
     std::lock_guard lock(mu_);
     auto it = conns_.find(s->id);
     if (it != conns_.end()) {
+      ++metrics_.connections_closed;
+      metrics_.hint_requests_closed_by_disconnect += it->second.open_requests.size();
       for (std::uint64_t region : std::set<std::uint64_t>(it->second.holds)) {
         auto r = regions_.find(region);
         if (r != regions_.end()) drop_hold_locked(*r->second, s->id);

@@ -40,6 +40,12 @@ std::string metrics_text(const AgentMetrics& m) {
   scalar(out, "unknown_periods_total", "counter", "Periods the generation was unknown.",
          m.unknown_periods);
   scalar(out, "connections", "gauge", "Open control connections.", m.connections);
+  scalar(out, "connections_closed_total", "counter",
+         "Control connections that closed (the extension's connection_closed is told of each).",
+         m.connections_closed);
+  scalar(out, "hint_requests_closed_by_disconnect_total", "counter",
+         "Open hint requests closed because their connection closed.",
+         m.hint_requests_closed_by_disconnect);
   scalar(out, "regions", "gauge", "Allocated regions.", m.regions);
   scalar(out, "retiring_regions", "gauge", "Freed regions retire() kept.", m.retiring_regions);
   scalar(out, "extension_errors_total", "counter", "Extension hooks that failed.",

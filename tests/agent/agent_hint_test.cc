@@ -352,6 +352,8 @@ TEST(AgentHints, R6_6_ConnectionCloseDropsHoldsAndHintsThenTellsTheExtension) {
   }
   const std::uint64_t conn = m.client->conn;
   EXPECT_EQ(rig.agent->metrics().open_hint_requests, 5u);
+  EXPECT_EQ(rig.agent->metrics().hint_requests_closed_by_disconnect, 0u);
+  const std::uint64_t closed_before = rig.agent->metrics().connections_closed;
   m.client->close();
   ASSERT_TRUE(rig.world
                   .run_until([&] { return !rig.log_lines("connection_closed").empty(); },
@@ -363,6 +365,11 @@ TEST(AgentHints, R6_6_ConnectionCloseDropsHoldsAndHintsThenTellsTheExtension) {
   EXPECT_FALSE(rig.agent->holds(conn, m.region.region));
   EXPECT_EQ(rig.mem_nic.registrations(), 0u);
   EXPECT_EQ(rig.agent->metrics().connections, 0u);
+  // The metrics say what the close did: one connection, five requests with it.
+  EXPECT_EQ(rig.agent->metrics().connections_closed, closed_before + 1);
+  EXPECT_EQ(rig.agent->metrics().hint_requests_closed_by_disconnect, 5u);
+  EXPECT_NE(rig.agent->metrics_text().find("rcxl_agent_hint_requests_closed_by_disconnect_total 5"),
+            std::string::npos);
 }
 
 // SPEC R6.6, the order: by the time connection_closed runs, the holds and the

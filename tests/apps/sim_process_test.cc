@@ -201,6 +201,14 @@ TEST_F(SimRun, R8_AFaultThatNeverHappenedFailsTheRun) {
                                    profiles.string() + " --seed 1\n"),
             std::string::npos)
       << with_profiles.err;
+  // A fault on a load that never starts (one-turn conversations load nothing).
+  const nlohmann::json no_load = {{"faults", {{{"kind", "reset"}, {"during_load", 2}}}}};
+  const Exit unloaded = run({"run", "--quiet", write_scenario("no-load.json", no_load)});
+  EXPECT_EQ(unloaded.code, 1) << unloaded.err;
+  EXPECT_NE(unloaded.out.find("FAULT NEVER HAPPENED: /faults/0 (reset during load 2): the run "
+                              "started 0 load(s); pick an earlier load"),
+            std::string::npos)
+      << unloaded.out;
   const nlohmann::json early = {{"faults", {{{"kind", "reset"}, {"at_s", 0.01}}}}};
   const Exit ok = run({"run", "--quiet", write_scenario("early.json", early)});
   EXPECT_EQ(ok.code, 0) << ok.out << ok.err;

@@ -75,6 +75,12 @@ TEST(Invariants, R3_3_EveryOpenedHintIsEndedOrClosed) {
   m.on_connection_closed(2);
   m.check_all_hints_closed();
   EXPECT_EQ(m.violation_count(), 0u);
+  // SPEC R6.6: the extension was told of one close, with one request open.
+  EXPECT_EQ(m.connection_closed_calls(), 1u);
+  EXPECT_EQ(m.requests_open_at_close(), 1u);
+  m.on_connection_closed(1);  // nothing open on it any more
+  EXPECT_EQ(m.connection_closed_calls(), 2u);
+  EXPECT_EQ(m.requests_open_at_close(), 1u);
   m.on_hint(hint(3, "read_hint", "left-open"), true);
   m.check_all_hints_closed();
   ASSERT_EQ(m.violations().size(), 1u);

@@ -43,6 +43,21 @@ TEST(ScenarioFile, FaultsAndClientParse) {
   EXPECT_EQ(sc->faults[1].duration, std::chrono::seconds(3));
 }
 
+// A fault may fire on an event instead of a time: after_ms past the start of
+// the N-th KV load (a reset or drop that must land while a load is in flight).
+TEST(ScenarioFile, R8_ALoadTriggeredFaultParses) {
+  Json j = minimal();
+  j["workload"] = {{"conversations", 2}, {"turns", 3}};
+  j["faults"] = Json::array({{{"kind", "reset"}, {"during_load", 3}, {"after_ms", 2.5}},
+                             {{"kind", "drop_connections"}, {"during_load", 6}, {"node", "gpu0"}}});
+  auto sc = parse_scenario(j, "t.json");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  EXPECT_EQ(sc->faults[0].during_load, 3u);
+  EXPECT_EQ(sc->faults[0].after, std::chrono::microseconds(2500));
+  EXPECT_EQ(sc->faults[1].during_load, 6u);
+  EXPECT_EQ(sc->faults[1].after, std::chrono::nanoseconds(0));
+}
+
 struct BadCase {
   Json patch;
   std::string pointer;
@@ -192,6 +207,28 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"duration_of_an_instant_fault",
                 fault({{"kind", "reset"}, {"at_s", 1}, {"for_s", 5}}), "/faults/0/for_s",
                 "instant"},
+        Refusal{"at_and_during_load", fault({{"kind", "reset"}, {"at_s", 1}, {"during_load", 2}}),
+                "/faults/0/during_load", "give at_s or during_load, not both"},
+        Refusal{"no_time_nor_load", fault({{"kind", "reset"}}), "/faults/0/at_s",
+                "or after_ms past the start of the during_load-th KV load"},
+        Refusal{"load_zero", fault({{"kind", "reset"}, {"during_load", 0}}),
+                "/faults/0/during_load", "expected an integer in 1..1000000"},
+        Refusal{"load_not_an_integer", fault({{"kind", "reset"}, {"during_load", 1.5}}),
+                "/faults/0/during_load", "expected an integer"},
+        Refusal{"load_past_the_requests",
+                {{"workload", {{"conversations", 2}, {"turns", 3}}},
+                 {"faults", Json::array({{{"kind", "reset"}, {"during_load", 7}}})}},
+                "/faults/0/during_load",
+                "the workload has 6 requests"},
+        Refusal{"after_ms_on_a_timed_fault",
+                fault({{"kind", "reset"}, {"at_s", 1}, {"after_ms", 2}}), "/faults/0/after_ms",
+                "only a fault with during_load takes after_ms"},
+        Refusal{"after_ms_negative",
+                fault({{"kind", "reset"}, {"during_load", 1}, {"after_ms", -1}}),
+                "/faults/0/after_ms", "milliseconds in 0..60000"},
+        Refusal{"after_ms_too_long",
+                fault({{"kind", "reset"}, {"during_load", 1}, {"after_ms", 60001}}),
+                "/faults/0/after_ms", "milliseconds in 0..60000"},
         Refusal{"no_time_to_run", {{"time_limit_s", 0}}, "/time_limit_s", "seconds > 0"},
         Refusal{"unknown_extension",
                 {{"extension", {{"name", "cxl_sd"}}}},
