@@ -325,5 +325,49 @@ TEST(SimNic, AReadPostedBehindAWriteOnItsQueuePairWaitsForTheWriteData) {
   EXPECT_LE(*write_done, *read_done);
 }
 
+// Two GPU nodes reading one memory node share its port's TX: both 16 MiB
+// READs are done only after twice one READ's wire time, at the port's line
+// rate together. Their WRITEs share its RX the same way; a READ and a WRITE
+// (TX and RX) do not wait for each other.
+TEST(SimNic, QueuePairsOfOnePortShareItsLineRatePerDirection) {
+  Rig rig;
+  SimNode& gpu2 = rig.world.add_node("gpu2");
+  SimNic& gpu2_nic = rig.fabric.add_nic("gpu2");
+  auto strand2 = gpu2.make_strand("data");
+  SimMemoryPool pool(64 << 20);
+  const auto reg = rig.expose_all(pool);
+  std::shared_ptr<runtime::QueuePair> qp2;
+  gpu2_nic.connect("mem", *strand2, [&](Result<std::shared_ptr<runtime::QueuePair>> r) {
+    ASSERT_TRUE(r.ok());
+    qp2 = r.value();
+  });
+  ASSERT_TRUE(rig.world.run_until([&] { return qp2 != nullptr; }).ok());
+  const double wire = (16 << 20) / rig.fabric.params().bytes_per_second;
+  auto both = [&](RdmaOp::Kind first, RdmaOp::Kind second) {
+    std::vector<std::byte> a(16 << 20), b(16 << 20);
+    int done = 0;
+    const auto t0 = rig.world.loop().now();
+    rig.qp->post({{first, a, reg.addr, reg.rkey}}, [&](std::vector<Status> s) {
+      EXPECT_TRUE(s[0].ok());
+      ++done;
+    });
+    qp2->post({{second, b, reg.addr + (32 << 20), reg.rkey}}, [&](std::vector<Status> s) {
+      EXPECT_TRUE(s[0].ok());
+      ++done;
+    });
+    EXPECT_TRUE(rig.world.run_until([&] { return done == 2; }).ok());
+    return runtime::to_seconds(rig.world.loop().now() - t0);
+  };
+  const double reads = both(RdmaOp::Kind::kRead, RdmaOp::Kind::kRead);
+  EXPECT_GE(reads, 2 * wire);
+  EXPECT_LT(reads, 2 * wire * 1.05);
+  const double writes = both(RdmaOp::Kind::kWrite, RdmaOp::Kind::kWrite);
+  EXPECT_GE(writes, 2 * wire);
+  EXPECT_LT(writes, 2 * wire * 1.05);
+  const double mixed = both(RdmaOp::Kind::kRead, RdmaOp::Kind::kWrite);
+  EXPECT_LT(mixed, wire * 1.1);  // full duplex: neither waits
+  EXPECT_GE(mixed, wire);
+}
+
 }  // namespace
 }  // namespace rcxl::sim
