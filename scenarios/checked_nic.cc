@@ -51,12 +51,15 @@ Status CheckedNic::deregister(const runtime::Registration& registration) {
 
 void CheckedNic::connect(const std::string& endpoint, runtime::Strand& strand,
                          ConnectHandler done) {
-  inner_.connect(endpoint, strand,
-                 [this, done = std::move(done)](Result<std::shared_ptr<runtime::QueuePair>> qp) {
-                   if (!qp.ok()) return done(std::move(qp));
-                   done(std::shared_ptr<runtime::QueuePair>(std::make_shared<CheckedQueuePair>(
-                       std::move(qp).value(), clock_, monitor_)));
-                 });
+  InvariantMonitor* routed = route_ ? route_(endpoint) : nullptr;
+  InvariantMonitor& books = routed ? *routed : monitor_;
+  inner_.connect(
+      endpoint, strand,
+      [this, &books, done = std::move(done)](Result<std::shared_ptr<runtime::QueuePair>> qp) {
+        if (!qp.ok()) return done(std::move(qp));
+        done(std::shared_ptr<runtime::QueuePair>(
+            std::make_shared<CheckedQueuePair>(std::move(qp).value(), clock_, books)));
+      });
 }
 
 }  // namespace rcxl::scenarios

@@ -3,6 +3,7 @@
 // a dropped registration never succeeds" is checked against books of its own.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,8 +16,15 @@ namespace rcxl::scenarios {
 
 class CheckedNic final : public runtime::Nic {
  public:
-  CheckedNic(runtime::Nic& inner, const runtime::Clock& clock, InvariantMonitor& monitor)
-      : inner_(inner), clock_(clock), monitor_(monitor) {}
+  // The books of the node an RDMA op reaches: its registrations decide.
+  using MonitorFor = std::function<InvariantMonitor*(const std::string& endpoint)>;
+
+  // `monitor` keeps this NIC's registrations; completions of ops through a
+  // queue pair go to `route(peer endpoint)` when given (a GPU node reaching
+  // several memory nodes), else to `monitor`.
+  CheckedNic(runtime::Nic& inner, const runtime::Clock& clock, InvariantMonitor& monitor,
+             MonitorFor route = nullptr)
+      : inner_(inner), clock_(clock), monitor_(monitor), route_(std::move(route)) {}
 
   Result<runtime::Registration> register_memory(runtime::MemoryPool& pool, std::uint64_t offset,
                                                 std::uint64_t length, unsigned access) override;
@@ -35,6 +43,7 @@ class CheckedNic final : public runtime::Nic {
   runtime::Nic& inner_;
   const runtime::Clock& clock_;
   InvariantMonitor& monitor_;
+  MonitorFor route_;
 };
 
 }  // namespace rcxl::scenarios

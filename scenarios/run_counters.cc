@@ -85,7 +85,36 @@ const std::vector<std::string>& fixed_counter_paths() {
   return kPaths;
 }
 
+// "mem3" -> memory, "gpu0" -> gpu; the sections each kind of node reports.
+std::optional<std::vector<std::string>> node_sections(const std::string& node) {
+  const bool mem = node.rfind("mem", 0) == 0, gpu = node.rfind("gpu", 0) == 0;
+  if (!(mem || gpu) || node.size() != 4 || node[3] < '0' || node[3] > '7') return std::nullopt;
+  if (mem) return std::vector<std::string>{"agent", "device", "extension"};
+  return std::vector<std::string>{"kv", "scheduler", "worker"};
+}
+
 Status check_counter_path(const std::string& path) {
+  const std::string by_node = "by_node.";
+  if (path.rfind(by_node, 0) == 0) {
+    // by_node.<node>.<a counter of a section that kind of node has>
+    const std::size_t dot = path.find('.', by_node.size());
+    const std::string node = path.substr(by_node.size(), dot - by_node.size());
+    const auto sections = node_sections(node);
+    if (!sections || dot == std::string::npos) {
+      return Error(ErrorCode::kBadRequest,
+                   "'" + path +
+                       "': write by_node.<node>.<counter>, the node mem0..mem7 or "
+                       "gpu0..gpu7, e.g. by_node.mem1.device.resets");
+    }
+    const std::string rest = path.substr(dot + 1);
+    if (std::find(sections->begin(), sections->end(), section_of(rest)) == sections->end()) {
+      std::string list;
+      for (const auto& sec : *sections) list += (list.empty() ? "" : ", ") + sec + ".";
+      return Error(ErrorCode::kBadRequest,
+                   "'" + path + "': a " + node.substr(0, 3) + " node has " + list + " counters");
+    }
+    return check_counter_path(rest);
+  }
   const auto& fixed = fixed_counter_paths();
   if (std::binary_search(fixed.begin(), fixed.end(), path)) return {};
   std::string key;
@@ -106,10 +135,10 @@ Status check_counter_path(const std::string& path) {
     }
   }
   if (known.empty()) {
-    return Error(
-        ErrorCode::kBadRequest,
-        "no counter section '" + section +
-            "'; counters are under agent., device., extension., kv., scheduler. and worker.");
+    return Error(ErrorCode::kBadRequest,
+                 "no counter section '" + section +
+                     "'; counters are under agent., device., extension., kv., scheduler. and "
+                     "worker. (and by_node.<node>. with several nodes)");
   }
   return Error(ErrorCode::kBadRequest, "no counter " + path + "; " + section + " has " + known);
 }

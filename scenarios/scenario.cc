@@ -99,21 +99,25 @@ class Reader {
   std::string pointer_;
 };
 
-// Network faults act on any node; the device and agent faults on the memory node only.
-Status check_fault_node(const Reader& r, const Fault& f) {
+// Network faults act on any node; the device and agent faults on memory nodes only.
+Status check_fault_node(const Reader& r, const Fault& f, const Topology& topology) {
   const bool network = f.kind == Fault::Kind::kDropConnections ||
                        f.kind == Fault::Kind::kPartition || f.kind == Fault::Kind::kDelay;
-  if (!network) {
-    if (f.node == kMemoryNode) return {};
-    return r.fail("/node", "'" + fault_kind_name(f.kind) + "' acts on the memory node " +
-                               kMemoryNode + ", not '" + printable(f.node) +
-                               "'; drop node or write \"" + kMemoryNode + "\"");
+  std::vector<std::string> memory;
+  for (int i = 0; i < topology.memory_nodes; ++i) memory.push_back(memory_node_name(i));
+  std::vector<std::string> all = {kDirectoryNode};
+  for (int i = 0; i < topology.gpu_nodes; ++i) all.push_back(gpu_node_name(i));
+  all.insert(all.end(), memory.begin(), memory.end());
+  const auto& allowed = network ? all : memory;
+  if (std::find(allowed.begin(), allowed.end(), f.node) != allowed.end()) return {};
+  std::string list;
+  for (const auto& n : allowed) list += (list.empty() ? "" : ", ") + n;
+  if (!network && std::find(all.begin(), all.end(), f.node) != all.end()) {
+    return r.fail("/node", "'" + fault_kind_name(f.kind) + "' acts on a memory node (" + list +
+                               "), not '" + printable(f.node) + "'; drop node or write \"" +
+                               kMemoryNode + "\"");
   }
-  for (const char* node : {kDirectoryNode, kGpuNode, kMemoryNode}) {
-    if (f.node == node) return {};
-  }
-  return r.fail("/node", "no node '" + printable(f.node) + "'; expected one of: " + kDirectoryNode +
-                             ", " + kGpuNode + ", " + kMemoryNode);
+  return r.fail("/node", "no node '" + printable(f.node) + "'; expected one of: " + list);
 }
 
 // Only cxl_ssd reads the simulated device's generation: under another extension
@@ -207,7 +211,6 @@ Status parse_fault(const Json& j, const std::string& origin, const std::string& 
   if (auto s = parse_fault_time(r, j, out); !s.ok()) return s;
   if (auto s = r.seconds("for_s", out.duration); !s.ok()) return s;
   if (auto s = r.string("node", out.node); !s.ok()) return s;
-  if (auto s = check_fault_node(r, out); !s.ok()) return s;
   const bool is_delay = out.kind == Fault::Kind::kDelay;
   if (j.contains("extra_ms") && !is_delay) {
     return r.fail("/extra_ms", "only a delay fault takes extra_ms; drop it");
@@ -350,7 +353,32 @@ bool is_counter_path(const std::string& path) {
   return true;
 }
 
-Status parse_counter_bounds(const Reader& r, const Json& j, std::vector<CounterBounds>& out) {
+// by_node.<node>. counters exist only for the run's nodes, and only when it
+// has more than one node of a kind (a single node's numbers are the totals).
+Status check_node_of(const std::string& path, const Topology& topology) {
+  const std::string prefix = "by_node.";
+  if (path.rfind(prefix, 0) != 0) return {};
+  const std::string node =
+      path.substr(prefix.size(), path.find('.', prefix.size()) - prefix.size());
+  if (topology.gpu_nodes == 1 && topology.memory_nodes == 1) {
+    return Error(ErrorCode::kBadRequest,
+                 "by_node counters come only with several nodes (topology); with one of "
+                 "each, write the total, e.g. " +
+                     path.substr(path.find('.', prefix.size()) + 1));
+  }
+  const bool mem = node.rfind("mem", 0) == 0;
+  const int index = node[3] - '0';
+  const int count = mem ? topology.memory_nodes : topology.gpu_nodes;
+  if (index >= count) {
+    return Error(ErrorCode::kBadRequest, "no node " + node + " in this run: topology has " +
+                                             std::to_string(count) + (mem ? " memory" : " GPU") +
+                                             " node(s)");
+  }
+  return {};
+}
+
+Status parse_counter_bounds(const Reader& r, const Json& j, const Topology& topology,
+                            std::vector<CounterBounds>& out) {
   if (!j.is_object()) {
     return r.fail("", "expected an object such as {\"agent.boot_changes\": {\"min\": 1}}");
   }
@@ -360,6 +388,7 @@ Status parse_counter_bounds(const Reader& r, const Json& j, std::vector<CounterB
       return b.fail("", "expected a dotted counter path such as agent.boot_changes");
     }
     if (auto s = check_counter_path(path); !s.ok()) return b.fail("", s.message());
+    if (auto s = check_node_of(path, topology); !s.ok()) return b.fail("", s.message());
     if (!bounds.is_object()) {
       return b.fail("", "expected {\"min\": N, \"max\": N} (either or both), not a bare value");
     }
@@ -375,7 +404,8 @@ Status parse_counter_bounds(const Reader& r, const Json& j, std::vector<CounterB
   return {};
 }
 
-Status parse_expect(const Json& j, const std::string& origin, Expectations& out) {
+Status parse_expect(const Json& j, const std::string& origin, const Topology& topology,
+                    Expectations& out) {
   Reader r(j, origin, "/expect");
   if (auto s = r.require_object(); !s.ok()) return s;
   if (auto s = r.only({"boots", "counters", "min_reuse_hits"}); !s.ok()) return s;
@@ -387,7 +417,9 @@ Status parse_expect(const Json& j, const std::string& origin, Expectations& out)
   }
   if (j.contains("counters")) {
     Reader c(j["counters"], origin, "/expect/counters");
-    if (auto s = parse_counter_bounds(c, j["counters"], out.counters); !s.ok()) return s;
+    if (auto s = parse_counter_bounds(c, j["counters"], topology, out.counters); !s.ok()) {
+      return s;
+    }
   }
   if (j.contains("min_reuse_hits")) {
     std::uint64_t hits = 0;
@@ -411,7 +443,7 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
   Reader r(j, origin, "");
   if (auto s = r.require_object(); !s.ok()) return s;
   if (auto s = r.only({"name", "description", "seed", "profile", "extension", "pool_bytes",
-                       "client", "workload", "faults", "expect", "time_limit_s"});
+                       "client", "workload", "topology", "faults", "expect", "time_limit_s"});
       !s.ok()) {
     return s;
   }
@@ -464,20 +496,32 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
     if (!w.ok()) return Error(ErrorCode::kBadRequest, origin + ": " + w.status().message());
     sc.workload = w.value();
   }
+  if (j.contains("topology")) {
+    Reader t(j["topology"], origin, "/topology");
+    if (auto s = t.require_object(); !s.ok()) return s;
+    if (auto s = t.only({"gpu_nodes", "memory_nodes"}); !s.ok()) return s;
+    std::uint64_t gpus = 1, mems = 1;
+    for (Status s : {t.unsigned_int("gpu_nodes", gpus, 1, Topology::kMaxNodes),
+                     t.unsigned_int("memory_nodes", mems, 1, Topology::kMaxNodes)}) {
+      if (!s.ok()) return s;
+    }
+    sc.topology.gpu_nodes = static_cast<int>(gpus);
+    sc.topology.memory_nodes = static_cast<int>(mems);
+  }
   if (j.contains("faults")) {
     if (!j["faults"].is_array()) return r.fail("/faults", "expected an array");
     for (std::size_t i = 0; i < j["faults"].size(); ++i) {
       Fault f;
       const std::string at = "/faults/" + std::to_string(i);
       if (auto s = parse_fault(j["faults"][i], origin, at, f); !s.ok()) return s;
-      if (auto s = check_fault_in_run(Reader(j["faults"][i], origin, at), f, sc); !s.ok()) {
-        return s;
-      }
+      const Reader fr(j["faults"][i], origin, at);
+      if (auto s = check_fault_node(fr, f, sc.topology); !s.ok()) return s;
+      if (auto s = check_fault_in_run(fr, f, sc); !s.ok()) return s;
       sc.faults.push_back(f);
     }
   }
   if (j.contains("expect")) {
-    if (auto s = parse_expect(j["expect"], origin, sc.expect); !s.ok()) return s;
+    if (auto s = parse_expect(j["expect"], origin, sc.topology, sc.expect); !s.ok()) return s;
   }
   return sc;
 }

@@ -73,6 +73,22 @@ inline constexpr const char* kDirectoryNode = "dir";
 inline constexpr const char* kGpuNode = "gpu0";
 inline constexpr const char* kMemoryNode = "mem0";
 
+// How many of each node the run has: one directory, GPU nodes gpu0.. (each a
+// serving engine with its scheduler and worker), memory nodes mem0.. (each an
+// agent in front of its own device). The hardware classes (NIC, links, device)
+// are the profile's.
+struct Topology {
+  static constexpr int kMaxNodes = 8;  // of each kind: enough for contention questions
+  int gpu_nodes = 1;
+  int memory_nodes = 1;
+};
+inline std::string gpu_node_name(int i) {
+  return "gpu" + std::to_string(i);
+}
+inline std::string memory_node_name(int i) {
+  return "mem" + std::to_string(i);
+}
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -80,7 +96,8 @@ struct Scenario {
   std::string profile = "cxl_ssd_default";  // scenarios/profiles/<profile>.json
   std::string extension = "cxl_ssd";        // "none", "recording", "cxl_ssd"
   Json extension_config = Json::object();
-  std::uint64_t pool_bytes = 64ull << 30;
+  Topology topology;
+  std::uint64_t pool_bytes = 64ull << 30;  // per memory node
   ClientSettings client;
   WorkloadParams workload;
   std::vector<Fault> faults;

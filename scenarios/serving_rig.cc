@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -151,14 +152,18 @@ class Deployment {
         fabric_(world_, profile.device.nic) {}
 
   ~Deployment() {
-    engine_.reset();
-    kv_.reset();
-    worker_.reset();
-    scheduler_.reset();
-    worker_handler_.reset();
-    scheduler_handler_.reset();
-    if (agent_) agent_->stop();
-    agent_.reset();
+    for (auto& g : gpus_) {
+      g->engine.reset();
+      g->kv.reset();
+      g->worker.reset();
+      g->scheduler.reset();
+      g->worker_handler.reset();
+      g->scheduler_handler.reset();
+    }
+    for (auto& m : mems_) {
+      if (m->agent) m->agent->stop();
+      m->agent.reset();
+    }
     if (directory_) directory_->stop();
   }
 
@@ -174,24 +179,12 @@ class Deployment {
     dopts.secret = kSecret;
     directory_ = std::make_unique<directory::DirectoryServer>(*dir_node_, *dir_strand_, dopts);
     if (auto a = directory_->start({"dir", kDirectoryPort}); !a.ok()) return a.status();
-    // Memory node: the device is the agent's pool and the RNIC's timing.
-    mem_node_ = &world_.add_node(kMemoryNode);
-    mem_nic_ = &fabric_.add_nic("mem0");
-    InvariantLimits limits;
-    limits.max_hint_requests = agent::AgentConfig{}.max_hint_requests;
-    monitor_ = std::make_unique<InvariantMonitor>(mem_node_->clock(), limits);
-    checked_mem_nic_ = std::make_unique<CheckedNic>(*mem_nic_, mem_node_->clock(), *monitor_);
-    device::CxlSsdParams dp = profile_.device.device;
-    dp.capacity_bytes = std::min<std::uint64_t>(dp.capacity_bytes, sc_.pool_bytes);
-    device_ = std::make_unique<device::CxlSsdDevice>(world_.loop(), dp);
-    if (auto s = start_agent(); !s.ok()) return s;
-    // GPU node: scheduler and worker processes, each with its own Handler.
-    gpu_node_ = &world_.add_node(kGpuNode);
-    gpu_nic_ = &fabric_.add_nic("gpu0");
-    checked_gpu_nic_ = std::make_unique<CheckedNic>(*gpu_nic_, gpu_node_->clock(), *monitor_);
+    for (int i = 0; i < sc_.topology.memory_nodes; ++i) {
+      if (auto s = build_memory_node(memory_node_name(i)); !s.ok()) return s;
+    }
     client::Config base;
     base.directory = {"dir", kDirectoryPort};
-    base.agents = {{"mem0", kAgentPort}};
+    for (const auto& m : mems_) base.agents.push_back({m->name, kAgentPort});
     base.secret = kSecret;
     base.chunk_size_bytes = profile_.engine.kv_bytes_per_token *
                             static_cast<std::uint64_t>(profile_.engine.chunk_tokens);
@@ -203,20 +196,10 @@ class Deployment {
     base.write_wait_ms = sc_.client.write_wait_ms;
     base.read_hint_on_arrival = sc_.client.read_hint_on_arrival;
     base.gate_reads = sc_.client.gate_reads;
-    client::Config sched_cfg = base;
-    sched_cfg.client_name = "scheduler";
-    client::Config worker_cfg = base;
-    worker_cfg.client_name = "worker";
-    scheduler_handler_ =
-        std::make_unique<client::Handler>(*gpu_node_, sched_cfg, *checked_gpu_nic_);
-    worker_handler_ = std::make_unique<client::Handler>(*gpu_node_, worker_cfg, *checked_gpu_nic_);
-    scheduler_ = std::make_unique<client::SchedulerConnector>(*scheduler_handler_);
-    worker_ = std::make_unique<client::WorkerConnector>(*gpu_node_, *worker_handler_);
-    kv_ = std::make_unique<RcxlEngineKv>(*scheduler_, *worker_, base.chunk_size_bytes,
-                                         options_.payload_sample_bytes);
+    // Drawn once for the whole run: every engine sees the same conversations.
     auto rnd = world_.random("workload");
-    engine_ = std::make_unique<EngineModel>(*gpu_node_, *kv_, profile_.engine,
-                                            make_workload(sc_.workload, *rnd));
+    const auto workload = make_workload(sc_.workload, *rnd);
+    for (int i = 0; i < sc_.topology.gpu_nodes; ++i) build_gpu_node(i, base, workload);
     schedule_faults();
     return {};
   }
@@ -224,7 +207,7 @@ class Deployment {
   RunResult run() {
     RunResult out;
     const auto wall0 = std::chrono::steady_clock::now();
-    engine_->start();
+    for (auto& g : gpus_) g->engine->start();
     watch_boots();
     std::uint64_t steps = 0;
     auto last_report = wall0;
@@ -238,7 +221,7 @@ class Deployment {
               report_progress(now - wall0);
             }
           }
-          return engine_->done();
+          return engines_done();
         },
         runtime::Instant(sc_.time_limit));
     // Let ends, closes and write-backs settle before the end-of-run checks.
@@ -246,11 +229,14 @@ class Deployment {
     out.wall_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     out.virtual_seconds = runtime::to_seconds(world_.loop().now());
-    out.records = engine_->records();
+    for (const auto& g : gpus_) {
+      const auto& r = g->engine->records();
+      out.records.insert(out.records.end(), r.begin(), r.end());
+      out.invariants.stale_reads += g->kv->stale_reads();
+    }
     out.boots_seen = boots_;
     out.faults_fired = fired_;
-    out.loads_started = kv_->loads_started();
-    out.invariants.stale_reads = kv_->stale_reads();
+    out.loads_started = loads_started_;
     if (out.invariants.stale_reads > 0) {
       out.invariants.violations.push_back(std::to_string(out.invariants.stale_reads) +
                                           " load(s) returned bytes that are not the key's");
@@ -271,9 +257,95 @@ class Deployment {
   }
 
  private:
+  // One memory node: its device is its agent's pool and its RNIC's timing.
+  struct MemoryNode {
+    std::string name;
+    sim::SimNode* node = nullptr;
+    sim::SimNic* nic = nullptr;
+    // Declared before everything that uses it, so it goes last.
+    std::unique_ptr<InvariantMonitor> monitor;
+    std::unique_ptr<CheckedNic> checked_nic;
+    std::unique_ptr<device::CxlSsdDevice> device;
+    std::unique_ptr<agent::Agent> agent;
+    std::string restart_failure;
+  };
+  // One GPU node: a serving engine with its scheduler and worker processes.
+  struct GpuNode {
+    sim::SimNode* node = nullptr;
+    sim::SimNic* nic = nullptr;
+    std::unique_ptr<CheckedNic> checked_nic;
+    std::unique_ptr<client::Handler> scheduler_handler;
+    std::unique_ptr<client::Handler> worker_handler;
+    std::unique_ptr<client::SchedulerConnector> scheduler;
+    std::unique_ptr<client::WorkerConnector> worker;
+    std::unique_ptr<RcxlEngineKv> kv;
+    std::unique_ptr<EngineModel> engine;
+  };
+
+  Status build_memory_node(const std::string& name) {
+    auto m = std::make_unique<MemoryNode>();
+    m->name = name;
+    m->node = &world_.add_node(name);
+    m->nic = &fabric_.add_nic(name);
+    InvariantLimits limits;
+    limits.max_hint_requests = agent::AgentConfig{}.max_hint_requests;
+    m->monitor = std::make_unique<InvariantMonitor>(m->node->clock(), limits);
+    m->checked_nic = std::make_unique<CheckedNic>(*m->nic, m->node->clock(), *m->monitor);
+    device::CxlSsdParams dp = profile_.device.device;
+    dp.capacity_bytes = std::min<std::uint64_t>(dp.capacity_bytes, sc_.pool_bytes);
+    m->device = std::make_unique<device::CxlSsdDevice>(world_.loop(), dp);
+    mems_.push_back(std::move(m));
+    return start_agent(*mems_.back());
+  }
+
+  void build_gpu_node(int index, const client::Config& base,
+                      const std::vector<ConversationSpec>& workload) {
+    auto g = std::make_unique<GpuNode>();
+    const std::string name = gpu_node_name(index);
+    g->node = &world_.add_node(name);
+    g->nic = &fabric_.add_nic(name);
+    // An op's books are those of the memory node it reaches.
+    g->checked_nic =
+        std::make_unique<CheckedNic>(*g->nic, g->node->clock(), *mems_.front()->monitor,
+                                     [this](const std::string& endpoint) -> InvariantMonitor* {
+                                       for (auto& m : mems_) {
+                                         if (m->nic->endpoint() == endpoint)
+                                           return m->monitor.get();
+                                       }
+                                       return nullptr;
+                                     });
+    client::Config sched_cfg = base;
+    client::Config worker_cfg = base;
+    // One GPU node keeps the names it always had (and so its trace hashes).
+    const std::string suffix = index == 0 ? "" : "-" + name;
+    sched_cfg.client_name = "scheduler" + suffix;
+    worker_cfg.client_name = "worker" + suffix;
+    // Engine i starts its regions on memory node i (mod their count): the
+    // engines spread over the memory nodes from their first store.
+    worker_cfg.first_agent = static_cast<std::size_t>(index);
+    g->scheduler_handler = std::make_unique<client::Handler>(*g->node, sched_cfg, *g->checked_nic);
+    g->worker_handler = std::make_unique<client::Handler>(*g->node, worker_cfg, *g->checked_nic);
+    g->scheduler = std::make_unique<client::SchedulerConnector>(*g->scheduler_handler);
+    g->worker = std::make_unique<client::WorkerConnector>(*g->node, *g->worker_handler);
+    g->kv = std::make_unique<RcxlEngineKv>(*g->scheduler, *g->worker, base.chunk_size_bytes,
+                                           options_.payload_sample_bytes);
+    g->engine = std::make_unique<EngineModel>(*g->node, *g->kv, profile_.engine, workload, index,
+                                              sc_.topology.gpu_nodes);
+    gpus_.push_back(std::move(g));
+  }
+
+  bool engines_done() const {
+    for (const auto& g : gpus_) {
+      if (!g->engine->done()) return false;
+    }
+    return true;
+  }
+
   void report_progress(std::chrono::steady_clock::duration wall) {
     std::size_t done = 0;
-    for (const auto& r : engine_->records()) done += r.finished.count() > 0;
+    for (const auto& g : gpus_) {
+      for (const auto& r : g->engine->records()) done += r.finished.count() > 0;
+    }
     const std::size_t total = static_cast<std::size_t>(sc_.workload.conversations) *
                               static_cast<std::size_t>(sc_.workload.turns);
     char line[160];
@@ -283,20 +355,27 @@ class Deployment {
     options_.progress(line);
   }
 
-  // Issue #6 item 6: the monitor's books, checked at the end of every run.
+  // Issue #6 item 6: the monitors' books, checked at the end of every run.
   void check_invariants(RunResult& out) {
-    for (const client::Handler* h : {scheduler_handler_.get(), worker_handler_.get()}) {
-      const client::Config& c = h->config();
-      monitor_->check_write_wait(c.client_name, h->stats().longest_write_wait,
-                                 std::chrono::milliseconds(c.write_wait_ms) + c.reply_timeout);
+    InvariantMonitor& client_books = *mems_.front()->monitor;
+    for (const auto& g : gpus_) {
+      for (const client::Handler* h : {g->scheduler_handler.get(), g->worker_handler.get()}) {
+        const client::Config& c = h->config();
+        client_books.check_write_wait(c.client_name, h->stats().longest_write_wait,
+                                      std::chrono::milliseconds(c.write_wait_ms) + c.reply_timeout);
+      }
     }
-    if (out.status.ok()) monitor_->check_all_hints_closed();
-    for (auto& v : monitor_->violations()) out.invariants.violations.push_back(v);
+    for (const auto& m : mems_) {
+      if (out.status.ok()) m->monitor->check_all_hints_closed();
+      // With one memory node its lines read as they always did.
+      const std::string where = mems_.size() > 1 ? m->name + ": " : "";
+      for (auto& v : m->monitor->violations()) out.invariants.violations.push_back(where + v);
+    }
   }
 
-  Status start_agent() {
+  Status start_agent(MemoryNode& m) {
     const auto registry = scenario_extension_registry();
-    ext::ExtensionContext ctx{mem_node_, device_.get()};
+    ext::ExtensionContext ctx{m.node, m.device.get()};
     Json config = sc_.extension_config;
     auto extension = registry.create(sc_.extension, ctx, config);
     if (!extension.ok()) {
@@ -306,34 +385,39 @@ class Deployment {
     // `none` creates no extension: the agent then runs without one (nothing to watch).
     std::unique_ptr<ext::RegionExtension> checked;
     if (*extension) {
-      checked = std::make_unique<CheckedExtension>(std::move(extension).value(), *monitor_);
+      checked = std::make_unique<CheckedExtension>(std::move(extension).value(), *m.monitor);
     }
     agent::AgentConfig ac;
-    ac.listen = {{"mem0", kAgentPort}};
+    ac.listen = {{m.name, kAgentPort}};
     ac.auth_secret = kSecret;
-    ac.boot_id = "boot-mem0";
+    ac.boot_id = "boot-" + m.name;
     // The region table survives an agent restart, as with the real unit's state dir.
     ac.state_file = "/var/lib/rcxl-agent/regions.json";
-    ac.on_boot_change = [this](const std::string& boot) { monitor_->on_boot_change(boot); };
-    agent_ = std::make_unique<agent::Agent>(*mem_node_, *device_, *checked_mem_nic_,
-                                            std::move(checked), ac);
-    return agent_->start();
+    ac.on_boot_change = [monitor = m.monitor.get()](const std::string& boot) {
+      monitor->on_boot_change(boot);
+    };
+    m.agent =
+        std::make_unique<agent::Agent>(*m.node, *m.device, *m.checked_nic, std::move(checked), ac);
+    return m.agent->start();
   }
 
   void schedule_faults() {
-    fault_strand_ = mem_node_->make_strand("faults");
+    fault_strand_ = mems_.front()->node->make_strand("faults");
     fired_.assign(sc_.faults.size(), false);
     for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
       const Fault& f = sc_.faults[i];
       if (f.during_load == 0) fault_strand_->post_after(f.at, [this, i] { fire(i); });
     }
-    // Load-triggered faults: armed when the engine starts the N-th load.
-    kv_->on_load_start([this](std::uint64_t nth) {
-      for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
-        if (sc_.faults[i].during_load != nth) continue;
-        fault_strand_->post_after(sc_.faults[i].after, [this, i] { fire(i); });
-      }
-    });
+    // Load-triggered faults: armed when the run's N-th load starts, on any engine.
+    for (auto& g : gpus_) {
+      g->kv->on_load_start([this](std::uint64_t) {
+        const std::uint64_t nth = ++loads_started_;
+        for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
+          if (sc_.faults[i].during_load != nth) continue;
+          fault_strand_->post_after(sc_.faults[i].after, [this, i] { fire(i); });
+        }
+      });
+    }
   }
 
   void fire(std::size_t index) {
@@ -341,15 +425,23 @@ class Deployment {
     apply(sc_.faults[index]);
   }
 
+  MemoryNode* memory_node(const std::string& name) {
+    for (auto& m : mems_) {
+      if (m->name == name) return m.get();
+    }
+    return nullptr;
+  }
+
   void apply(const Fault& f) {
     world_.trace().record(world_.loop().now().count(), "scenario fault " + fault_kind_name(f.kind));
     auto& net = world_.network();
+    MemoryNode* m = memory_node(f.node);  // checked when the file was read
     switch (f.kind) {
       case Fault::Kind::kReset:
-        device_->reset();
+        m->device->reset();
         break;
       case Fault::Kind::kUnknown:
-        device_->script_unknown_period(world_.loop().now(), world_.loop().now() + f.duration);
+        m->device->script_unknown_period(world_.loop().now(), world_.loop().now() + f.duration);
         break;
       case Fault::Kind::kDropConnections:
         net.drop_connections(f.node);
@@ -364,32 +456,34 @@ class Deployment {
                                   [&net, node = f.node] { net.set_extra_delay(node, {}); });
         break;
       case Fault::Kind::kAgentRestart:
-        agent_->stop();
-        agent_.reset();
-        if (auto s = start_agent(); !s.ok()) {
+        m->agent->stop();
+        m->agent.reset();
+        if (auto s = start_agent(*m); !s.ok()) {
           // The agent stays down (R6.2: a start that cannot tell the generation
           // stops); its counters go with it, the failure is reported instead.
-          restart_failure_ = s.ToString();
-          agent_.reset();
+          m->restart_failure = s.ToString();
+          m->agent.reset();
         }
         break;
     }
   }
 
-  // Samples the agent's boot: every distinct value, in order.
+  // Samples the agents' boots: every distinct value, in order.
   void watch_boots() {
-    if (!boot_strand_) boot_strand_ = mem_node_->make_strand("boot-watch");
-    if (agent_) {
-      const std::string b = agent_->boot();
-      if (boots_.empty() || boots_.back() != b) boots_.push_back(b);
-      monitor_->on_boot(b);
+    if (!boot_strand_) boot_strand_ = mems_.front()->node->make_strand("boot-watch");
+    for (auto& m : mems_) {
+      if (!m->agent) continue;
+      const std::string b = m->agent->boot();
+      if (last_boot_[m->name] != b) boots_.push_back(b);
+      last_boot_[m->name] = b;
+      m->monitor->on_boot(b);
     }
-    if (!engine_->done()) boot_strand_->post_after(10ms, [this] { watch_boots(); });
+    if (!engines_done()) boot_strand_->post_after(10ms, [this] { watch_boots(); });
   }
 
-  Json counters() const {
-    const auto& d = device_->counters();
-    const auto ws = worker_handler_->stats();
+  // One memory node's numbers: its device, agent and what its extension was told.
+  static Json memory_counters(const MemoryNode& m) {
+    const auto& d = m.device->counters();
     Json j;
     j["device"] = {{"hits", d.hits},
                    {"misses", d.misses},
@@ -402,6 +496,16 @@ class Deployment {
                    {"idle_write_backs", d.idle_write_backs},
                    {"hinted_bytes_prepared", d.hinted_bytes_prepared},
                    {"resets", d.resets}};
+    j["extension"] = {{"connection_closed_calls", m.monitor->connection_closed_calls()},
+                      {"requests_open_at_close", m.monitor->requests_open_at_close()}};
+    if (m.agent) j["agent"] = agent_metrics_json(*m.agent);
+    return j;
+  }
+
+  // One GPU node's numbers: its worker, scheduler and engine KV layer.
+  static Json gpu_counters(const GpuNode& g) {
+    const auto ws = g.worker_handler->stats();
+    Json j;
     j["worker"] = {{"loads", ws.loads},
                    {"stores", ws.stores},
                    {"reads_posted", ws.reads_posted},
@@ -409,17 +513,54 @@ class Deployment {
                    {"boot_misses", ws.boot_misses},
                    {"remote_access_errors", ws.remote_access_errors},
                    {"longest_write_wait_ms", runtime::to_millis(ws.longest_write_wait)}};
-    j["scheduler"] = {{"hints_sent", scheduler_->hints_sent()},
-                      {"ends_sent", scheduler_->ends_sent()},
-                      {"lookups", scheduler_->lookups()}};
-    j["kv"] = {{"failed_loads", kv_->failed_loads()},
-               {"failed_stores", kv_->failed_stores()},
-               {"short_loads", kv_->short_loads()},
-               {"missed_chunks", kv_->missed_chunks()}};
-    j["extension"] = {{"connection_closed_calls", monitor_->connection_closed_calls()},
-                      {"requests_open_at_close", monitor_->requests_open_at_close()}};
-    if (agent_) j["agent"] = agent_metrics_json(*agent_);
-    if (!restart_failure_.empty()) j["agent_restart_failure"] = restart_failure_;
+    j["scheduler"] = {{"hints_sent", g.scheduler->hints_sent()},
+                      {"ends_sent", g.scheduler->ends_sent()},
+                      {"lookups", g.scheduler->lookups()}};
+    j["kv"] = {{"failed_loads", g.kv->failed_loads()},
+               {"failed_stores", g.kv->failed_stores()},
+               {"short_loads", g.kv->short_loads()},
+               {"missed_chunks", g.kv->missed_chunks()}};
+    return j;
+  }
+
+  // Totals over nodes: counts and gauges add up; a longest is the longest.
+  static void add_into(Json& total, const Json& part, const std::string& key = "") {
+    if (part.is_object()) {
+      if (!total.is_object()) total = Json::object();
+      for (const auto& [k, v] : part.items()) add_into(total[k], v, k);
+    } else if (total.is_null()) {
+      total = part;
+    } else if (key == "longest_write_wait_ms") {
+      total = std::max(total.get<double>(), part.get<double>());
+    } else if (total.is_number_unsigned() && part.is_number_unsigned()) {
+      total = total.get<std::uint64_t>() + part.get<std::uint64_t>();
+    } else {
+      total = total.get<double>() + part.get<double>();
+    }
+  }
+
+  Json counters() const {
+    Json j = Json::object();
+    Json by_node = Json::object();
+    for (const auto& m : mems_) {
+      const Json node = memory_counters(*m);
+      add_into(j, node);
+      by_node[m->name] = node;
+    }
+    for (const auto& g : gpus_) {
+      const Json node = gpu_counters(*g);
+      add_into(j, node);
+      by_node[g->node->name()] = node;
+    }
+    // Only with more than one node of a kind (docs/scenarios.md, `by_node`).
+    if (mems_.size() > 1 || gpus_.size() > 1) j["by_node"] = by_node;
+    std::string failures;
+    for (const auto& m : mems_) {
+      if (m->restart_failure.empty()) continue;
+      failures += (failures.empty() ? "" : "; ") +
+                  (mems_.size() > 1 ? m->name + ": " : std::string()) + m->restart_failure;
+    }
+    if (!failures.empty()) j["agent_restart_failure"] = failures;
     return j;
   }
 
@@ -443,29 +584,16 @@ class Deployment {
   sim::SimWorld world_;
   sim::SimFabric fabric_;
   sim::SimNode* dir_node_ = nullptr;
-  sim::SimNode* mem_node_ = nullptr;
-  sim::SimNode* gpu_node_ = nullptr;
-  sim::SimNic* mem_nic_ = nullptr;
-  sim::SimNic* gpu_nic_ = nullptr;
-  // Declared before everything that uses them, so they go last.
-  std::unique_ptr<InvariantMonitor> monitor_;
-  std::unique_ptr<CheckedNic> checked_mem_nic_;
-  std::unique_ptr<CheckedNic> checked_gpu_nic_;
   std::unique_ptr<runtime::Strand> dir_strand_;
-  std::unique_ptr<runtime::Strand> fault_strand_;
-  std::vector<bool> fired_;  // by fault index
-  std::unique_ptr<runtime::Strand> boot_strand_;
   std::unique_ptr<directory::DirectoryServer> directory_;
-  std::unique_ptr<device::CxlSsdDevice> device_;
-  std::unique_ptr<agent::Agent> agent_;
-  std::unique_ptr<client::Handler> scheduler_handler_;
-  std::unique_ptr<client::Handler> worker_handler_;
-  std::unique_ptr<client::SchedulerConnector> scheduler_;
-  std::unique_ptr<client::WorkerConnector> worker_;
-  std::unique_ptr<RcxlEngineKv> kv_;
-  std::unique_ptr<EngineModel> engine_;
+  std::vector<std::unique_ptr<MemoryNode>> mems_;  // before gpus_: their NICs' books outlive them
+  std::vector<std::unique_ptr<GpuNode>> gpus_;
+  std::unique_ptr<runtime::Strand> fault_strand_;
+  std::unique_ptr<runtime::Strand> boot_strand_;
+  std::vector<bool> fired_;  // by fault index
+  std::uint64_t loads_started_ = 0;
   std::vector<std::string> boots_;
-  std::string restart_failure_;
+  std::map<std::string, std::string> last_boot_;  // by memory node
 };
 
 }  // namespace

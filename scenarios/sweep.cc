@@ -46,6 +46,12 @@ const std::vector<NamedParam>& named_params() {
       {"concurrency", "/workload/conversations", 1,
        "conversations in flight, each a closed-loop client with one request at a time "
        "(scenario workload.conversations; 48)"},
+      {"gpu_nodes", "/topology/gpu_nodes", 1,
+       "GPU nodes (serving engines) sharing the memory nodes, conversations dealt round robin "
+       "(scenario topology.gpu_nodes; 1)"},
+      {"memory_nodes", "/topology/memory_nodes", 1,
+       "memory nodes (an agent and its device each), regions allocated round robin "
+       "(scenario topology.memory_nodes; 1)"},
   };
   return kNamed;
 }

@@ -25,6 +25,10 @@ struct Config {
   // The pool: own regions are allocated from these agents, round robin; read
   // promotes go to every one of them (R4.5).
   std::vector<runtime::Address> agents;
+  // Where the round robin starts (modulo agents.size()): clients given
+  // different starts spread their first regions over the pool instead of all
+  // filling the first agent.
+  std::size_t first_agent = 0;
   // Shared secret of agents and directory (file contents, trimmed); empty: --auth none.
   std::string secret;
   // Names hint requests and store tokens apart from other clients' (per connection anyway).

@@ -127,7 +127,8 @@ void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
   if (config_.agents.empty() || agents_tried >= config_.agents.size()) {
     return done(Error(ErrorCode::kNoSpace, "no agent could give a region"));
   }
-  const std::string agent = agent_key(config_.agents[next_agent_++ % config_.agents.size()]);
+  const std::string agent =
+      agent_key(config_.agents[(config_.first_agent + next_agent_++) % config_.agents.size()]);
   std::weak_ptr<bool> alive = alive_;
   regions_->allocate(
       agent, config_.region_size_bytes,

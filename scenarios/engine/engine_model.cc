@@ -8,11 +8,16 @@ namespace rcxl::scenarios {
 using runtime::Duration;
 
 EngineModel::EngineModel(runtime::Runtime& rt, EngineKv& kv, EngineParams params,
-                         std::vector<ConversationSpec> workload)
-    : rt_(rt), kv_(kv), params_(params), strand_(rt.make_strand("engine")) {
-  for (auto& spec : workload) {
-    total_turns_ += spec.turns.size();
-    conversations_.push_back(Conversation{std::move(spec)});
+                         std::vector<ConversationSpec> workload, int engine, int engines)
+    : rt_(rt),
+      kv_(kv),
+      params_(params),
+      strand_(rt.make_strand("engine")),
+      engine_(engine),
+      engines_(std::max(engines, 1)) {
+  for (std::size_t c = 0; c < workload.size(); ++c) {
+    if (serves(c)) total_turns_ += workload[c].turns.size();
+    conversations_.push_back(Conversation{std::move(workload[c])});
   }
 }
 
@@ -20,7 +25,7 @@ EngineModel::~EngineModel() = default;
 
 void EngineModel::start() {
   for (std::size_t c = 0; c < conversations_.size(); ++c) {
-    if (conversations_[c].spec.turns.empty()) continue;
+    if (!serves(c) || conversations_[c].spec.turns.empty()) continue;
     strand_->post_after(conversations_[c].spec.start,
                         [this, c] { arrive(static_cast<int>(c), 1); });
   }

@@ -41,8 +41,10 @@ struct RequestRecord {
 
 class EngineModel {
  public:
+  // With several engines (GPU nodes) each serves the conversations c with
+  // c % engines == engine; all see the whole workload, so names stay global.
   EngineModel(runtime::Runtime& rt, EngineKv& kv, EngineParams params,
-              std::vector<ConversationSpec> workload);
+              std::vector<ConversationSpec> workload, int engine = 0, int engines = 1);
   ~EngineModel();
 
   void start();
@@ -69,6 +71,9 @@ class EngineModel {
     bool load_finished = false;
   };
 
+  bool serves(std::size_t conversation) const {
+    return static_cast<int>(conversation % static_cast<std::size_t>(engines_)) == engine_;
+  }
   void arrive(int conversation, int turn);
   void kick();  // runs a schedule pass if the GPU is idle
   void schedule_pass();
@@ -85,6 +90,8 @@ class EngineModel {
   EngineParams params_;
   std::unique_ptr<runtime::Strand> strand_;
   std::vector<Conversation> conversations_;
+  int engine_ = 0;
+  int engines_ = 1;
   std::map<std::uint64_t, Request> requests_;  // by arrival sequence: FIFO order
   std::vector<RequestRecord> records_;
   std::uint64_t next_request_ = 0;

@@ -28,6 +28,26 @@ TEST(Handler, R1_6_StoreThenLoadMovesRealBytesAndReleasesTheLease) {
   EXPECT_EQ(rig.directory_server->directory().open_leases(), 0u);
 }
 
+// Own regions come from the pool round robin from `first_agent` (mod the
+// pool): clients with different starts spread their first regions.
+TEST(Handler, R1_6_FirstAgentSpreadsClientsOverThePool) {
+  ClientRig rig;
+  rig.add_memory("mem0");
+  rig.add_memory("mem1");
+  auto regions = [&](const std::string& m) { return rig.memory[m].agent->metrics().regions; };
+  Handler& a = rig.handler(rig.config());  // first_agent 0
+  ASSERT_EQ(rig.store(a, {item("a", "x")})->stored, 1u);
+  EXPECT_EQ(regions("mem0"), 1u);
+  EXPECT_EQ(regions("mem1"), 0u);
+  Config starts_at_1 = rig.config();
+  starts_at_1.first_agent = 3;  // 3 mod 2
+  Handler& b = rig.handler(starts_at_1);
+  ASSERT_EQ(rig.store(b, {item("b", "y")})->stored, 1u);
+  EXPECT_EQ(regions("mem0"), 1u);
+  EXPECT_EQ(regions("mem1"), 1u);
+  EXPECT_EQ(text_of(rig.load(a, {"b"})->values.at(0)), "y");
+}
+
 TEST(Handler, R1_1_FirstWriterWinsAndTheLoserGivesItsPageBack) {
   ClientRig rig;
   rig.add_memory("mem");

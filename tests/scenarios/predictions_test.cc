@@ -92,5 +92,21 @@ TEST(Predictions, R8_MoreConcurrencyThanTheCacheHoldsSlowsUnhintedLoads) {
   EXPECT_GT(r.ttft(1, "no_hints"), r.ttft(1, "all_dram"));
 }
 
+// Topology: a second memory node splits the regions (and so the READs and
+// WRITEs) between two RNIC ports and two devices, so loads get faster, whether
+// one GPU node or four share the memory; four GPU nodes prefill four requests
+// at once, so requests wait less for the GPU. (From one GPU node to several on
+// one memory node the mean load can move either way: the port is shared, but a
+// READ no longer waits behind the other engines' stores on its own QP.)
+TEST(Predictions, R8_ASecondMemoryNodeSpeedsLoadsAndMoreGpuNodesCutTtft) {
+  auto r = run_grid({param("gpu_nodes=1,4"), param("memory_nodes=1,2")}, {"all_dram"}, 16);
+  ASSERT_EQ(r.size(), 4u);
+  // Points in grid order: (gpu 1, mem 1), (1, 2), (4, 1), (4, 2).
+  EXPECT_LT(r.load(1, "all_dram"), r.load(0, "all_dram"));
+  EXPECT_LT(r.load(3, "all_dram"), r.load(2, "all_dram"));
+  EXPECT_LT(r.ttft(2, "all_dram"), r.ttft(0, "all_dram"));
+  EXPECT_LT(r.ttft(3, "all_dram"), r.ttft(1, "all_dram"));
+}
+
 }  // namespace
 }  // namespace rcxl::scenarios

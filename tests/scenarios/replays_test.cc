@@ -200,6 +200,37 @@ TEST(Replay, R6_AResetDuringALoadGivesMissesAndWithoutPoisonStaleBytesAreCaught)
   }
 }
 
+// A topology of one node of each kind is the deployment the simulator always
+// had: the same trace, bit for bit.
+TEST(Replay, R8_OneNodeOfEachIsTheDeploymentWithoutATopology) {
+  Json j = Json::parse(*embedded_file("replays/reset_during_load.json"));
+  ASSERT_FALSE(j.contains("topology"));
+  auto plain = parse_scenario(j, "plain");
+  j["topology"] = {{"gpu_nodes", 1}, {"memory_nodes", 1}};
+  auto explicit_one = parse_scenario(j, "explicit");
+  ASSERT_TRUE(plain.ok() && explicit_one.ok());
+  auto profile = load_profile("", plain->profile);
+  ASSERT_TRUE(profile.ok());
+  const RunResult a = run_scenario(*plain, *profile);
+  const RunResult b = run_scenario(*explicit_one, *profile);
+  EXPECT_EQ(a.trace_hash, b.trace_hash);
+  EXPECT_FALSE(a.counters.contains("by_node"));
+  // Two GPU nodes: each has its own numbers, and the totals are their sums.
+  j["topology"] = {{"gpu_nodes", 2}, {"memory_nodes", 1}};
+  auto two = parse_scenario(j, "two");
+  ASSERT_TRUE(two.ok());
+  const RunResult c = run_scenario(*two, *profile);
+  ASSERT_TRUE(c.status.ok()) << c.status.ToString();
+  for (const auto& v : c.invariants.violations) ADD_FAILURE() << v;
+  const auto& n = c.counters["by_node"];
+  EXPECT_GT(n["gpu0"]["worker"]["stores"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(n["gpu1"]["worker"]["stores"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(c.counters["worker"]["stores"].get<std::uint64_t>(),
+            n["gpu0"]["worker"]["stores"].get<std::uint64_t>() +
+                n["gpu1"]["worker"]["stores"].get<std::uint64_t>());
+  EXPECT_EQ(c.records.size(), a.records.size());  // every request served once
+}
+
 // `"extension": {"name": "none"}` runs the agent without an extension (it
 // crashed: the invariant wrapper wrapped nothing).
 TEST(Replay, R2_AScenarioWithoutAnExtensionRuns) {

@@ -58,6 +58,28 @@ TEST(ScenarioFile, R8_ALoadTriggeredFaultParses) {
   EXPECT_EQ(sc->faults[1].after, std::chrono::nanoseconds(0));
 }
 
+// The topology: how many GPU and memory nodes; faults and by_node counters
+// may then name any of them.
+TEST(ScenarioFile, R8_TopologyNamesTheNodesFaultsAndCountersMayUse) {
+  Json j = minimal();
+  j["topology"] = {{"gpu_nodes", 2}, {"memory_nodes", 3}};
+  j["faults"] = Json::array({{{"kind", "reset"}, {"at_s", 1}, {"node", "mem2"}},
+                             {{"kind", "partition"}, {"at_s", 1}, {"for_s", 1}, {"node", "gpu1"}}});
+  j["expect"] = {{"counters",
+                  {{"by_node.mem2.device.resets", {{"min", 1}}},
+                   {"by_node.gpu1.kv.short_loads", {{"max", 0}}},
+                   {"by_node.mem0.agent.hints_accepted.read_hint", {{"min", 1}}}}}};
+  auto sc = parse_scenario(j, "t.json");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  EXPECT_EQ(sc->topology.gpu_nodes, 2);
+  EXPECT_EQ(sc->topology.memory_nodes, 3);
+  EXPECT_EQ(sc->faults[0].node, "mem2");
+  const auto defaults = parse_scenario(minimal(), "t.json");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->topology.gpu_nodes, 1);
+  EXPECT_EQ(defaults->topology.memory_nodes, 1);
+}
+
 struct BadCase {
   Json patch;
   std::string pointer;
@@ -196,7 +218,7 @@ INSTANTIATE_TEST_SUITE_P(
                 fault({{"kind", "drop_connections"}, {"at_s", 1}, {"node", "mem9"}}),
                 "/faults/0/node", "expected one of: dir, gpu0, mem0"},
         Refusal{"device_fault_elsewhere", fault({{"kind", "reset"}, {"at_s", 1}, {"node", "gpu0"}}),
-                "/faults/0/node", "acts on the memory node mem0"},
+                "/faults/0/node", "acts on a memory node (mem0), not 'gpu0'"},
         Refusal{"delay_without_extra", fault({{"kind", "delay"}, {"at_s", 1}, {"for_s", 2}}),
                 "/faults/0/extra_ms", "extra_ms > 0"},
         Refusal{"delay_of_zero",
@@ -229,6 +251,46 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"after_ms_too_long",
                 fault({{"kind", "reset"}, {"during_load", 1}, {"after_ms", 60001}}),
                 "/faults/0/after_ms", "milliseconds in 0..60000"},
+        Refusal{"topology_not_an_object", {{"topology", 2}}, "/topology", "expected an object"},
+        Refusal{"topology_unknown_field",
+                {{"topology", {{"gpus", 2}}}},
+                "/topology/gpus",
+                "expected one of: gpu_nodes, memory_nodes"},
+        Refusal{"no_gpu_nodes",
+                {{"topology", {{"gpu_nodes", 0}}}},
+                "/topology/gpu_nodes",
+                "expected an integer in 1..8"},
+        Refusal{"too_many_memory_nodes",
+                {{"topology", {{"memory_nodes", 9}}}},
+                "/topology/memory_nodes",
+                "expected an integer in 1..8"},
+        Refusal{"fault_on_a_memory_node_not_there",
+                fault({{"kind", "reset"}, {"at_s", 1}, {"node", "mem1"}}), "/faults/0/node",
+                "no node 'mem1'; expected one of: mem0"},
+        Refusal{"device_fault_on_a_gpu_node",
+                {{"topology", {{"memory_nodes", 2}}},
+                 {"faults", Json::array({{{"kind", "reset"}, {"at_s", 1}, {"node", "gpu0"}}})}},
+                "/faults/0/node",
+                "acts on a memory node (mem0, mem1), not 'gpu0'"},
+        Refusal{"by_node_with_one_node_of_each",
+                {{"expect", {{"counters", {{"by_node.mem0.device.resets", {{"min", 1}}}}}}}},
+                "/expect/counters/by_node.mem0.device.resets",
+                "with one of each, write the total, e.g. device.resets"},
+        Refusal{"by_node_of_a_node_not_there",
+                {{"topology", {{"gpu_nodes", 2}}},
+                 {"expect", {{"counters", {{"by_node.gpu2.kv.short_loads", {{"min", 1}}}}}}}},
+                "/expect/counters/by_node.gpu2.kv.short_loads",
+                "no node gpu2 in this run: topology has 2 GPU node(s)"},
+        Refusal{"by_node_section_of_the_other_kind",
+                {{"topology", {{"gpu_nodes", 2}}},
+                 {"expect", {{"counters", {{"by_node.gpu1.device.hits", {{"min", 1}}}}}}}},
+                "/expect/counters/by_node.gpu1.device.hits",
+                "a gpu node has kv., scheduler., worker. counters"},
+        Refusal{"by_node_not_a_node",
+                {{"topology", {{"gpu_nodes", 2}}},
+                 {"expect", {{"counters", {{"by_node.dir.kv.short_loads", {{"min", 1}}}}}}}},
+                "/expect/counters/by_node.dir.kv.short_loads",
+                "write by_node.<node>.<counter>"},
         Refusal{"no_time_to_run", {{"time_limit_s", 0}}, "/time_limit_s", "seconds > 0"},
         Refusal{"unknown_extension",
                 {{"extension", {{"name", "cxl_sd"}}}},
