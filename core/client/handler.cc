@@ -208,8 +208,14 @@ void Handler::start_store(std::shared_ptr<StoreJob> job) {
       agents.insert(page.agent);
     }
     const bool hints_on = config_.effective_write_hints();
-    auto after_plan = [this, alive, job, agents,
-                       hints_on](const std::set<std::string>& takes_wait) {
+    // SPEC R4.3: the budget runs from here, the plan (connects, hellos) included.
+    const runtime::Instant wait_start = clock_.now();
+    const runtime::Instant deadline = wait_start + std::chrono::milliseconds(config_.write_wait_ms);
+    auto held = [this, wait_start] {
+      stats_.longest_write_wait = std::max(stats_.longest_write_wait, clock_.now() - wait_start);
+    };
+    auto after_plan = [this, alive, job, agents, hints_on, deadline,
+                       held](const std::set<std::string>& takes_wait) {
       if (alive.expired()) return;
       std::set<std::string> others;
       for (const auto& a : agents) {
@@ -217,25 +223,24 @@ void Handler::start_store(std::shared_ptr<StoreJob> job) {
       }
       // R4.1: queued before the WRITEs are posted; R4.3: others still get one.
       if (hints_on && !others.empty()) hints_->write_hint(job->token, subset(job->ranges, others));
-      if (takes_wait.empty()) return write_and_register(job);
-      const runtime::Instant wait_start = clock_.now();
-      waits_->wait(
-          job->token, subset(job->ranges, takes_wait),
-          std::chrono::milliseconds(config_.write_wait_ms),
-          [this, alive, job, hints_on, wait_start](const std::set<std::string>& not_asked) {
-            if (alive.expired()) return;
-            stats_.longest_write_wait =
-                std::max(stats_.longest_write_wait, clock_.now() - wait_start);
-            if (hints_on && !not_asked.empty()) {
-              hints_->write_hint(job->token, subset(job->ranges, not_asked));
-            }
-            write_and_register(job);  // whatever the answers were
-          });
+      if (takes_wait.empty()) {
+        held();
+        return write_and_register(job);
+      }
+      waits_->wait(job->token, subset(job->ranges, takes_wait), deadline,
+                   [this, alive, job, hints_on, held](const std::set<std::string>& not_asked) {
+                     if (alive.expired()) return;
+                     held();
+                     if (hints_on && !not_asked.empty()) {
+                       hints_->write_hint(job->token, subset(job->ranges, not_asked));
+                     }
+                     write_and_register(job);  // whatever the answers were
+                   });
     };
     // A write wait is a write hint that waits: with write hints off nothing is
     // asked (the seed: "off unless maru_read_hints is set", which write hints follow).
     if (config_.write_wait_ms == 0 || !hints_on) return after_plan({});
-    waits_->plan({agents.begin(), agents.end()}, after_plan);
+    waits_->plan({agents.begin(), agents.end()}, deadline, after_plan);
   });
 }
 

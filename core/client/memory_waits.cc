@@ -35,32 +35,47 @@ MemoryWaits::Peer& MemoryWaits::peer(const std::string& agent) {
   return p;
 }
 
-void MemoryWaits::plan(std::vector<std::string> agents,
+void MemoryWaits::plan(std::vector<std::string> agents, runtime::Instant deadline,
                        std::function<void(std::set<std::string>)> done) {
-  plan_next(std::move(agents), std::make_shared<std::set<std::string>>(), std::move(done));
-}
-
-void MemoryWaits::plan_next(std::vector<std::string> agents,
-                            std::shared_ptr<std::set<std::string>> takes,
-                            std::function<void(std::set<std::string>)> done) {
-  if (agents.empty()) return done(*takes);
-  const std::string agent = agents.front();
-  agents.erase(agents.begin());
-  Peer& p = peer(agent);
-  if (rt_.clock().now() < p.unreachable_until) {
-    ++stats_.skipped_backoff;  // SPEC R4.3: not asked for 5 s
-    return plan_next(std::move(agents), takes, std::move(done));
-  }
-  std::weak_ptr<bool> alive = alive_;
-  p.conn->ensure_ready([this, alive, agent, agents = std::move(agents), takes,
-                        done = std::move(done)](const Status& status) mutable {
-    if (alive.expired()) return;
-    if (!status.ok()) {
-      note_failure(agent, status, Json());
-    } else if (peers_[agent].hello.advertises("write_wait")) {
-      takes->insert(agent);
+  struct Plan {
+    std::set<std::string> takes;
+    std::size_t pending = 0;
+    bool finished = false;
+    std::function<void(std::set<std::string>)> done;
+  };
+  auto state = std::make_shared<Plan>();
+  state->done = std::move(done);
+  auto finish = [](const std::shared_ptr<Plan>& st) {
+    if (st->finished) return;
+    st->finished = true;
+    st->done(st->takes);
+  };
+  std::vector<std::string> asked;
+  for (const auto& agent : agents) {
+    if (rt_.clock().now() < peer(agent).unreachable_until) {
+      ++stats_.skipped_backoff;  // SPEC R4.3: not asked for 5 s
+      continue;
     }
-    plan_next(std::move(agents), takes, std::move(done));
+    asked.push_back(agent);
+  }
+  state->pending = asked.size();
+  std::weak_ptr<bool> alive = alive_;
+  for (const auto& agent : asked) {
+    peer(agent).conn->ensure_ready([this, alive, agent, state, finish](const Status& status) {
+      if (alive.expired()) return;
+      if (!status.ok()) {
+        note_failure(agent, status, Json());
+      } else if (!state->finished && peers_[agent].hello.advertises("write_wait")) {
+        state->takes.insert(agent);
+      }
+      if (--state->pending == 0) finish(state);
+    });
+  }
+  if (state->pending == 0) return finish(state);
+  // SPEC R4.3: the store's budget bounds its plan too; late agents get a write hint.
+  const runtime::Duration left = std::max(deadline - rt_.clock().now(), runtime::Duration(0));
+  strand_.post_after(left, [alive, state, finish] {
+    if (!alive.expired()) finish(state);
   });
 }
 
@@ -79,15 +94,14 @@ void MemoryWaits::note_failure(const std::string& agent, const Status& status, c
 }
 
 void MemoryWaits::wait(const std::string& token, const RangesByAgent& ranges,
-                       runtime::Duration budget, std::function<void(std::set<std::string>)> done) {
+                       runtime::Instant deadline, std::function<void(std::set<std::string>)> done) {
   auto pieces = std::make_shared<std::vector<std::pair<std::string, RangeList>>>();
   for (const auto& [agent, list] : ranges) {
     for (auto& piece : list.split(config_.max_ranges_per_message)) {
       pieces->emplace_back(agent, std::move(piece));
     }
   }
-  wait_next(pieces, 0, token, rt_.clock().now() + budget, std::make_shared<std::set<std::string>>(),
-            std::move(done));
+  wait_next(pieces, 0, token, deadline, std::make_shared<std::set<std::string>>(), std::move(done));
 }
 
 void MemoryWaits::wait_next(std::shared_ptr<std::vector<std::pair<std::string, RangeList>>> pieces,

@@ -39,11 +39,16 @@ class MemoryWaits {
   void set_boot_observer(BootObserver observer) { boot_observer_ = std::move(observer); }
 
   // Which of `agents` take write_wait now (hello done, action advertised, not
-  // in backoff). Unreachable agents enter the 5 s backoff.
-  void plan(std::vector<std::string> agents, std::function<void(std::set<std::string>)> done);
-  // Asks each agent in turn, all under one budget from now; `done` gets the
-  // agents that were not asked (budget spent) so the store hints them instead.
-  void wait(const std::string& token, const RangesByAgent& ranges, runtime::Duration budget,
+  // in backoff), asked all at once; an agent not ready by `deadline` (the
+  // store's wait budget) is left out, so connecting to several silent agents
+  // costs one budget, not one reply timeout each. Unreachable agents enter
+  // the 5 s backoff.
+  void plan(std::vector<std::string> agents, runtime::Instant deadline,
+            std::function<void(std::set<std::string>)> done);
+  // Asks each agent in turn, all under one budget ending at `deadline` (the
+  // store's, from before its plan); `done` gets the agents that were not
+  // asked (budget spent) so the store hints them instead.
+  void wait(const std::string& token, const RangesByAgent& ranges, runtime::Instant deadline,
             std::function<void(std::set<std::string> not_asked)> done);
   // PAPER P3, the replaced design (#124): one control round trip before each
   // READ (a load's batch for this agent). With read hints advertised it is a
@@ -65,8 +70,6 @@ class MemoryWaits {
     runtime::Instant unreachable_until{0};
   };
   Peer& peer(const std::string& agent);
-  void plan_next(std::vector<std::string> agents, std::shared_ptr<std::set<std::string>> takes,
-                 std::function<void(std::set<std::string>)> done);
   void gate_next(const std::string& agent, const std::string& token,
                  std::shared_ptr<std::vector<RangeList>> pieces, std::size_t index,
                  std::function<void()> done);
