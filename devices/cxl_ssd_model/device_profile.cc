@@ -187,6 +187,7 @@ Result<DeviceProfile> load_device_profile(const json& profile) {
       {"latency_ns", {0, 1e9, kInteger, dur(n.latency), kLatencyWhy}},
       {"bytes_per_second", {1e6, 1e13, kReal, real(n.bytes_per_second), kRateWhy}},
       {"per_op_ns", {0, 1e9, kInteger, dur(n.per_op)}},
+      {"stream_segment_bytes", {4096, 1 << 30, kInteger, u64(n.stream_segment_bytes)}},
   };
   if (auto s = read_section(profile, "nic", nic_fields); !s.ok()) return s;
   sim::LinkParams& link = out.control_link;

@@ -33,6 +33,12 @@ TEST(DeviceProfile, ShippedProfilesLoadWithEveryParameterSourced) {
   EXPECT_EQ(ssd->nic.latency, dram->nic.latency);
   EXPECT_EQ(ssd->device.dram_access, dram->device.dram_access);
   EXPECT_EQ(ssd->device.flash_read, std::chrono::nanoseconds(3000));
+  // The simulator's streaming resolution is stated in the profile, like the hardware.
+  EXPECT_EQ(ssd->nic.stream_segment_bytes, 256u * 1024);
+  EXPECT_EQ(dram->nic.stream_segment_bytes, ssd->nic.stream_segment_bytes);
+  auto fine = load_file("cxl_ssd_default.json");
+  fine["nic"]["stream_segment_bytes"] = 65536;
+  EXPECT_EQ(load_device_profile(fine)->nic.stream_segment_bytes, 65536u);
   auto eager = load_file("cxl_ssd_default.json");
   eager["device"]["idle_write_back"] = {{"value", true}, {"source", "test"}};
   EXPECT_TRUE(load_device_profile(eager)->device.idle_write_back);
@@ -99,6 +105,8 @@ TEST(DeviceProfile, R1_2_BadFieldsAreNamed) {
       {"device", "capacity_bytes", 4097},
       {"device", "dram_cache_bytes", {{"source", "no value"}}},
       {"nic", "bytes_per_second", -1},
+      {"nic", "stream_segment_bytes", 1024},
+      {"nic", "stream_segment_bytes", 2e9},
   };
   for (const auto& c : cases) {
     auto j = base;
