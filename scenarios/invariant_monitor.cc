@@ -117,6 +117,14 @@ void InvariantMonitor::check_write_wait(const std::string& client, runtime::Dura
   }
 }
 
+void InvariantMonitor::check_hint_queue(const std::string& client, std::size_t most,
+                                        std::size_t allowed) {
+  if (most > allowed) {
+    violate("a client queued more hints than allowed (SPEC R3.5)",
+            client + ": " + std::to_string(most) + " waiting, allowed " + std::to_string(allowed));
+  }
+}
+
 void InvariantMonitor::check_all_hints_closed() {
   std::size_t open = 0;
   std::string example;

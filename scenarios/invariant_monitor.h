@@ -49,6 +49,8 @@ class InvariantMonitor {
   // A store held its WRITEs `longest` for waits; SPEC R4.3 allows `allowed`.
   void check_write_wait(const std::string& client, runtime::Duration longest,
                         runtime::Duration allowed);
+  // A client's hint queue held `most` hints at once; SPEC R3.5 allows `allowed`.
+  void check_hint_queue(const std::string& client, std::size_t most, std::size_t allowed);
   // Hint requests still open at the end (SPEC R3.3: ended or closed with their connection).
   void check_all_hints_closed();
 

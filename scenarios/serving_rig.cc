@@ -359,10 +359,12 @@ class Deployment {
   void check_invariants(RunResult& out) {
     InvariantMonitor& client_books = *mems_.front()->monitor;
     for (const auto& g : gpus_) {
-      for (const client::Handler* h : {g->scheduler_handler.get(), g->worker_handler.get()}) {
+      for (client::Handler* h : {g->scheduler_handler.get(), g->worker_handler.get()}) {
         const client::Config& c = h->config();
         client_books.check_write_wait(c.client_name, h->stats().longest_write_wait,
                                       std::chrono::milliseconds(c.write_wait_ms) + c.reply_timeout);
+        client_books.check_hint_queue(c.client_name, h->hints().stats().max_queued_hints,
+                                      c.max_queued_hints);
       }
     }
     for (const auto& m : mems_) {

@@ -59,6 +59,7 @@ void MemoryHints::enqueue(Item item, bool is_end) {
     update_stats([&](auto& s) {
       if (!is_end) ++s.queued;
       s.max_queue_depth = std::max(s.max_queue_depth, queue_.size());
+      s.max_queued_hints = std::max(s.max_queued_hints, queued_hints_);
     });
     pump();
   });

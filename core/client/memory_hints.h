@@ -34,7 +34,8 @@ struct MemoryHintsStats {
   std::uint64_t forced_ends = 0;          // requests ended because too many were open (R3.6)
   std::uint64_t probes = 0;               // directory probes with locations
   std::uint64_t skipped_unreachable = 0;  // agents skipped while in backoff
-  std::size_t max_queue_depth = 0;
+  std::size_t max_queue_depth = 0;        // items, ends included
+  std::size_t max_queued_hints = 0;       // droppable hints waiting at once (R3.5 bounds it)
   std::size_t open_requests = 0;
   std::size_t max_ranges_in_message = 0;
   std::map<std::string, std::uint64_t> messages;  // per action

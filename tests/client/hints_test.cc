@@ -111,6 +111,7 @@ TEST(MemoryHints, R3_5_AtMost1024QueuedHintsAndEndsAreNeverDropped) {
   EXPECT_EQ(stats.queued - queued_before, 1025u);  // one in flight + 1024 waiting
   EXPECT_EQ(stats.dropped, 3000u - 1025u);
   EXPECT_GE(stats.max_queue_depth, 1024u + 1u);  // ends go in past the bound
+  EXPECT_EQ(stats.max_queued_hints, 1024u);      // hints never do
   EXPECT_EQ(mem.log("hint", "read_hint").size(), 1025u);
   EXPECT_EQ(mem.log("hint", "read_hint_end").size(), 1025u);  // every sent hint ended
   EXPECT_EQ(stats.open_requests, 0u);

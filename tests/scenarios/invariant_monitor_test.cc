@@ -108,6 +108,17 @@ TEST(Invariants, R6_3_ABootChangeDropsOpenHintRequests) {
   EXPECT_NE(m.violations()[0].find("request b"), std::string::npos);
 }
 
+TEST(Invariants, R3_5_HintQueueBound) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  m.check_hint_queue("worker", 1024, 1024);
+  EXPECT_EQ(m.violation_count(), 0u);
+  m.check_hint_queue("scheduler", 1025, 1024);
+  ASSERT_EQ(m.violations().size(), 1u);
+  EXPECT_NE(m.violations()[0].find("scheduler: 1025 waiting, allowed 1024"), std::string::npos)
+      << m.violations()[0];
+}
+
 TEST(Invariants, R3_4_MessageRangeBound) {
   FixedClock clock;
   InvariantMonitor m(clock, {});
