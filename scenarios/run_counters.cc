@@ -156,8 +156,14 @@ std::optional<double> counter_value(const nlohmann::json& counters, const std::s
     if (it == at->end()) {
       // The last name missing from a family the run has: never counted, 0.
       std::string key;
+      // by_node.<node>.<family path>: the family is the node's own.
+      std::string own = path;
+      if (own.rfind("by_node.", 0) == 0) {
+        const std::size_t node_end = own.find('.', 8);
+        own = node_end == std::string::npos ? std::string() : own.substr(node_end + 1);
+      }
       const bool family_key =
-          dot == std::string::npos && family_of(path, key) != nullptr && key == name;
+          dot == std::string::npos && family_of(own, key) != nullptr && key == name;
       if (family_key) return 0.0;
       return std::nullopt;
     }

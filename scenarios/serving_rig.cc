@@ -357,7 +357,8 @@ class Deployment {
 
   // Issue #6 item 6: the monitors' books, checked at the end of every run.
   void check_invariants(RunResult& out) {
-    InvariantMonitor& client_books = *mems_.front()->monitor;
+    // The clients' own bounds, in books of their own (no memory node's).
+    InvariantMonitor client_books(gpus_.front()->node->clock(), InvariantLimits{});
     for (const auto& g : gpus_) {
       for (client::Handler* h : {g->scheduler_handler.get(), g->worker_handler.get()}) {
         const client::Config& c = h->config();
@@ -367,6 +368,7 @@ class Deployment {
                                       c.max_queued_hints);
       }
     }
+    for (auto& v : client_books.violations()) out.invariants.violations.push_back(v);
     for (const auto& m : mems_) {
       if (out.status.ok()) m->monitor->check_all_hints_closed();
       // With one memory node its lines read as they always did.
@@ -458,8 +460,10 @@ class Deployment {
                                   [&net, node = f.node] { net.set_extra_delay(node, {}); });
         break;
       case Fault::Kind::kAgentRestart:
-        m->agent->stop();
+        // An agent a failed restart left down just starts (a second restart).
+        if (m->agent) m->agent->stop();
         m->agent.reset();
+        m->restart_failure.clear();
         if (auto s = start_agent(*m); !s.ok()) {
           // The agent stays down (R6.2: a start that cannot tell the generation
           // stops); its counters go with it, the failure is reported instead.

@@ -50,6 +50,23 @@ struct Rig {
     return reg.ok() ? *reg : runtime::Registration{};
   }
 
+  // A second GPU node with its own NIC and a QP to the memory node.
+  struct Peer {
+    std::unique_ptr<runtime::Strand> strand;
+    std::shared_ptr<runtime::QueuePair> qp;
+  };
+  Peer second_gpu(const std::string& name) {
+    Peer p;
+    p.strand = world.add_node(name).make_strand("data");
+    fabric.add_nic(name).connect("mem", *p.strand,
+                                 [&p](Result<std::shared_ptr<runtime::QueuePair>> r) {
+                                   ASSERT_TRUE(r.ok());
+                                   p.qp = r.value();
+                                 });
+    EXPECT_TRUE(world.run_until([&p] { return p.qp != nullptr; }).ok());
+    return p;
+  }
+
   std::vector<Status> post(std::vector<RdmaOp> ops) {
     std::optional<std::vector<Status>> out;
     qp->post(std::move(ops), [&](std::vector<Status> s) { out = std::move(s); });
@@ -331,17 +348,10 @@ TEST(SimNic, AReadPostedBehindAWriteOnItsQueuePairWaitsForTheWriteData) {
 // (TX and RX) do not wait for each other.
 TEST(SimNic, QueuePairsOfOnePortShareItsLineRatePerDirection) {
   Rig rig;
-  SimNode& gpu2 = rig.world.add_node("gpu2");
-  SimNic& gpu2_nic = rig.fabric.add_nic("gpu2");
-  auto strand2 = gpu2.make_strand("data");
   SimMemoryPool pool(64 << 20);
   const auto reg = rig.expose_all(pool);
-  std::shared_ptr<runtime::QueuePair> qp2;
-  gpu2_nic.connect("mem", *strand2, [&](Result<std::shared_ptr<runtime::QueuePair>> r) {
-    ASSERT_TRUE(r.ok());
-    qp2 = r.value();
-  });
-  ASSERT_TRUE(rig.world.run_until([&] { return qp2 != nullptr; }).ok());
+  auto gpu2 = rig.second_gpu("gpu2");
+  auto& qp2 = gpu2.qp;
   const double wire = (16 << 20) / rig.fabric.params().bytes_per_second;
   auto both = [&](RdmaOp::Kind first, RdmaOp::Kind second) {
     std::vector<std::byte> a(16 << 20), b(16 << 20);
@@ -367,6 +377,69 @@ TEST(SimNic, QueuePairsOfOnePortShareItsLineRatePerDirection) {
   const double mixed = both(RdmaOp::Kind::kRead, RdmaOp::Kind::kWrite);
   EXPECT_LT(mixed, wire * 1.1);  // full duplex: neither waits
   EXPECT_GE(mixed, wire);
+}
+
+// Memory whose first `slow_bytes` are ready only at `slow_until`, the rest at once.
+class HalfSlowMemory : public SimMemoryPool, public MemoryTiming {
+ public:
+  HalfSlowMemory(std::uint64_t size, std::uint64_t slow_bytes, runtime::Instant slow_until)
+      : SimMemoryPool(size), slow_bytes_(slow_bytes), slow_until_(slow_until) {}
+  runtime::Instant access_ready(std::uint64_t offset, std::uint64_t, bool,
+                                runtime::Instant at) override {
+    return offset < slow_bytes_ ? std::max(at, slow_until_) : at;
+  }
+
+ private:
+  std::uint64_t slow_bytes_;
+  runtime::Instant slow_until_;
+};
+
+// A READ waiting for its device does not hold the shared port idle: another
+// node's READ of ready memory goes out in the meantime.
+TEST(SimNic, AReadWaitingForTheDeviceDoesNotHoldThePortForOthers) {
+  Rig rig;
+  HalfSlowMemory pool(8 << 20, 4 << 20, runtime::Instant(std::chrono::milliseconds(20)));
+  const auto reg = rig.expose_all(pool);
+  auto gpu2 = rig.second_gpu("gpu2");
+  auto& qp2 = gpu2.qp;
+  std::vector<std::byte> slow(1 << 20), fast(1 << 20);
+  std::optional<runtime::Instant> slow_done, fast_done;
+  const auto t0 = rig.world.loop().now();
+  rig.qp->post({{RdmaOp::Kind::kRead, slow, reg.addr, reg.rkey}}, [&](std::vector<Status> st) {
+    EXPECT_TRUE(st[0].ok());
+    slow_done = rig.world.loop().now();
+  });
+  qp2->post({{RdmaOp::Kind::kRead, fast, reg.addr + (4 << 20), reg.rkey}},
+            [&](std::vector<Status> st) {
+              EXPECT_TRUE(st[0].ok());
+              fast_done = rig.world.loop().now();
+            });
+  ASSERT_TRUE(rig.world.run_until([&] { return slow_done && fast_done; }).ok());
+  EXPECT_LT(*fast_done - t0, 1ms);  // ~90 us of wire, not after the slow READ's 20 ms
+  EXPECT_GE(*slow_done - t0, 20ms);
+}
+
+TEST(PortTimeline, BooksTheFirstGapThatFitsAndJoinsNeighbours) {
+  using runtime::Instant;
+  auto at = [](int us) { return Instant(std::chrono::microseconds(us)); };
+  PortTimeline port;
+  port.book(at(100), 10us, at(0));  // [100, 110)
+  EXPECT_EQ(port.first_fit(at(0), 50us), at(0));
+  EXPECT_EQ(port.first_fit(at(80), 50us), at(110));  // does not fit before 100
+  EXPECT_EQ(port.first_fit(at(105), 1us), at(110));  // inside the busy interval
+  port.book(at(110), 5us, at(0));                    // joins [100, 115)
+  EXPECT_EQ(port.intervals(), 1u);
+  port.book(at(0), 100us, at(0));  // joins [0, 115)
+  EXPECT_EQ(port.intervals(), 1u);
+  EXPECT_EQ(port.first_fit(at(0), 1us), at(115));
+  port.book(at(200), 10us, at(120));  // forgets what ended by 120
+  EXPECT_EQ(port.intervals(), 1u);
+  PortTimeline rx;
+  rx.book(at(210), 30us, at(120));
+  // TX is free from 210, RX from 240: both from 240.
+  EXPECT_EQ(book_both(port, rx, at(205), 20us, at(120)), at(240));
+  EXPECT_EQ(port.first_fit(at(205), 1us), at(210));  // TX's gap 210..240 stays free
+  EXPECT_EQ(rx.first_fit(at(205), 1us), at(205));
 }
 
 }  // namespace

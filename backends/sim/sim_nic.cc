@@ -87,12 +87,11 @@ class SimQueuePair final : public runtime::QueuePair,
                                                    op.local.size());
       // The data leaves through this port's TX into the peer's RX, after this
       // QP's earlier WRITEs and whatever other QPs hold those ports for.
-      const Instant tx_start = std::max({std::max(loop().now(), write_tx_free_) + params().per_op,
-                                         local_.port_free(SimNic::Direction::kTx),
-                                         remote_.port_free(SimNic::Direction::kRx)});
-      write_tx_free_ = tx_start + wire_time(op.wire_length(), params().bytes_per_second);
-      local_.hold_port(SimNic::Direction::kTx, write_tx_free_);
-      remote_.hold_port(SimNic::Direction::kRx, write_tx_free_);
+      const Duration wire = wire_time(op.wire_length(), params().bytes_per_second);
+      const Instant tx_start =
+          book_both(local_.tx(), remote_.rx(),
+                    std::max(loop().now(), write_tx_free_) + params().per_op, wire, loop().now());
+      write_tx_free_ = tx_start + wire;
       const Instant first_arrival =
           tx_start +
           wire_time(std::min(op.wire_length(), params().stream_segment_bytes),
@@ -208,11 +207,9 @@ class SimQueuePair final : public runtime::QueuePair,
       // The device holds each early segment until it is in (PAPER P6); responses
       // of one QP leave in order at line rate, sharing the responder's TX and
       // the requester's RX with the other QPs on those ports.
-      read_tx_free_ = std::max({ready, read_tx_free_, remote_.port_free(SimNic::Direction::kTx),
-                                local_.port_free(SimNic::Direction::kRx)}) +
-                      wire_time(len, params().bytes_per_second);
-      remote_.hold_port(SimNic::Direction::kTx, read_tx_free_);
-      local_.hold_port(SimNic::Direction::kRx, read_tx_free_);
+      const Duration wire = wire_time(len, params().bytes_per_second);
+      read_tx_free_ =
+          book_both(remote_.tx(), local_.rx(), std::max(ready, read_tx_free_), wire, now) + wire;
       r.next += len;
       if (r.next >= r.op.wire_length()) {
         finish_read(r);

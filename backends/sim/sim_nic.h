@@ -1,10 +1,10 @@
 // The simulated RNIC: registrations with rkeys, RC queue pairs, READ/WRITE that
 // move real bytes with latency + bandwidth, and ask the target memory (a
 // MemoryTiming, when it is one) when each range can be accessed. Line rate is
-// per port and direction, shared by the port's queue pairs: a transfer takes
-// the sender's TX and the receiver's RX from the later of its QP's turn and
-// theirs (in the order transfers are scheduled, a segment at a time for READ
-// responses), so GPU nodes reading one memory node share its port. With one
+// per port and direction, shared by the port's queue pairs: a transfer books
+// the sender's TX and the receiver's RX in the first gap both have at or
+// after its QP's turn (a segment at a time for READ responses), so GPU nodes
+// reading one memory node share its port. With one
 // active QP per port (the seed's data path: one QP per peer) this is the QP's
 // own line rate. A QP's requests leave and execute in order (RC): a READ
 // posted behind a WRITE waits for its data and sees its bytes.
@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "backends/sim/port_timeline.h"
 #include "backends/sim/sim_world.h"
 #include "core/runtime/nic.h"
 
@@ -79,23 +80,17 @@ class SimNic final : public runtime::Nic {
   const std::string& node() const { return node_; }
   SimFabric& fabric() { return fabric_; }
 
-  // The port, per direction: busy until port_free(); a transfer holds it to its end.
-  enum class Direction { kTx, kRx };
-  runtime::Instant port_free(Direction d) const {
-    return d == Direction::kTx ? tx_free_ : rx_free_;
-  }
-  void hold_port(Direction d, runtime::Instant until) {
-    auto& free = d == Direction::kTx ? tx_free_ : rx_free_;
-    free = std::max(free, until);
-  }
+  // The port's two directions; a transfer books the sender's TX and the receiver's RX.
+  PortTimeline& tx() { return tx_; }
+  PortTimeline& rx() { return rx_; }
 
  private:
   SimFabric& fabric_;
   std::string node_;
   std::map<std::uint32_t, Exposed> exposed_;
   std::uint32_t next_rkey_ = 0x100;
-  runtime::Instant tx_free_{0};
-  runtime::Instant rx_free_{0};
+  PortTimeline tx_;
+  PortTimeline rx_;
 };
 
 }  // namespace rcxl::sim

@@ -231,6 +231,19 @@ TEST(Replay, R8_OneNodeOfEachIsTheDeploymentWithoutATopology) {
   EXPECT_EQ(c.records.size(), a.records.size());  // every request served once
 }
 
+// Runs a scenario given as JSON on its built-in profile; the run must end.
+RunResult run_json(const Json& j, const std::string& origin) {
+  auto sc = parse_scenario(j, origin);
+  EXPECT_TRUE(sc.ok()) << sc.status().ToString();
+  if (!sc.ok()) return {};
+  auto profile = load_profile("", sc->profile);
+  EXPECT_TRUE(profile.ok());
+  if (!profile.ok()) return {};
+  RunResult r = run_scenario(*sc, *profile);
+  EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+  return r;
+}
+
 // `"extension": {"name": "none"}` runs the agent without an extension (it
 // crashed: the invariant wrapper wrapped nothing).
 TEST(Replay, R2_AScenarioWithoutAnExtensionRuns) {
@@ -238,12 +251,7 @@ TEST(Replay, R2_AScenarioWithoutAnExtensionRuns) {
   j["extension"] = {{"name", "none"}};
   j.erase("faults");
   j.erase("expect");
-  auto sc = parse_scenario(j, "no extension");
-  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
-  auto profile = load_profile("", sc->profile);
-  ASSERT_TRUE(profile.ok());
-  const RunResult r = run_scenario(*sc, *profile);
-  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  const RunResult r = run_json(j, "no extension");
   for (const auto& v : r.invariants.violations) ADD_FAILURE() << v;
   EXPECT_GT(mean_reuse_ttft_ms(r.records), 0);
 }
@@ -285,6 +293,31 @@ TEST(Replay, R6_2_AnAgentThatCannotRestartStaysDownAndSaysSo) {
   EXPECT_FALSE(r.counters.contains("agent"));
   ASSERT_EQ(r.invariants.violations.size(), 1u);
   EXPECT_NE(r.invariants.violations[0].find("agent.maps is not in this run"), std::string::npos);
+}
+
+// A second agent_restart on the node a failed one left down starts the agent
+// (it crashed: the restart stopped an agent that was not there).
+TEST(Replay, R6_2_ARestartAfterAFailedOneStartsTheAgent) {
+  Json j = Json::parse(*embedded_file("replays/reset_during_load.json"));
+  j["faults"] = Json::array({{{"kind", "unknown_generation"}, {"at_s", 1.9}, {"for_s", 2}},
+                             {{"kind", "agent_restart"}, {"at_s", 2}},
+                             {{"kind", "agent_restart"}, {"at_s", 2.5}},
+                             {{"kind", "agent_restart"}, {"at_s", 4.5}}});
+  j.erase("expect");
+  const RunResult r = run_json(j, "restarts in and after an unknown period");
+  for (const auto& v : r.invariants.violations) ADD_FAILURE() << v;
+  EXPECT_FALSE(r.counters.contains("agent_restart_failure"));  // the last one started it
+  ASSERT_TRUE(r.counters.contains("agent"));
+  EXPECT_GE(r.counters["agent"]["maps"].get<std::uint64_t>(), 1u);
+}
+
+// by_node.<node>. family counters that never fired read 0, like the totals'.
+TEST(RunCountersValue, R8_AByNodeFamilyKeyThatNeverFiredIsZero) {
+  const Json counters = {{"by_node", {{"mem0", {{"agent", {{"hints_refused", Json::object()}}}}}}},
+                         {"agent", {{"hints_refused", Json::object()}}}};
+  EXPECT_EQ(counter_value(counters, "agent.hints_refused.bad_range"), 0.0);
+  EXPECT_EQ(counter_value(counters, "by_node.mem0.agent.hints_refused.bad_range"), 0.0);
+  EXPECT_FALSE(counter_value(counters, "by_node.mem1.agent.hints_refused.bad_range").has_value());
 }
 
 }  // namespace
