@@ -184,7 +184,7 @@ class Deployment {
     }
     client::Config base;
     base.directory = {"dir", kDirectoryPort};
-    for (const auto& m : mems_) base.agents.push_back({m->name, kAgentPort});
+    for (const auto& m : mems_) base.agents.push_back({m->node->name(), kAgentPort});
     base.secret = kSecret;
     base.chunk_size_bytes = profile_.engine.kv_bytes_per_token *
                             static_cast<std::uint64_t>(profile_.engine.chunk_tokens);
@@ -259,7 +259,6 @@ class Deployment {
  private:
   // One memory node: its device is its agent's pool and its RNIC's timing.
   struct MemoryNode {
-    std::string name;
     sim::SimNode* node = nullptr;
     sim::SimNic* nic = nullptr;
     // Declared before everything that uses it, so it goes last.
@@ -284,7 +283,6 @@ class Deployment {
 
   Status build_memory_node(const std::string& name) {
     auto m = std::make_unique<MemoryNode>();
-    m->name = name;
     m->node = &world_.add_node(name);
     m->nic = &fabric_.add_nic(name);
     InvariantLimits limits;
@@ -372,7 +370,7 @@ class Deployment {
     for (const auto& m : mems_) {
       if (out.status.ok()) m->monitor->check_all_hints_closed();
       // With one memory node its lines read as they always did.
-      const std::string where = mems_.size() > 1 ? m->name + ": " : "";
+      const std::string where = mems_.size() > 1 ? m->node->name() + ": " : "";
       for (auto& v : m->monitor->violations()) out.invariants.violations.push_back(where + v);
     }
   }
@@ -392,9 +390,9 @@ class Deployment {
       checked = std::make_unique<CheckedExtension>(std::move(extension).value(), *m.monitor);
     }
     agent::AgentConfig ac;
-    ac.listen = {{m.name, kAgentPort}};
+    ac.listen = {{m.node->name(), kAgentPort}};
     ac.auth_secret = kSecret;
-    ac.boot_id = "boot-" + m.name;
+    ac.boot_id = "boot-" + m.node->name();
     // The region table survives an agent restart, as with the real unit's state dir.
     ac.state_file = "/var/lib/rcxl-agent/regions.json";
     ac.on_boot_change = [monitor = m.monitor.get()](const std::string& boot) {
@@ -431,7 +429,7 @@ class Deployment {
 
   MemoryNode* memory_node(const std::string& name) {
     for (auto& m : mems_) {
-      if (m->name == name) return m.get();
+      if (m->node->name() == name) return m.get();
     }
     return nullptr;
   }
@@ -480,8 +478,8 @@ class Deployment {
     for (auto& m : mems_) {
       if (!m->agent) continue;
       const std::string b = m->agent->boot();
-      if (last_boot_[m->name] != b) boots_.push_back(b);
-      last_boot_[m->name] = b;
+      if (last_boot_[m->node->name()] != b) boots_.push_back(b);
+      last_boot_[m->node->name()] = b;
       m->monitor->on_boot(b);
     }
     if (!engines_done()) boot_strand_->post_after(10ms, [this] { watch_boots(); });
@@ -551,7 +549,7 @@ class Deployment {
     for (const auto& m : mems_) {
       const Json node = memory_counters(*m);
       add_into(j, node);
-      by_node[m->name] = node;
+      by_node[m->node->name()] = node;
     }
     for (const auto& g : gpus_) {
       const Json node = gpu_counters(*g);
@@ -564,7 +562,7 @@ class Deployment {
     for (const auto& m : mems_) {
       if (m->restart_failure.empty()) continue;
       failures += (failures.empty() ? "" : "; ") +
-                  (mems_.size() > 1 ? m->name + ": " : std::string()) + m->restart_failure;
+                  (mems_.size() > 1 ? m->node->name() + ": " : std::string()) + m->restart_failure;
     }
     if (!failures.empty()) j["agent_restart_failure"] = failures;
     return j;

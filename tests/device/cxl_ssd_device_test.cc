@@ -418,26 +418,37 @@ TEST(CxlSsdDevice, R6_WithoutPoisonAResetDropsTheSameState) {
   }
 }
 
+// A GPU node and the device's memory node on the sim RNIC, and a QP between them.
+struct RnicRig {
+  explicit RnicRig(std::uint64_t seed) : world(seed) {}
+  std::shared_ptr<runtime::QueuePair> connect() {
+    std::shared_ptr<runtime::QueuePair> qp;
+    gpu_nic.connect("mem", *strand, [&](auto r) { qp = r.value(); });
+    EXPECT_TRUE(world.run_until([&] { return qp != nullptr; }).ok());
+    return qp;
+  }
+  sim::SimWorld world;
+  sim::SimFabric fabric{world};
+  sim::SimNode& mem = world.add_node("mem");
+  sim::SimNode& gpu = world.add_node("gpu");
+  sim::SimNic& mem_nic = fabric.add_nic("mem");
+  sim::SimNic& gpu_nic = fabric.add_nic("gpu");
+  std::unique_ptr<runtime::Strand> strand = gpu.make_strand("rdma");
+};
+
 // One READ of page 0 through the sim RNIC after a WRITE of "new bytes" over a
 // flash copy "old bytes" and a reset of the device (the registration stays:
 // the agent has not yet seen the new generation, as R6.2 allows).
 Status read_through_rnic_after_reset(bool poison, std::string& got) {
-  sim::SimWorld world(5);
-  sim::SimFabric fabric(world);
-  world.add_node("mem");
-  sim::SimNode& gpu = world.add_node("gpu");
-  sim::SimNic& mem_nic = fabric.add_nic("mem");
-  sim::SimNic& gpu_nic = fabric.add_nic("gpu");
+  RnicRig rig(5);
+  auto& world = rig.world;
   CxlSsdDevice d(world.loop(), params_poisoning(poison));
   EXPECT_TRUE(d.write_flash(0, bytes_of("old bytes")).ok());
-  auto reg = mem_nic
+  auto reg = rig.mem_nic
                  .register_memory(d, 0, 8 * kPage,
                                   runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite)
                  .value();
-  auto strand = gpu.make_strand("rw");
-  std::shared_ptr<runtime::QueuePair> qp;
-  gpu_nic.connect("mem", *strand, [&](auto r) { qp = r.value(); });
-  EXPECT_TRUE(world.run_until([&] { return qp != nullptr; }).ok());
+  auto qp = rig.connect();
   auto run = [&](runtime::RdmaOp op) {
     std::optional<std::vector<Status>> done;
     qp->post({op}, [&](std::vector<Status> s) { done = s; });
@@ -676,24 +687,19 @@ TEST(CxlSsdDevice, AllResidentDeviceNeverFills) {
 
 // A READ that arrives before its range is in is held, not failed (PAPER P6).
 TEST(CxlSsdDevice, P6_EarlyReadThroughTheRnicGetsTheRightBytesAfterTheFill) {
-  sim::SimWorld world(3);
-  sim::SimFabric fabric(world);
-  world.add_node("mem");
-  sim::SimNode& gpu = world.add_node("gpu");
-  sim::SimNic& mem_nic = fabric.add_nic("mem");
-  sim::SimNic& gpu_nic = fabric.add_nic("gpu");
+  RnicRig rig(3);
+  auto& world = rig.world;
+  auto& fabric = rig.fabric;
   auto params = small_params();
   params.channels = 1;
   CxlSsdDevice d(world.loop(), params);
   std::vector<std::byte> flash(8 * kPage);
   for (std::size_t i = 0; i < flash.size(); ++i) flash[i] = std::byte(i * 7 + 1);
   ASSERT_TRUE(d.write_flash(0, flash).ok());
-  auto reg = mem_nic.register_memory(d, 0, 8 * kPage, runtime::kAccessRemoteRead);
+  auto reg = rig.mem_nic.register_memory(d, 0, 8 * kPage, runtime::kAccessRemoteRead);
   ASSERT_TRUE(reg.ok());
-  auto strand = gpu.make_strand("load");
-  std::shared_ptr<runtime::QueuePair> qp;
-  gpu_nic.connect("mem", *strand, [&](auto r) { qp = r.value(); });
-  ASSERT_TRUE(world.run_until([&] { return qp != nullptr; }).ok());
+  auto qp = rig.connect();
+  ASSERT_TRUE(qp != nullptr);
   // The hint starts the fills; the READ follows at once, long before they are in.
   const PoolRange r{0, 8 * kPage};
   const Instant t0 = world.loop().now();
@@ -714,19 +720,12 @@ TEST(CxlSsdDevice, P6_EarlyReadThroughTheRnicGetsTheRightBytesAfterTheFill) {
 
 // Virtual time of a 16 MiB READ through the RNIC, hinted `lead` before it (or not).
 runtime::Duration load_time(const CxlSsdParams& params, std::optional<runtime::Duration> lead) {
-  sim::SimWorld world(4);
-  sim::SimFabric fabric(world);
-  world.add_node("mem");
-  sim::SimNode& gpu = world.add_node("gpu");
-  sim::SimNic& mem_nic = fabric.add_nic("mem");
-  sim::SimNic& gpu_nic = fabric.add_nic("gpu");
+  RnicRig rig(4);
+  auto& world = rig.world;
   CxlSsdDevice d(world.loop(), params);
   const std::uint64_t bytes = 16 << 20;
-  auto reg = mem_nic.register_memory(d, 0, bytes, runtime::kAccessRemoteRead).value();
-  auto strand = gpu.make_strand("load");
-  std::shared_ptr<runtime::QueuePair> qp;
-  gpu_nic.connect("mem", *strand, [&](auto r) { qp = r.value(); });
-  EXPECT_TRUE(world.run_until([&] { return qp != nullptr; }).ok());
+  auto reg = rig.mem_nic.register_memory(d, 0, bytes, runtime::kAccessRemoteRead).value();
+  auto qp = rig.connect();
   if (lead) {
     const PoolRange r{0, bytes};
     EXPECT_TRUE(d.prefetch(1, std::span(&r, 1), true).ok());

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "scenarios/embedded/embedded.h"
 #include "scenarios/run_counters.h"
@@ -149,6 +150,22 @@ TEST(Replay, UnknownProfileNamesTheBuiltInOnes) {
   EXPECT_NE(p.status().message().find("cxl_ssd_default"), std::string::npos);
 }
 
+// Runs a scenario given as JSON on its built-in profile, `edit`ed first when
+// given; the run must end.
+RunResult run_json(const Json& j, const std::string& origin,
+                   const std::function<void(Profile&)>& edit = nullptr) {
+  auto sc = parse_scenario(j, origin);
+  EXPECT_TRUE(sc.ok()) << sc.status().ToString();
+  if (!sc.ok()) return {};
+  auto profile = load_profile("", sc->profile);
+  EXPECT_TRUE(profile.ok());
+  if (!profile.ok()) return {};
+  if (edit) edit(*profile);
+  RunResult r = run_scenario(*sc, *profile);
+  EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+  return r;
+}
+
 // A reset while a load's READs stream (7.62 s, inside the agent's 0.1 s poll,
 // so the registrations are still there): the pages whose bytes were only in
 // DRAM are poisoned and a READ of them fails, so the load is a miss, never a
@@ -158,13 +175,8 @@ TEST(Replay, R6_AResetDuringAReadNeverGivesAHitWithOtherBytes) {
   j["faults"] = Json::array({{{"kind", "reset"}, {"at_s", 7.62}}});
   j.erase("expect");
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
-    auto sc = parse_scenario(j, "reset_during_load at 7.62 s");
-    ASSERT_TRUE(sc.ok()) << sc.status().ToString();
-    sc->seed = seed;
-    auto profile = load_profile("", sc->profile);
-    ASSERT_TRUE(profile.ok());
-    const RunResult r = run_scenario(*sc, *profile);
-    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    j["seed"] = seed;
+    const RunResult r = run_json(j, "reset_during_load at 7.62 s");
     EXPECT_EQ(r.invariants.stale_reads, 0u) << "seed " << seed;
     for (const auto& v : r.invariants.violations) ADD_FAILURE() << "seed " << seed << ": " << v;
   }
@@ -179,19 +191,13 @@ TEST(Replay, R6_AResetDuringALoadGivesMissesAndWithoutPoisonStaleBytesAreCaught)
   Json j = Json::parse(*embedded_file("replays/reset_during_load.json"));
   j.erase("expect");
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
-    auto sc = parse_scenario(j, "reset_during_load");
-    ASSERT_TRUE(sc.ok()) << sc.status().ToString();
-    sc->seed = seed;
-    auto profile = load_profile("", sc->profile);
-    ASSERT_TRUE(profile.ok());
-    const RunResult poisoned = run_scenario(*sc, *profile);
-    ASSERT_TRUE(poisoned.status.ok()) << poisoned.status.ToString();
+    j["seed"] = seed;
+    const RunResult poisoned = run_json(j, "reset_during_load");
     EXPECT_TRUE(poisoned.invariants.violations.empty()) << "seed " << seed;
     EXPECT_GE(poisoned.counters["kv"]["short_loads"].get<std::uint64_t>(), 1u) << "seed " << seed;
     EXPECT_GE(poisoned.counters["worker"]["remote_access_errors"].get<std::uint64_t>(), 1u);
-    profile->device.device.poison_lost_pages = false;
-    const RunResult unpoisoned = run_scenario(*sc, *profile);
-    ASSERT_TRUE(unpoisoned.status.ok()) << unpoisoned.status.ToString();
+    const RunResult unpoisoned = run_json(
+        j, "reset_during_load", [](Profile& p) { p.device.device.poison_lost_pages = false; });
     EXPECT_GE(unpoisoned.invariants.stale_reads, 1u) << "seed " << seed;
     ASSERT_FALSE(unpoisoned.invariants.violations.empty()) << "seed " << seed;
     EXPECT_NE(unpoisoned.invariants.violations[0].find("returned bytes that are not the key's"),
@@ -229,19 +235,6 @@ TEST(Replay, R8_OneNodeOfEachIsTheDeploymentWithoutATopology) {
             n["gpu0"]["worker"]["stores"].get<std::uint64_t>() +
                 n["gpu1"]["worker"]["stores"].get<std::uint64_t>());
   EXPECT_EQ(c.records.size(), a.records.size());  // every request served once
-}
-
-// Runs a scenario given as JSON on its built-in profile; the run must end.
-RunResult run_json(const Json& j, const std::string& origin) {
-  auto sc = parse_scenario(j, origin);
-  EXPECT_TRUE(sc.ok()) << sc.status().ToString();
-  if (!sc.ok()) return {};
-  auto profile = load_profile("", sc->profile);
-  EXPECT_TRUE(profile.ok());
-  if (!profile.ok()) return {};
-  RunResult r = run_scenario(*sc, *profile);
-  EXPECT_TRUE(r.status.ok()) << r.status.ToString();
-  return r;
 }
 
 // `"extension": {"name": "none"}` runs the agent without an extension (it
