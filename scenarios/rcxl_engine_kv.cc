@@ -76,6 +76,8 @@ void RcxlEngineKv::store(const KvRequest& r, std::size_t first, std::size_t end,
     item.wire_bytes = chunk_bytes_;
     items.push_back(std::move(item));
   }
+  ++stores_started_;
+  if (store_hook_) store_hook_(stores_started_);
   worker_.save(std::move(items), [this, done](Result<client::StoreResult> result) {
     if (!result.ok() || result->failed > 0) ++failed_stores_;
     done();

@@ -38,8 +38,12 @@ class RcxlEngineKv final : public EngineKv {
   std::uint64_t short_loads() const { return short_loads_; }
   std::uint64_t missed_chunks() const { return missed_chunks_; }
   std::uint64_t loads_started() const { return loads_started_; }
-  // Told the count of loads started so far as each one starts (fault triggers).
+  std::uint64_t stores_started() const { return stores_started_; }
+  // Told the count of loads (stores) started so far as each one starts (fault triggers).
   void on_load_start(std::function<void(std::uint64_t nth)> hook) { load_hook_ = std::move(hook); }
+  void on_store_start(std::function<void(std::uint64_t nth)> hook) {
+    store_hook_ = std::move(hook);
+  }
 
  private:
   client::SchedulerConnector& scheduler_;
@@ -53,6 +57,8 @@ class RcxlEngineKv final : public EngineKv {
   std::uint64_t missed_chunks_ = 0;
   std::uint64_t loads_started_ = 0;
   std::function<void(std::uint64_t)> load_hook_;
+  std::uint64_t stores_started_ = 0;
+  std::function<void(std::uint64_t)> store_hook_;
 };
 
 }  // namespace rcxl::scenarios

@@ -144,7 +144,7 @@ Status check_fault_in_run(const Reader& r, const Fault& f, const Scenario& sc) {
                                         " requests and each loads at most once; pick 1.." +
                                         std::to_string(requests));
     }
-  } else if (f.at >= sc.time_limit) {
+  } else if (f.during_store == 0 && f.at >= sc.time_limit) {
     return r.fail("/at_s", "at " + seconds_text(f.at) + " is not before the run's time limit of " +
                                seconds_text(sc.time_limit) +
                                " (time_limit_s), so it would never happen; move it earlier or "
@@ -162,25 +162,32 @@ Status check_fault_in_run(const Reader& r, const Fault& f, const Scenario& sc) {
 }
 
 // When a fault fires: `at_s` from the start, or `after_ms` past the start of
-// load `during_load` (exactly one of the two).
+// load `during_load` or store `during_store` (exactly one of the three).
 Status parse_fault_time(const Reader& r, const Json& j, Fault& out) {
   const bool timed = j.contains("at_s");
   const bool on_load = j.contains("during_load");
-  if (timed && on_load) {
-    return r.fail("/during_load", "give at_s or during_load, not both; drop one");
+  const bool on_store = j.contains("during_store");
+  if (int(timed) + int(on_load) + int(on_store) > 1) {
+    return r.fail(on_store ? "/during_store" : "/during_load",
+                  "give one of at_s, during_load and during_store; drop the others");
   }
-  if (!timed && !on_load) {
+  if (!timed && !on_load && !on_store) {
     return r.fail("/at_s",
                   "missing; a fault fires at_s seconds from the start, or after_ms past "
-                  "the start of the during_load-th KV load");
+                  "the start of the during_load-th KV load or the during_store-th KV store");
   }
   if (timed) {
     if (j.contains("after_ms")) {
-      return r.fail("/after_ms", "only a fault with during_load takes after_ms; drop it");
+      return r.fail("/after_ms",
+                    "only a fault with during_load or during_store takes after_ms; drop it");
     }
     return r.seconds("at_s", out.at, true);
   }
-  if (auto s = r.unsigned_int("during_load", out.during_load, 1, 1'000'000); !s.ok()) return s;
+  if (on_load) {
+    if (auto s = r.unsigned_int("during_load", out.during_load, 1, 1'000'000); !s.ok()) return s;
+  } else if (auto s = r.unsigned_int("during_store", out.during_store, 1, 1'000'000); !s.ok()) {
+    return s;
+  }
   if (j.contains("after_ms")) {
     const Json& after = j["after_ms"];
     if (!after.is_number() || !(after.get<double>() >= 0) || after.get<double>() > 60e3) {
@@ -195,7 +202,8 @@ Status parse_fault(const Json& j, const std::string& origin, const std::string& 
                    Fault& out) {
   Reader r(j, origin, pointer);
   if (auto s = r.require_object(); !s.ok()) return s;
-  if (auto s = r.only({"kind", "at_s", "during_load", "after_ms", "for_s", "extra_ms", "node"});
+  if (auto s = r.only(
+          {"kind", "at_s", "during_load", "during_store", "after_ms", "for_s", "extra_ms", "node"});
       !s.ok()) {
     return s;
   }

@@ -28,10 +28,13 @@ struct Fault {
     kDelay,            // `extra` one-way delay on `node` for `duration`
   };
   Kind kind = Kind::kReset;
-  runtime::Duration at{0};  // from the start, when during_load is 0
+  runtime::Duration at{0};  // from the start, when during_load and during_store are 0
   // N > 0: fires `after` past the start of the run's N-th KV load instead (a
   // fault that must land while a load is in flight, whatever the timing).
   std::uint64_t during_load = 0;
+  // N > 0: fires `after` past the start of the run's N-th KV store (a fault
+  // that must meet a store's write wait, whatever the timing).
+  std::uint64_t during_store = 0;
   runtime::Duration after{0};
   runtime::Duration duration{0};
   runtime::Duration extra{0};

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -237,6 +238,7 @@ class Deployment {
     out.boots_seen = boots_;
     out.faults_fired = fired_;
     out.loads_started = loads_started_;
+    out.stores_started = stores_started_;
     if (out.invariants.stale_reads > 0) {
       out.invariants.violations.push_back(std::to_string(out.invariants.stale_reads) +
                                           " load(s) returned bytes that are not the key's");
@@ -408,17 +410,27 @@ class Deployment {
     fired_.assign(sc_.faults.size(), false);
     for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
       const Fault& f = sc_.faults[i];
-      if (f.during_load == 0) fault_strand_->post_after(f.at, [this, i] { fire(i); });
+      if (f.during_load == 0 && f.during_store == 0) {
+        fault_strand_->post_after(f.at, [this, i] { fire(i); });
+      }
     }
-    // Load-triggered faults: armed when the run's N-th load starts, on any engine.
+    // Load- and store-triggered faults: armed when the run's N-th one starts, on any engine.
     for (auto& g : gpus_) {
       g->kv->on_load_start([this](std::uint64_t) {
         const std::uint64_t nth = ++loads_started_;
-        for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
-          if (sc_.faults[i].during_load != nth) continue;
-          fault_strand_->post_after(sc_.faults[i].after, [this, i] { fire(i); });
-        }
+        arm_faults([nth](const Fault& f) { return f.during_load == nth; });
       });
+      g->kv->on_store_start([this](std::uint64_t) {
+        const std::uint64_t nth = ++stores_started_;
+        arm_faults([nth](const Fault& f) { return f.during_store == nth; });
+      });
+    }
+  }
+
+  void arm_faults(const std::function<bool(const Fault&)>& now_due) {
+    for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
+      if (!now_due(sc_.faults[i])) continue;
+      fault_strand_->post_after(sc_.faults[i].after, [this, i] { fire(i); });
     }
   }
 
@@ -596,6 +608,7 @@ class Deployment {
   std::unique_ptr<runtime::Strand> boot_strand_;
   std::vector<bool> fired_;  // by fault index
   std::uint64_t loads_started_ = 0;
+  std::uint64_t stores_started_ = 0;
   std::vector<std::string> boots_;
   std::map<std::string, std::string> last_boot_;  // by memory node
 };

@@ -64,6 +64,7 @@ struct RunResult {
   std::vector<std::string> boots_seen;  // distinct boots the agent advertised, in order
   std::vector<bool> faults_fired;       // by the scenario's fault index
   std::uint64_t loads_started = 0;      // KV loads the engine started
+  std::uint64_t stores_started = 0;     // KV stores the engine started
   nlohmann::json counters;              // device, agent, client counters
   std::string trace_hash;
   double virtual_seconds = 0;

@@ -176,6 +176,14 @@ std::vector<std::string> faults_that_never_happened(const rcxl::scenarios::Scena
                     i, kind.c_str(), static_cast<unsigned long long>(f.during_load),
                     static_cast<unsigned long long>(run.loads_started),
                     run.loads_started >= f.during_load ? " and ended before after_ms passed" : "");
+    } else if (f.during_store > 0) {
+      std::snprintf(
+          line, sizeof line,
+          "/faults/%zu (%s during store %llu): the run started %llu store(s)%s; pick an "
+          "earlier store or lengthen the workload",
+          i, kind.c_str(), static_cast<unsigned long long>(f.during_store),
+          static_cast<unsigned long long>(run.stores_started),
+          run.stores_started >= f.during_store ? " and ended before after_ms passed" : "");
     } else {
       std::snprintf(line, sizeof line,
                     "/faults/%zu (%s at %g s): the run ended at %.3g s, before it; move at_s "

@@ -209,6 +209,15 @@ TEST_F(SimRun, R8_AFaultThatNeverHappenedFailsTheRun) {
                               "started 0 load(s); pick an earlier load"),
             std::string::npos)
       << unloaded.out;
+  // And on a store that never starts (2 conversations x 1 turn store 2 times at most).
+  const nlohmann::json no_store = {{"workload", {{"conversations", 2}, {"turns", 1}}},
+                                   {"faults", {{{"kind", "reset"}, {"during_store", 50}}}}};
+  const Exit unstored = run({"run", "--quiet", write_scenario("no-store.json", no_store)});
+  EXPECT_EQ(unstored.code, 1) << unstored.err;
+  EXPECT_NE(unstored.out.find("FAULT NEVER HAPPENED: /faults/0 (reset during store 50): the run "
+                              "started 2 store(s); pick an earlier store"),
+            std::string::npos)
+      << unstored.out;
   const nlohmann::json early = {{"faults", {{{"kind", "reset"}, {"at_s", 0.01}}}}};
   const Exit ok = run({"run", "--quiet", write_scenario("early.json", early)});
   EXPECT_EQ(ok.code, 0) << ok.out << ok.err;

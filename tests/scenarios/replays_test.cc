@@ -58,6 +58,24 @@ TEST_P(Replay, PassesItsExpectationsAndIsDeterministic) {
   EXPECT_EQ(first.trace_hash, second.trace_hash) << "same scenario and seed, different trace";
 }
 
+// A replay tests behaviour, not one timing: its faults land on the loads and
+// stores its `expect` needs under other seeds too (`rcxl-sim replay --seed`).
+TEST_P(Replay, PassesUnderOtherSeeds) {
+  auto sc = parse_scenario(Json::parse(*embedded_file(GetParam())), GetParam());
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  auto profile = load_profile("", sc->profile);
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    sc->seed = seed;
+    const RunResult r = run_scenario(*sc, *profile);
+    ASSERT_TRUE(r.status.ok()) << "seed " << seed << ": " << r.status.ToString();
+    for (const auto& v : r.invariants.violations) ADD_FAILURE() << "seed " << seed << ": " << v;
+    for (std::size_t i = 0; i < r.faults_fired.size(); ++i) {
+      EXPECT_TRUE(r.faults_fired[i]) << "seed " << seed << ": fault " << i << " never happened";
+    }
+  }
+}
+
 // The same faults with the other write-back policy of the profile (eager, in
 // idle channel time): the invariants and expectations do not depend on it.
 TEST_P(Replay, PassesWithEagerWriteBackToo) {

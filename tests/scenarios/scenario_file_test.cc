@@ -58,6 +58,21 @@ TEST(ScenarioFile, R8_ALoadTriggeredFaultParses) {
   EXPECT_EQ(sc->faults[1].after, std::chrono::nanoseconds(0));
 }
 
+// Or on the N-th KV store (a fault that must meet a store's write wait).
+TEST(ScenarioFile, R8_AStoreTriggeredFaultParses) {
+  Json j = minimal();
+  j["faults"] =
+      Json::array({{{"kind", "delay"}, {"during_store", 2}, {"for_s", 3}, {"extra_ms", 1500}},
+                   {{"kind", "reset"}, {"during_store", 40}, {"after_ms", 1}}});
+  auto sc = parse_scenario(j, "t.json");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  EXPECT_EQ(sc->faults[0].during_store, 2u);
+  EXPECT_EQ(sc->faults[0].during_load, 0u);
+  EXPECT_EQ(sc->faults[0].after, std::chrono::nanoseconds(0));
+  EXPECT_EQ(sc->faults[1].during_store, 40u);
+  EXPECT_EQ(sc->faults[1].after, std::chrono::milliseconds(1));
+}
+
 // The topology: how many GPU and memory nodes; faults and by_node counters
 // may then name any of them.
 TEST(ScenarioFile, R8_TopologyNamesTheNodesFaultsAndCountersMayUse) {
@@ -230,9 +245,18 @@ INSTANTIATE_TEST_SUITE_P(
                 fault({{"kind", "reset"}, {"at_s", 1}, {"for_s", 5}}), "/faults/0/for_s",
                 "instant"},
         Refusal{"at_and_during_load", fault({{"kind", "reset"}, {"at_s", 1}, {"during_load", 2}}),
-                "/faults/0/during_load", "give at_s or during_load, not both"},
+                "/faults/0/during_load", "give one of at_s, during_load and during_store"},
+        Refusal{"at_and_during_store", fault({{"kind", "reset"}, {"at_s", 1}, {"during_store", 2}}),
+                "/faults/0/during_store", "give one of at_s, during_load and during_store"},
+        Refusal{"load_and_store",
+                fault({{"kind", "reset"}, {"during_load", 1}, {"during_store", 2}}),
+                "/faults/0/during_store", "drop the others"},
+        Refusal{"store_zero", fault({{"kind", "reset"}, {"during_store", 0}}),
+                "/faults/0/during_store", "expected an integer in 1..1000000"},
+        Refusal{"store_not_a_number", fault({{"kind", "reset"}, {"during_store", "2"}}),
+                "/faults/0/during_store", "expected an integer"},
         Refusal{"no_time_nor_load", fault({{"kind", "reset"}}), "/faults/0/at_s",
-                "or after_ms past the start of the during_load-th KV load"},
+                "the during_load-th KV load or the during_store-th KV store"},
         Refusal{"load_zero", fault({{"kind", "reset"}, {"during_load", 0}}),
                 "/faults/0/during_load", "expected an integer in 1..1000000"},
         Refusal{"load_not_an_integer", fault({{"kind", "reset"}, {"during_load", 1.5}}),
@@ -244,7 +268,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "the workload has 6 requests"},
         Refusal{"after_ms_on_a_timed_fault",
                 fault({{"kind", "reset"}, {"at_s", 1}, {"after_ms", 2}}), "/faults/0/after_ms",
-                "only a fault with during_load takes after_ms"},
+                "only a fault with during_load or during_store takes after_ms"},
         Refusal{"after_ms_negative",
                 fault({{"kind", "reset"}, {"during_load", 1}, {"after_ms", -1}}),
                 "/faults/0/after_ms", "milliseconds in 0..60000"},
