@@ -282,9 +282,9 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   const Interval nohints = beyond ? ratios("no_hints", "all_dram") : Interval{};
   const Interval nohints_load = beyond ? load_deltas("no_hints", "all_dram") : Interval{};
 
-  // "Within": inside the seed's 95% interval where it gives one; else within
-  // 25% of its value (our rule, docs/reproduce.md).
-  auto near = [](double v, double seed) { return std::abs(v - seed) <= 0.25 * std::abs(seed); };
+  // "Within": inside the seed's 95% interval where it gives one; else
+  // near_seed_value / near_seed_ratio (report/stats.h).
+  const auto near = near_seed_value;
   j["P1"] = {{"value", p1.mean},
              {"ci", interval_json(p1)},
              {"pairs", pairs},
@@ -303,7 +303,7 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
              {"pairs", pairs},
              {"seed_ratio", 1.0041},
              {"seed_delta_ms", 2.04},
-             {"within", near(p3r.mean, 1.0041) && near(p3d.mean, 2.04)},
+             {"within", near_seed_ratio(p3r.mean, 1.0041) && near(p3d.mean, 2.04)},
              {"over_hints_ms", gate_cost.mean},
              {"over_hints_ci", interval_json(gate_cost)},
              {"seed_over_hints_ms", 0.8}};

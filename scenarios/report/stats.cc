@@ -53,4 +53,12 @@ double quantile(std::vector<double> xs, double p) {
   return xs[lo] + (xs[hi] - xs[lo]) * (pos - static_cast<double>(lo));
 }
 
+bool near_seed_value(double value, double seed) {
+  return std::abs(value - seed) <= 0.25 * std::abs(seed);
+}
+
+bool near_seed_ratio(double ratio, double seed_ratio) {
+  return near_seed_value(ratio - 1, seed_ratio - 1);
+}
+
 }  // namespace rcxl::scenarios

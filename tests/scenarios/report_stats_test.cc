@@ -20,6 +20,21 @@ TEST(ReportStats, R8_TIntervalOfFivePairsUsesFourDegreesOfFreedom) {
   EXPECT_EQ(ci.n, 5u);
 }
 
+// Where the seed gives no interval (P2-P4): 25% of its value; P3's ratio by its
+// excess over 1 (1.0041x: 1.0031..1.0051x), not 25% of 1.0041 (0.75..1.26x).
+TEST(ReportStats, R8_WithinTheSeedsValueWhereItGivesNoInterval) {
+  EXPECT_TRUE(near_seed_value(1.42, 1.24));
+  EXPECT_TRUE(near_seed_value(1.54, 1.24));
+  EXPECT_FALSE(near_seed_value(1.56, 1.24));
+  EXPECT_FALSE(near_seed_value(1.47, 2.04));  // P3's delta, session 10
+  EXPECT_TRUE(near_seed_value(1.53, 2.04));
+  EXPECT_TRUE(near_seed_ratio(1.0043, 1.0041));
+  EXPECT_TRUE(near_seed_ratio(1.0032, 1.0041));
+  EXPECT_FALSE(near_seed_ratio(1.0052, 1.0041));
+  EXPECT_FALSE(near_seed_ratio(1.0349, 1.0041));  // within 25% of 1.0041, not of its 0.41%
+  EXPECT_FALSE(near_seed_ratio(1.0, 1.0041));
+}
+
 TEST(ReportStats, SingleValueHasAMeanAndNoInterval) {
   const Interval ci = t_interval_95({2.5});
   EXPECT_EQ(ci.mean, 2.5);
