@@ -132,6 +132,27 @@ std::string seconds_text(runtime::Duration d) {
   return buf;
 }
 
+// topology.memory_profiles: one profile name per memory node, in node order.
+Status parse_memory_profiles(const Reader& t, const Json& topology, Topology& out) {
+  if (!topology.contains("memory_profiles")) return {};
+  const Json& names = topology["memory_profiles"];
+  const std::string count = std::to_string(out.memory_nodes);
+  if (!names.is_array() || names.size() != static_cast<std::size_t>(out.memory_nodes)) {
+    return t.fail("/memory_profiles", "expected an array of " + count +
+                                          " profile names, one per memory node (memory_nodes "
+                                          "is " +
+                                          count + ")");
+  }
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (!names[i].is_string() || names[i].get<std::string>().empty()) {
+      return t.fail("/memory_profiles/" + std::to_string(i),
+                    "expected a profile name, e.g. \"all_dram\"");
+    }
+    out.memory_profiles.push_back(names[i].get<std::string>());
+  }
+  return {};
+}
+
 // A fault must be able to happen in the run the rest of the file describes.
 Status check_fault_in_run(const Reader& r, const Fault& f, const Scenario& sc) {
   if (f.during_load > 0) {
@@ -507,7 +528,7 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
   if (j.contains("topology")) {
     Reader t(j["topology"], origin, "/topology");
     if (auto s = t.require_object(); !s.ok()) return s;
-    if (auto s = t.only({"gpu_nodes", "memory_nodes"}); !s.ok()) return s;
+    if (auto s = t.only({"gpu_nodes", "memory_nodes", "memory_profiles"}); !s.ok()) return s;
     std::uint64_t gpus = 1, mems = 1;
     for (Status s : {t.unsigned_int("gpu_nodes", gpus, 1, Topology::kMaxNodes),
                      t.unsigned_int("memory_nodes", mems, 1, Topology::kMaxNodes)}) {
@@ -515,6 +536,7 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
     }
     sc.topology.gpu_nodes = static_cast<int>(gpus);
     sc.topology.memory_nodes = static_cast<int>(mems);
+    if (auto s = parse_memory_profiles(t, j["topology"], sc.topology); !s.ok()) return s;
   }
   if (j.contains("faults")) {
     if (!j["faults"].is_array()) return r.fail("/faults", "expected an array");

@@ -79,11 +79,14 @@ inline constexpr const char* kMemoryNode = "mem0";
 // How many of each node the run has: one directory, GPU nodes gpu0.. (each a
 // serving engine with its scheduler and worker), memory nodes mem0.. (each an
 // agent in front of its own device). The hardware classes (NIC, links, device)
-// are the profile's.
+// are the profile's; a memory node may take its device from a profile of its own.
 struct Topology {
   static constexpr int kMaxNodes = 8;  // of each kind: enough for contention questions
   int gpu_nodes = 1;
   int memory_nodes = 1;
+  // By memory node: the profile whose `device` it has (one per node); empty:
+  // every node has the scenario profile's device.
+  std::vector<std::string> memory_profiles;
 };
 inline std::string gpu_node_name(int i) {
   return "gpu" + std::to_string(i);

@@ -26,6 +26,39 @@
 #include "scenarios/scenario_extensions.h"
 
 namespace rcxl::scenarios {
+Status attach_memory_profiles(const std::string& profiles_dir, const Scenario& scenario,
+                              Profile& profile) {
+  profile.memory_devices.clear();
+  const auto& names = scenario.topology.memory_profiles;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string where = "/topology/memory_profiles/" + std::to_string(i) + " ('" + names[i] +
+                              "', " + memory_node_name(static_cast<int>(i)) + ")";
+    auto node = load_profile(profiles_dir, names[i]);
+    if (!node.ok()) {
+      profile.memory_devices.clear();
+      return Error(ErrorCode::kBadRequest, where + ": " + node.status().message());
+    }
+    const bool same_nic = node->device.nic == profile.device.nic;
+    if (!same_nic || !(node->control_link == profile.control_link)) {
+      profile.memory_devices.clear();
+      return Error(ErrorCode::kBadRequest,
+                   where + ": its " + (same_nic ? "control_link" : "nic") +
+                       " differs from the scenario profile '" + scenario.profile +
+                       "''s; a memory node takes only its device from its own profile (the "
+                       "fabric and control network are one): make them the same");
+    }
+    profile.memory_devices.push_back(node->device.device);
+  }
+  return {};
+}
+
+Result<Profile> load_scenario_profile(const std::string& profiles_dir, const Scenario& scenario) {
+  auto profile = load_profile(profiles_dir, scenario.profile);
+  if (!profile.ok()) return profile.status();
+  if (auto s = attach_memory_profiles(profiles_dir, scenario, *profile); !s.ok()) return s;
+  return profile;
+}
+
 namespace {
 
 using Json = nlohmann::json;
@@ -180,8 +213,15 @@ class Deployment {
     dopts.secret = kSecret;
     directory_ = std::make_unique<directory::DirectoryServer>(*dir_node_, *dir_strand_, dopts);
     if (auto a = directory_->start({"dir", kDirectoryPort}); !a.ok()) return a.status();
+    if (profile_.memory_devices.size() != sc_.topology.memory_profiles.size()) {
+      return Error(ErrorCode::kBadRequest, "topology.memory_profiles names " +
+                                               std::to_string(sc_.topology.memory_profiles.size()) +
+                                               " profiles but the run has the devices of " +
+                                               std::to_string(profile_.memory_devices.size()) +
+                                               ": load the profile with load_scenario_profile");
+    }
     for (int i = 0; i < sc_.topology.memory_nodes; ++i) {
-      if (auto s = build_memory_node(memory_node_name(i)); !s.ok()) return s;
+      if (auto s = build_memory_node(i); !s.ok()) return s;
     }
     client::Config base;
     base.directory = {"dir", kDirectoryPort};
@@ -283,7 +323,8 @@ class Deployment {
     std::unique_ptr<EngineModel> engine;
   };
 
-  Status build_memory_node(const std::string& name) {
+  Status build_memory_node(int index) {
+    const std::string name = memory_node_name(index);
     auto m = std::make_unique<MemoryNode>();
     m->node = &world_.add_node(name);
     m->nic = &fabric_.add_nic(name);
@@ -291,7 +332,9 @@ class Deployment {
     limits.max_hint_requests = agent::AgentConfig{}.max_hint_requests;
     m->monitor = std::make_unique<InvariantMonitor>(m->node->clock(), limits);
     m->checked_nic = std::make_unique<CheckedNic>(*m->nic, m->node->clock(), *m->monitor);
-    device::CxlSsdParams dp = profile_.device.device;
+    device::CxlSsdParams dp = profile_.memory_devices.empty()
+                                  ? profile_.device.device
+                                  : profile_.memory_devices[static_cast<std::size_t>(index)];
     dp.capacity_bytes = std::min<std::uint64_t>(dp.capacity_bytes, sc_.pool_bytes);
     m->device = std::make_unique<device::CxlSsdDevice>(world_.loop(), dp);
     mems_.push_back(std::move(m));

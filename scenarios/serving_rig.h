@@ -27,6 +27,9 @@ struct Profile {
   device::DeviceProfile device;
   EngineParams engine;
   sim::LinkParams control_link;  // TCP control plane (hello, map, hints, directory)
+  // By memory node, from topology.memory_profiles (attach_memory_profiles);
+  // empty: every memory node has `device.device`.
+  std::vector<device::CxlSsdParams> memory_devices;
 };
 
 // Loads <profiles_dir>/<name>.json (device + nic + engine + control_link), or
@@ -38,6 +41,14 @@ Result<nlohmann::json> load_profile_document(const std::string& profiles_dir,
                                              const std::string& name,
                                              std::string* origin = nullptr);
 Result<Profile> profile_from_json(const nlohmann::json& j, const std::string& origin);
+// Fills profile.memory_devices from the profiles that the scenario's
+// topology.memory_profiles names: a memory node takes its profile's device;
+// that profile's nic and control_link must be `profile`'s (one fabric), and
+// its engine is not used (engines run on GPU nodes).
+Status attach_memory_profiles(const std::string& profiles_dir, const Scenario& scenario,
+                              Profile& profile);
+// The scenario's profile with its memory nodes' devices attached.
+Result<Profile> load_scenario_profile(const std::string& profiles_dir, const Scenario& scenario);
 
 struct RunOptions {
   bool record_trace_file = false;

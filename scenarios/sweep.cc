@@ -572,6 +572,13 @@ Result<SweepReport> sweep(const SweepOptions& options) {
   // The base as `rcxl-sim run` reads it, before anything is applied to it.
   if (auto sc = parse_scenario(base, origin); !sc.ok()) {
     return Error(ErrorCode::kBadRequest, sc.status().message());
+  } else if (!sc->topology.memory_profiles.empty()) {
+    // A configuration is a profile (all_dram, cxl_ssd_default) for every node.
+    return Error(ErrorCode::kBadRequest,
+                 origin +
+                     ": /topology/memory_profiles: a sweep gives every memory node its "
+                     "configuration's profile; drop memory_profiles, or compare mixed nodes "
+                     "with rcxl-sim run");
   }
   if (options.conversations) base["workload"]["conversations"] = *options.conversations;
   if (options.turns) base["workload"]["turns"] = *options.turns;

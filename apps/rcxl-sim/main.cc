@@ -230,7 +230,7 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
     std::fprintf(stderr, "rcxl-sim: %s\n", profile_file.status().message().c_str());
     return 2;
   }
-  auto profile = rcxl::scenarios::load_profile(profiles, scenario->profile);
+  auto profile = rcxl::scenarios::load_scenario_profile(profiles, *scenario);
   if (!profile.ok()) {
     std::fprintf(stderr, "rcxl-sim: %s\n", profile.status().message().c_str());
     return 2;

@@ -20,6 +20,8 @@ class SimListener;
 struct LinkParams {
   runtime::Duration latency = std::chrono::microseconds(5);  // one way
   double bytes_per_second = 12.5e9;                          // 100 Gb/s
+
+  bool operator==(const LinkParams&) const = default;
 };
 
 class SimNetwork {

@@ -31,6 +31,8 @@ struct NicParams {
   runtime::Duration per_op = std::chrono::nanoseconds(100);
   // Granularity at which a transfer streams against device readiness.
   std::uint64_t stream_segment_bytes = std::uint64_t{256} * 1024;
+
+  bool operator==(const NicParams&) const = default;
 };
 
 class SimNic;

@@ -93,6 +93,12 @@ TEST(ScenarioFile, R8_TopologyNamesTheNodesFaultsAndCountersMayUse) {
   ASSERT_TRUE(defaults.ok());
   EXPECT_EQ(defaults->topology.gpu_nodes, 1);
   EXPECT_EQ(defaults->topology.memory_nodes, 1);
+  EXPECT_TRUE(defaults->topology.memory_profiles.empty());
+  j["topology"]["memory_profiles"] = {"all_dram", "cxl_ssd_default", "all_dram"};
+  auto mixed = parse_scenario(j, "t.json");
+  ASSERT_TRUE(mixed.ok()) << mixed.status().ToString();
+  EXPECT_EQ(mixed->topology.memory_profiles,
+            (std::vector<std::string>{"all_dram", "cxl_ssd_default", "all_dram"}));
 }
 
 struct BadCase {
@@ -276,10 +282,26 @@ INSTANTIATE_TEST_SUITE_P(
                 fault({{"kind", "reset"}, {"during_load", 1}, {"after_ms", 60001}}),
                 "/faults/0/after_ms", "milliseconds in 0..60000"},
         Refusal{"topology_not_an_object", {{"topology", 2}}, "/topology", "expected an object"},
+        Refusal{"memory_profiles_not_an_array",
+                {{"topology", {{"memory_nodes", 2}, {"memory_profiles", "all_dram"}}}},
+                "/topology/memory_profiles",
+                "expected an array of 2 profile names, one per memory node"},
+        Refusal{"memory_profiles_one_short",
+                {{"topology", {{"memory_nodes", 2}, {"memory_profiles", {"all_dram"}}}}},
+                "/topology/memory_profiles",
+                "(memory_nodes is 2)"},
+        Refusal{"memory_profiles_not_a_name",
+                {{"topology", {{"memory_nodes", 2}, {"memory_profiles", {"all_dram", 3}}}}},
+                "/topology/memory_profiles/1",
+                "expected a profile name"},
+        Refusal{"memory_profiles_empty_name",
+                {{"topology", {{"memory_profiles", {""}}}}},
+                "/topology/memory_profiles/0",
+                "expected a profile name"},
         Refusal{"topology_unknown_field",
                 {{"topology", {{"gpus", 2}}}},
                 "/topology/gpus",
-                "expected one of: gpu_nodes, memory_nodes"},
+                "expected one of: gpu_nodes, memory_nodes, memory_profiles"},
         Refusal{"no_gpu_nodes",
                 {{"topology", {{"gpu_nodes", 0}}}},
                 "/topology/gpu_nodes",

@@ -1,0 +1,124 @@
+// topology.memory_profiles (issue #6 item 1): each memory node takes its
+// device from a profile of its own, so one run can mix an all-DRAM node with a
+// CXL-SSD; the fabric (nic, control_link) stays the scenario profile's.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "scenarios/embedded/embedded.h"
+#include "scenarios/serving_rig.h"
+
+namespace rcxl::scenarios {
+namespace {
+
+using Json = nlohmann::json;
+
+Json two_nodes(const Json& profiles) {
+  return {{"name", "mixed"},
+          {"topology", {{"memory_nodes", 2}, {"memory_profiles", profiles}}},
+          {"client", {{"read_hints", false}}},
+          {"workload",
+           {{"conversations", 8},
+            {"turns", 3},
+            {"first_prompt_tokens", {4000, 8000}},
+            {"start_window_s", 0.5}}}};
+}
+
+Scenario parsed(const Json& j) {
+  auto sc = parse_scenario(j, "mixed.json");
+  EXPECT_TRUE(sc.ok()) << sc.status().ToString();
+  return sc.ok() ? *sc : Scenario{};
+}
+
+double device_misses(const RunResult& r, const std::string& node) {
+  return r.counters["by_node"][node]["device"]["misses"].get<double>();
+}
+
+TEST(MemoryProfiles, R8_EachMemoryNodeHasItsOwnProfilesDevice) {
+  const Scenario sc = parsed(two_nodes({"all_dram", "cxl_ssd_default"}));
+  auto profile = load_scenario_profile("", sc);
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  ASSERT_EQ(profile->memory_devices.size(), 2u);
+  EXPECT_TRUE(profile->memory_devices[0].all_resident);
+  EXPECT_FALSE(profile->memory_devices[1].all_resident);
+  const RunResult r = run_scenario(sc, *profile);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_TRUE(r.invariants.violations.empty());
+  // The DRAM node never misses; the CXL-SSD's pages start on flash.
+  EXPECT_EQ(device_misses(r, "mem0"), 0.0);
+  EXPECT_GT(device_misses(r, "mem1"), 0.0);
+
+  // The other way round, the other node misses.
+  const Scenario swapped = parsed(two_nodes({"cxl_ssd_default", "all_dram"}));
+  const RunResult s = run_scenario(swapped, *load_scenario_profile("", swapped));
+  ASSERT_TRUE(s.status.ok()) << s.status.ToString();
+  EXPECT_GT(device_misses(s, "mem0"), 0.0);
+  EXPECT_EQ(device_misses(s, "mem1"), 0.0);
+}
+
+// Naming the scenario's own profile for every node is the run without memory_profiles.
+TEST(MemoryProfiles, R8_TheScenarioProfileForEveryNodeChangesNothing) {
+  Json plain = two_nodes({"cxl_ssd_default", "cxl_ssd_default"});
+  const Scenario named = parsed(plain);
+  plain["topology"].erase("memory_profiles");
+  const Scenario unnamed = parsed(plain);
+  const RunResult a = run_scenario(named, *load_scenario_profile("", named));
+  const RunResult b = run_scenario(unnamed, *load_scenario_profile("", unnamed));
+  ASSERT_TRUE(a.status.ok()) << a.status.ToString();
+  EXPECT_EQ(a.trace_hash, b.trace_hash);
+}
+
+TEST(MemoryProfiles, R8_AnUnknownProfileIsRefusedNamingTheNode) {
+  const Scenario sc = parsed(two_nodes({"all_dram", "no_such_profile"}));
+  auto profile = load_scenario_profile("", sc);
+  ASSERT_FALSE(profile.ok());
+  EXPECT_EQ(profile.status().code(), ErrorCode::kBadRequest);
+  EXPECT_NE(profile.status().message().find(
+                "/topology/memory_profiles/1 ('no_such_profile', mem1): no built-in profile"),
+            std::string::npos)
+      << profile.status().message();
+}
+
+// A node's profile gives its device only: another RNIC class is refused, not ignored.
+TEST(MemoryProfiles, R8_AnotherNicOrControlLinkIsRefused) {
+  const auto dir = std::filesystem::temp_directory_path() / "rcxl_memory_profiles_test";
+  std::filesystem::create_directories(dir);
+  Json base = Json::parse(*embedded_file("profiles/cxl_ssd_default.json"));
+  std::ofstream(dir / "cxl_ssd_default.json") << base.dump();
+  Json fast_nic = base;
+  fast_nic["name"] = "fast_nic";
+  fast_nic["nic"]["bytes_per_second"]["value"] = 23.5e9;
+  std::ofstream(dir / "fast_nic.json") << fast_nic.dump();
+  Json slow_link = base;
+  slow_link["name"] = "slow_link";
+  slow_link["control_link"]["latency_ns"]["value"] = 50000;
+  std::ofstream(dir / "slow_link.json") << slow_link.dump();
+
+  for (const char* other : {"fast_nic", "slow_link"}) {
+    const Scenario sc = parsed(two_nodes({"cxl_ssd_default", other}));
+    auto profile = load_scenario_profile(dir.string(), sc);
+    ASSERT_FALSE(profile.ok()) << other;
+    const std::string what = std::string(other) == "fast_nic" ? "its nic" : "its control_link";
+    EXPECT_NE(profile.status().message().find(what + " differs from the scenario profile"),
+              std::string::npos)
+        << profile.status().message();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A run given a profile without the named devices attached refuses to start
+// rather than quietly giving every node the scenario profile's device.
+TEST(MemoryProfiles, R8_ARunWithoutTheNamedDevicesRefusesToStart) {
+  const Scenario sc = parsed(two_nodes({"all_dram", "cxl_ssd_default"}));
+  auto profile = load_profile("", sc.profile);
+  ASSERT_TRUE(profile.ok());
+  const RunResult r = run_scenario(sc, *profile);
+  EXPECT_EQ(r.status.code(), ErrorCode::kBadRequest);
+  EXPECT_NE(r.status.message().find("load the profile with load_scenario_profile"),
+            std::string::npos)
+      << r.status.message();
+}
+
+}  // namespace
+}  // namespace rcxl::scenarios
