@@ -14,6 +14,12 @@ namespace rcxl::scenarios {
 using Json = nlohmann::json;
 
 Result<Json> parse_json_document(const std::string& text, const std::string& origin) {
+  // nlohmann's lexer takes a NUL for the end of input and would ignore the rest.
+  if (const auto nul = text.find('\0'); nul != std::string::npos) {
+    return Error(ErrorCode::kBadRequest, origin + ": not valid JSON: a NUL byte at offset " +
+                                             std::to_string(nul) +
+                                             "; a scenario or profile is UTF-8 text");
+  }
   bool too_deep = false;
   std::string duplicate;
   std::vector<std::set<std::string>> keys;  // one set per open object
@@ -48,6 +54,14 @@ Result<Json> parse_json_document(const std::string& text, const std::string& ori
     if (tag_end != std::string::npos) why = why.substr(tag_end + 2);
     if (why.size() > 300) why = why.substr(0, 300) + "...";
     return Error(ErrorCode::kBadRequest, origin + ": not valid JSON: " + why);
+  } catch (const Json::out_of_range& e) {
+    // "[json.exception.out_of_range.406] number overflow parsing '1e400'"
+    std::string why = e.what();
+    const auto tag_end = why.find("] ");
+    if (tag_end != std::string::npos) why = why.substr(tag_end + 2);
+    if (why.size() > 300) why = why.substr(0, 300) + "...";
+    return Error(ErrorCode::kBadRequest,
+                 origin + ": " + why + "; numbers must fit a double (about ±1.8e308)");
   }
   if (too_deep) {
     return Error(ErrorCode::kBadRequest, origin + ": nested deeper than " +

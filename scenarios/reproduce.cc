@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 
 #include "backends/sim/sim_nic.h"
@@ -82,10 +81,15 @@ Result<Scenario> seed_serving() {
   return parse_scenario(Json::parse(*text), "replays/seed_serving.json (built in)");
 }
 
-bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  return out.good();
+// The files reproduce writes into --out: checked before the first run.
+constexpr const char* kJsonFile = "reproduce.json";
+constexpr const char* kTtftSvg = "ttft_cdf.svg";
+constexpr const char* kLoadSvg = "load_time_cdf.svg";
+constexpr const char* kStoreSvg = "store_bandwidth.svg";
+
+// `name` in --out, spelled as prepare_out_dir's checks spell it.
+std::string out_path(const ReproduceOptions& options, const std::string& name) {
+  return (std::filesystem::path(options.out_dir) / name).string();
 }
 
 // P5's pairs are a subset of the hinted pairs: at most --pairs. Only the
@@ -131,13 +135,14 @@ Result<std::map<std::string, Profile>> reproduce_profiles(const ReproduceOptions
   std::map<std::string, Profile> profiles;
   for (const auto& c : configurations()) {
     if (profiles.count(c.profile)) continue;
-    auto doc = load_profile_document(options.profiles_dir, c.profile);
+    std::string origin;  // --profiles DIR's file, or the built-in one
+    auto doc = load_profile_document(options.profiles_dir, c.profile, &origin);
     if (!doc.ok()) return doc.status();
     Json unused_scenario;
     for (const auto& setting : settings) {
       if (auto s = apply_sweep_value(setting, 0, unused_scenario, *doc, true); !s.ok()) return s;
     }
-    auto p = profile_from_json(*doc, "profiles/" + c.profile + ".json");
+    auto p = profile_from_json(*doc, origin);
     if (!p.ok()) {
       return Error(ErrorCode::kBadRequest,
                    (settings.empty() ? "" : "--set: ") + p.status().message());
@@ -155,7 +160,10 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   auto loaded = reproduce_profiles(options);
   if (!loaded.ok()) return loaded.status();
   const std::map<std::string, Profile> profiles = std::move(loaded).value();
-  if (auto s = prepare_out_dir(options.out_dir); !s.ok()) return s;
+  if (auto s = prepare_out_dir(options.out_dir, {kJsonFile, kTtftSvg, kLoadSvg, kStoreSvg});
+      !s.ok()) {
+    return s;
+  }
   std::string settings_text;  // "NAME=VALUE NAME=VALUE"
   for (const auto& spec : options.settings)
     settings_text += (settings_text.empty() ? "" : " ") + spec;
@@ -433,12 +441,14 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
     ttft_series.push_back(cdf_series(label, tt));
     load_series.push_back(cdf_series(label, ll));
   }
-  const std::string ttft_svg = options.out_dir + "/ttft_cdf.svg";
-  const std::string load_svg = options.out_dir + "/load_time_cdf.svg";
-  const std::string store_svg = options.out_dir + "/store_bandwidth.svg";
-  std::string unwritten;  // the first file that could not be written
+  const std::string ttft_svg = out_path(options, kTtftSvg);
+  const std::string load_svg = out_path(options, kLoadSvg);
+  const std::string store_svg = out_path(options, kStoreSvg);
+  Status unwritten;  // the first file that could not be written; the rest are still tried
   auto write = [&](const std::string& path, const std::string& text) {
-    if (!write_file(path, text) && unwritten.empty()) unwritten = path;
+    if (auto s = write_out_file(options.out_dir, path, text); !s.ok() && unwritten.ok()) {
+      unwritten = s;
+    }
   };
   write(ttft_svg, render_line_chart({"Reuse-turn TTFT per configuration (all pairs)", "TTFT (ms)",
                                      "fraction of requests", true, true},
@@ -454,8 +464,8 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   write(store_svg, render_line_chart({"Store bandwidth over time (P4)", "time (ms)", "GB/s", false},
                                      {un, pr}));
   report.pictures = {ttft_svg, load_svg, store_svg};
-  write(options.out_dir + "/reproduce.json", j.dump(2));
-  if (!unwritten.empty()) return Error(ErrorCode::kIoError, "cannot write " + unwritten);
+  write(out_path(options, kJsonFile), j.dump(2));
+  if (!unwritten.ok()) return unwritten;
   return report;
 }
 

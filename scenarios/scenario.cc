@@ -524,6 +524,26 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
     auto w = workload_from_json(j["workload"]);
     if (!w.ok()) return Error(ErrorCode::kBadRequest, origin + ": " + w.status().message());
     sc.workload = w.value();
+    // A workload that cannot start (or think) within the time limit only times out.
+    const auto before_limit = [&](const char* field, runtime::Duration d, const std::string& what) {
+      if (d < sc.time_limit) return Status{};
+      return r.fail(std::string("/workload/") + field,
+                    what + " " + seconds_text(d) + " is not before the run's time limit of " +
+                        seconds_text(sc.time_limit) +
+                        " (time_limit_s), so the run could only time out; shorten it or raise "
+                        "time_limit_s");
+    };
+    if (auto s = before_limit("start_window_s", sc.workload.start_window, "a start window of");
+        !s.ok()) {
+      return s;
+    }
+    const auto pauses = sc.workload.think_time * std::max(sc.workload.turns - 1, 0);
+    if (auto s = before_limit("think_time_s", pauses,
+                              "a conversation's pauses between its turns, (turns - 1) x "
+                              "think_time_s =");
+        !s.ok()) {
+      return s;
+    }
   }
   if (j.contains("topology")) {
     Reader t(j["topology"], origin, "/topology");

@@ -52,10 +52,41 @@ Status attach_memory_profiles(const std::string& profiles_dir, const Scenario& s
   return {};
 }
 
-Result<Profile> load_scenario_profile(const std::string& profiles_dir, const Scenario& scenario) {
+std::uint64_t region_bytes(const Profile& profile) {
+  return profile.engine.kv_bytes_per_token *
+         static_cast<std::uint64_t>(profile.engine.chunk_tokens) * kChunksPerRegion;
+}
+
+Status check_pools_hold_a_region(const Scenario& scenario, const Profile& profile) {
+  const std::uint64_t region = region_bytes(profile);
+  for (int i = 0; i < scenario.topology.memory_nodes; ++i) {
+    const auto& device = profile.memory_devices.empty()
+                             ? profile.device.device
+                             : profile.memory_devices[static_cast<std::size_t>(i)];
+    const std::uint64_t pool = std::min<std::uint64_t>(device.capacity_bytes, scenario.pool_bytes);
+    if (pool >= region) continue;
+    return Error(ErrorCode::kBadRequest,
+                 "/pool_bytes: memory node " + memory_node_name(i) + "'s pool of " +
+                     std::to_string(pool) + " bytes (pool_bytes, or the device's capacity_bytes " +
+                     "if smaller) cannot hold one region of " + std::to_string(region) +
+                     " bytes (" + std::to_string(kChunksPerRegion) +
+                     " KV chunks: engine.kv_bytes_per_token x chunk_tokens x " +
+                     std::to_string(kChunksPerRegion) +
+                     "), so every store would fail; give it at least " + std::to_string(region));
+  }
+  return {};
+}
+
+Result<Profile> load_scenario_profile(const std::string& profiles_dir, const Scenario& scenario,
+                                      const std::string& origin) {
   auto profile = load_profile(profiles_dir, scenario.profile);
   if (!profile.ok()) return profile.status();
-  if (auto s = attach_memory_profiles(profiles_dir, scenario, *profile); !s.ok()) return s;
+  for (Status s : {attach_memory_profiles(profiles_dir, scenario, *profile),
+                   check_pools_hold_a_region(scenario, *profile)}) {
+    if (s.ok()) continue;
+    // These name a pointer into the scenario: say which file.
+    return Error(s.code(), origin.empty() ? s.message() : origin + ": " + s.message());
+  }
   return profile;
 }
 
@@ -220,6 +251,7 @@ class Deployment {
                                                std::to_string(profile_.memory_devices.size()) +
                                                ": load the profile with load_scenario_profile");
     }
+    if (auto s = check_pools_hold_a_region(sc_, profile_); !s.ok()) return s;
     for (int i = 0; i < sc_.topology.memory_nodes; ++i) {
       if (auto s = build_memory_node(i); !s.ok()) return s;
     }
@@ -229,7 +261,7 @@ class Deployment {
     base.secret = kSecret;
     base.chunk_size_bytes = profile_.engine.kv_bytes_per_token *
                             static_cast<std::uint64_t>(profile_.engine.chunk_tokens);
-    base.region_size_bytes = base.chunk_size_bytes * 32;
+    base.region_size_bytes = region_bytes(profile_);
     base.payload_sample_bytes = options_.payload_sample_bytes;
     base.read_hints = sc_.client.read_hints;
     base.write_hints = sc_.client.write_hints;
@@ -292,6 +324,13 @@ class Deployment {
     }
     check_invariants(out);
     out.trace_hash = world_.trace().hash_hex();
+    if (options_.record_trace_file && !world_.trace().file_complete() && out.status.ok()) {
+      // The run itself is fine, but the file the user asked for is not the trace.
+      out.status =
+          Error(ErrorCode::kIoError, "the trace could not be written to " + options_.trace_path +
+                                         " (disk full or an I/O error); the file is "
+                                         "incomplete: free space or choose another file");
+    }
     for (auto& failure : check_expectations(sc_.expect, out)) {
       out.invariants.violations.push_back("expect: " + failure);
     }

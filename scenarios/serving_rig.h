@@ -41,14 +41,21 @@ Result<nlohmann::json> load_profile_document(const std::string& profiles_dir,
                                              const std::string& name,
                                              std::string* origin = nullptr);
 Result<Profile> profile_from_json(const nlohmann::json& j, const std::string& origin);
+// A client allocates its regions in units of this many KV chunks.
+inline constexpr std::uint64_t kChunksPerRegion = 32;
+std::uint64_t region_bytes(const Profile& profile);
+// Every memory node's pool must hold one region, or every store fails.
+Status check_pools_hold_a_region(const Scenario& scenario, const Profile& profile);
 // Fills profile.memory_devices from the profiles that the scenario's
 // topology.memory_profiles names: a memory node takes its profile's device;
 // that profile's nic and control_link must be `profile`'s (one fabric), and
 // its engine is not used (engines run on GPU nodes).
 Status attach_memory_profiles(const std::string& profiles_dir, const Scenario& scenario,
                               Profile& profile);
-// The scenario's profile with its memory nodes' devices attached.
-Result<Profile> load_scenario_profile(const std::string& profiles_dir, const Scenario& scenario);
+// The scenario's profile with its memory nodes' devices attached and its
+// pools checked; `origin` (the scenario's file) prefixes errors about the scenario.
+Result<Profile> load_scenario_profile(const std::string& profiles_dir, const Scenario& scenario,
+                                      const std::string& origin = "");
 
 struct RunOptions {
   bool record_trace_file = false;

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -371,10 +370,9 @@ bool spans_decades(const std::vector<double>& xs) {
   return *lo > 0 && *hi / *lo >= 20;
 }
 
-bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  return out.good();
+// `name` in --out, spelled as prepare_out_dir's checks spell it.
+std::string out_path(const SweepOptions& options, const std::string& name) {
+  return (std::filesystem::path(options.out_dir) / name).string();
 }
 
 // The files a sweep writes into `out_dir`.
@@ -408,6 +406,59 @@ Status check_out_spares_input(const SweepOptions& options) {
     }
   }
   return {};
+}
+
+// Refuses a value listed twice in one parameter (3000,3000 or 4G,4294967296):
+// every point with it would run twice under two labels.
+Status check_distinct_values(const SweepParam& param) {
+  if (param.values.empty())
+    return bad_param(param.option, param.name, "no values; give one or more");
+  std::map<Json, std::size_t> seen;  // value -> its first index; numbers compare by value
+  for (std::size_t i = 0; i < param.values.size(); ++i) {
+    const auto [it, fresh] = seen.emplace(param.values[i], i);
+    if (fresh) continue;
+    const std::string& first = param.texts[it->second];
+    const std::string& again = param.texts[i];
+    const std::string what = first == again ? "'" + again + "' is given twice"
+                                            : "'" + again + "' is the same value as '" + first +
+                                                  "' (" + param.values[i].dump() + ")";
+    return bad_param(param.option, param.name,
+                     what + "; each value would run the same points twice, so list it once");
+  }
+  return {};
+}
+
+// The most runs a sweep takes: more is a mistake (or hours of CPU).
+constexpr std::uint64_t kMaxRuns = 10000;
+
+// Refuses a grid of more than kMaxRuns runs from the axis sizes alone, before
+// expand_grid: three axes of 1000 values would allocate 10^9 points first.
+Status check_grid_size(const std::vector<SweepParam>& params, std::size_t configs, int seeds) {
+  std::uint64_t runs = 1;
+  bool overflow = false;
+  auto times = [&](std::uint64_t n) {
+    if (n != 0 && runs > std::numeric_limits<std::uint64_t>::max() / n) overflow = true;
+    if (!overflow) runs *= n;
+  };
+  std::string factors;
+  for (const auto& p : params) {
+    times(p.values.size());
+    factors += (factors.empty() ? "" : " x ") + std::to_string(p.values.size());
+  }
+  times(configs);
+  times(static_cast<std::uint64_t>(seeds));
+  if (!overflow && runs <= kMaxRuns) return {};
+  const auto count = [](std::uint64_t n, const std::string& what) {
+    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+  };
+  const std::string total =
+      overflow ? "more than " + std::to_string(std::numeric_limits<std::uint64_t>::max())
+               : std::to_string(runs);
+  return Error(ErrorCode::kBadRequest,
+               "the grid has " + factors + " points x " + count(configs, "configuration") + " x " +
+                   count(static_cast<std::uint64_t>(seeds), "seed") + " = " + total +
+                   " runs; keep it at most " + std::to_string(kMaxRuns) +
+                   " (fewer values, configurations or seeds)");
 }
 
 }  // namespace
@@ -492,6 +543,7 @@ Result<SweepParam> parse_sweep_param(const std::string& spec, const std::string&
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
+  if (auto s = check_distinct_values(p); !s.ok()) return s;
   return p;
 }
 
@@ -520,6 +572,7 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     report.params.push_back(*p);
   }
   for (std::size_t i = 0; i < report.params.size(); ++i) {
+    if (auto s = check_distinct_values(report.params[i]); !s.ok()) return s;
     for (std::size_t k = 0; k < i; ++k) {
       if (report.params[k].name == report.params[i].name) {
         return bad_param("--param", report.params[i].name,
@@ -549,12 +602,9 @@ Result<SweepReport> sweep(const SweepOptions& options) {
   const int seeds = std::max(1, options.seeds);
   if (auto s = check_seed_range(options.first_seed, seeds, "--seeds"); !s.ok()) return s;
   if (auto s = check_out_spares_input(options); !s.ok()) return s;
+  if (auto s = check_grid_size(report.params, cfgs.size(), seeds); !s.ok()) return s;
   report.points = expand_grid(report.params);
   const std::size_t runs = report.points.size() * cfgs.size() * static_cast<std::size_t>(seeds);
-  if (runs > 10000) {
-    return Error(ErrorCode::kBadRequest, "the grid has " + std::to_string(runs) +
-                                             " runs; keep it under 10000 (fewer values or seeds)");
-  }
 
   // The base scenario: the user's file or the seed's serving workload.
   Json base;
@@ -583,9 +633,10 @@ Result<SweepReport> sweep(const SweepOptions& options) {
   if (options.conversations) base["workload"]["conversations"] = *options.conversations;
   if (options.turns) base["workload"]["turns"] = *options.turns;
   std::map<std::string, Json> profile_docs;
+  std::map<std::string, std::string> profile_origins;  // --profiles DIR's file, or the built-in
   for (const auto& c : cfgs) {
     if (profile_docs.count(c.profile)) continue;
-    auto doc = load_profile_document(options.profiles_dir, c.profile);
+    auto doc = load_profile_document(options.profiles_dir, c.profile, &profile_origins[c.profile]);
     if (!doc.ok()) return doc.status();
     profile_docs.emplace(c.profile, std::move(doc).value());
   }
@@ -608,7 +659,7 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     const std::string at = what.empty() ? "" : "--param " + what + ": ";
     auto scenario = parse_scenario(sc, origin);
     if (!scenario.ok()) return Error(ErrorCode::kBadRequest, at + scenario.status().message());
-    auto profile = profile_from_json(prof, "profiles/" + cfg.profile + ".json");
+    auto profile = profile_from_json(prof, profile_origins.at(cfg.profile));
     if (!profile.ok()) return Error(ErrorCode::kBadRequest, at + profile.status().message());
     scenario->name = cfg.name;
     return Prepared{std::move(scenario).value(), std::move(profile).value()};
@@ -639,7 +690,7 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     }
   }
   if (options.write_files) {
-    if (auto s = prepare_out_dir(options.out_dir); !s.ok()) return s;
+    if (auto s = prepare_out_dir(options.out_dir, output_names()); !s.ok()) return s;
   }
 
   // Runs: point-major, then configuration, then seed.
@@ -841,7 +892,7 @@ Result<SweepReport> sweep(const SweepOptions& options) {
   if (ec) return Error(ErrorCode::kIoError, options.out_dir + ": " + ec.message());
   for (std::size_t m = 0; m < metrics().size(); ++m) {
     const Metric& metric = metrics()[m];
-    const std::string path = options.out_dir + "/sweep_" + metric.key + ".svg";
+    const std::string path = out_path(options, std::string("sweep_") + metric.key + ".svg");
     const std::string title = std::string(metric.title) + " over " + xparam.name +
                               (seeds > 1 ? " (95% intervals over seeds)" : "");
     // Values over more than ~1.3 decades go on a log axis, so no line flattens the rest.
@@ -855,16 +906,15 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     spec.log_y = spans_decades(ys);
     if (spec.log_x) spec.x_label += ", log scale";
     if (spec.log_y) spec.y_label += ", log scale";
-    if (!write_file(path, render_line_chart(spec, charts[m]))) {
-      return Error(ErrorCode::kIoError, "cannot write " + path);
+    if (auto s = write_out_file(options.out_dir, path, render_line_chart(spec, charts[m]));
+        !s.ok()) {
+      return s;
     }
     report.pictures.push_back(path);
   }
   for (const auto& [name, text] : {std::pair<std::string, std::string>{"sweep.csv", csv},
                                    {"sweep.json", report.json.dump(2)}}) {
-    if (!write_file(options.out_dir + "/" + name, text)) {
-      return Error(ErrorCode::kIoError, "cannot write " + options.out_dir + "/" + name);
-    }
+    if (auto s = write_out_file(options.out_dir, out_path(options, name), text); !s.ok()) return s;
   }
   return report;
 }

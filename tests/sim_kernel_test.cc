@@ -1,12 +1,16 @@
 // The deterministic simulation kernel: virtual time, strands, timers, the
 // simulated network with faults, trace hashes, deadlock reports.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <csignal>
+#include <filesystem>
 #include <map>
 #include <random>
 
 #include "backends/sim/sim_network.h"
 #include "backends/sim/sim_world.h"
+#include "backends/sim/trace.h"
 #include "core/protocol/echo_service.h"
 #include "core/protocol/frame_codec.h"
 
@@ -168,6 +172,29 @@ TEST(SimKernel, EchoProtocolRunsOnTheSimulator) {
   std::vector<std::string> echoes;
   run_echo(1, 5, &echoes);
   EXPECT_EQ(echoes, (std::vector<std::string>{"ping-0", "ping-1", "ping-2", "ping-3", "ping-4"}));
+}
+
+// A trace file that cannot take every line (here: over the file size limit, as
+// on a full disk) says so, so a run never hands the user a cut-off trace as whole.
+TEST(SimKernel, R8_ATraceFileThatCouldNotBeWrittenSaysSo) {
+  const auto path = std::filesystem::temp_directory_path() / "rcxl_trace_limit_test.txt";
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto* previous = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+  {
+    Trace trace;
+    ASSERT_TRUE(trace.open_file(path.string()));
+    for (int i = 0; i < 100; ++i) trace.record(i, "a line of the trace");
+    EXPECT_TRUE(trace.file_complete());
+    rlimit small = old;
+    small.rlim_cur = 4096;
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+    for (int i = 0; i < 1000; ++i) trace.record(i, "a line past the limit");
+    EXPECT_FALSE(trace.file_complete());
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+  }
+  std::signal(SIGXFSZ, previous);
+  std::filesystem::remove(path);
 }
 
 TEST(SimKernel, SameSeedSameTraceHashDifferentSeedDifferentHash) {

@@ -53,9 +53,20 @@ int exit_code_of(const rcxl::Status& status) {
 // the run's inputs (`run x.json --trace x.json` would overwrite the scenario).
 rcxl::Status check_trace_path(const std::string& path, const std::vector<std::string>& inputs) {
   std::error_code ec;
+  if (path.empty()) {
+    return rcxl::Error(rcxl::ErrorCode::kBadRequest, "--trace: empty; name a file to write");
+  }
   if (std::filesystem::is_directory(path, ec)) {
     return rcxl::Error(rcxl::ErrorCode::kBadRequest,
                        "--trace " + path + ": is a directory; name a file to write");
+  }
+  // Opening a FIFO for writing blocks until someone reads it; a device is no trace file.
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    return rcxl::Error(rcxl::ErrorCode::kBadRequest,
+                       "--trace " + path +
+                           ": is not a regular file (a FIFO, device or socket); name a file to "
+                           "write");
   }
   for (const auto& input : inputs) {
     // Hard links and symlinks too; a path that does not exist yet is no input.
@@ -230,7 +241,7 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
     std::fprintf(stderr, "rcxl-sim: %s\n", profile_file.status().message().c_str());
     return 2;
   }
-  auto profile = rcxl::scenarios::load_scenario_profile(profiles, *scenario);
+  auto profile = rcxl::scenarios::load_scenario_profile(profiles, *scenario, path);
   if (!profile.ok()) {
     std::fprintf(stderr, "rcxl-sim: %s\n", profile.status().message().c_str());
     return 2;
@@ -327,7 +338,7 @@ int run_reproduce(const rcxl::scenarios::ReproduceOptions& options, bool json) {
     return exit_code_of(report.status());
   }
   print_report(json, report->json, report->table, report->pictures,
-               options.out_dir + "/reproduce.json");
+               (std::filesystem::path(options.out_dir) / "reproduce.json").string());
   return 0;
 }
 
@@ -376,7 +387,8 @@ int run_sweep(rcxl::scenarios::SweepOptions options, const std::vector<std::stri
     std::fprintf(stderr, "rcxl-sim sweep: %s\n", report.status().message().c_str());
     return exit_code_of(report.status());
   }
-  print_report(json, report->json, report->table, report->pictures, options.out_dir + "/sweep.csv");
+  print_report(json, report->json, report->table, report->pictures,
+               (std::filesystem::path(options.out_dir) / "sweep.csv").string());
   for (const auto& f : report->failures) std::fprintf(stderr, "FAILED %s\n", f.c_str());
   return report->failures.empty() ? 0 : 1;
 }
@@ -565,7 +577,7 @@ int run_cli(int argc, char** argv) {
     auto text = rcxl::scenarios::embedded_file(path);
     if (!text) {
       std::fprintf(stderr, "rcxl-sim replay: no shipped scenario '%s'; one of: %s\n",
-                   replay_name.c_str(), known.c_str());
+                   rcxl::scenarios::printable(replay_name).c_str(), known.c_str());
       return 2;
     }
     return run_file(path, run_seed, trace, json, run_quiet, "", text);

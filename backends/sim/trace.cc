@@ -19,6 +19,12 @@ bool Trace::open_file(const std::string& path) {
   return file_->good();
 }
 
+bool Trace::file_complete() {
+  if (!file_) return true;
+  file_->flush();
+  return file_->good();
+}
+
 void Trace::record(std::int64_t time_ns, std::string_view line, std::string_view payload) {
   std::string text = std::to_string(time_ns);
   text.push_back(' ');

@@ -26,6 +26,8 @@ class Trace {
   // Hex SHA-256 of everything recorded so far (does not end the trace).
   std::string hash_hex() const;
   std::uint64_t lines() const { return lines_; }
+  // Flushes the file: false if a line could not be written (disk full, EIO).
+  bool file_complete();
 
  private:
   EVP_MD_CTX* ctx_;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -104,6 +105,85 @@ class SimRun : public ::testing::Test {
   }
   std::filesystem::path dir_;
 };
+
+// Hunt (session 11): a FIFO as --trace blocked the run forever in open();
+// every non-regular trace path is refused before the run, as inputs are.
+TEST_F(SimRun, R8_ATraceThatIsNotARegularFileIsRefused) {
+  const std::string scenario = write_scenario("s.json");
+  const std::string fifo = (dir_ / "trace.fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& trace : {fifo, std::string("/dev/full")}) {
+    const Exit e = run({"run", "--quiet", "--trace", trace, scenario});
+    EXPECT_EQ(e.code, 2) << trace << ": " << e.err;
+    EXPECT_NE(e.err.find("--trace " + trace + ": is not a regular file"), std::string::npos)
+        << e.err;
+  }
+}
+
+// Hunt (session 11): 1e400 escaped as "internal error" (nlohmann's
+// out_of_range), and bytes after a NUL were silently ignored.
+TEST_F(SimRun, R8_OverflowingNumbersAndNulBytesAreRefusedNamingTheFile) {
+  const std::string big = (dir_ / "big.json").string();
+  std::ofstream(big) << R"({"name": "t", "seed": 1e400})";
+  const Exit overflow = run({"run", "--quiet", big});
+  EXPECT_EQ(overflow.code, 2) << overflow.err;
+  EXPECT_NE(overflow.err.find(big + ": number overflow parsing '1e400'"), std::string::npos)
+      << overflow.err;
+  const std::string nul = (dir_ / "nul.json").string();
+  std::ofstream(nul, std::ios::binary) << std::string(R"({"name": "t"})") << '\0' << "junk";
+  const Exit cut = run({"run", "--quiet", nul});
+  EXPECT_EQ(cut.code, 2) << cut.err;
+  EXPECT_NE(cut.err.find(nul + ": not valid JSON: a NUL byte at offset 13"), std::string::npos)
+      << cut.err;
+}
+
+// Hunt (session 11): a start window or the pauses of a conversation past the
+// time limit were accepted, and the run could only time out.
+TEST_F(SimRun, R8_AWorkloadThatCannotFinishInTheTimeLimitIsRefused) {
+  const Exit window =
+      run({"run", "--quiet", write_scenario("w.json", {{"workload", {{"start_window_s", 3600}}}})});
+  EXPECT_EQ(window.code, 2) << window.err;
+  EXPECT_NE(window.err.find("/workload/start_window_s: a start window of 3600 s is not before "
+                            "the run's time limit of 600 s"),
+            std::string::npos)
+      << window.err;
+  const Exit pauses =
+      run({"run", "--quiet",
+           write_scenario("t.json", {{"workload", {{"turns", 4}, {"think_time_s", 250}}}})});
+  EXPECT_EQ(pauses.code, 2) << pauses.err;
+  EXPECT_NE(pauses.err.find("/workload/think_time_s: a conversation's pauses between its turns"),
+            std::string::npos)
+      << pauses.err;
+  // Within the limit it runs.
+  const Exit fine =
+      run({"run", "--quiet",
+           write_scenario("f.json", {{"workload", {{"turns", 2}, {"think_time_s", 1}}}})});
+  EXPECT_EQ(fine.code, 0) << fine.out << fine.err;
+}
+
+// Hunt (session 11): a pool smaller than one region (32 chunks) made every
+// store fail and the run still passed; it is refused before the run.
+TEST_F(SimRun, R8_APoolThatCannotHoldARegionIsRefused) {
+  const std::string scenario = write_scenario("small.json", {{"pool_bytes", 1 << 20}});
+  const Exit e = run({"run", "--quiet", scenario});
+  EXPECT_EQ(e.code, 2) << e.err;
+  EXPECT_NE(e.err.find(scenario + ": /pool_bytes: memory node mem0's pool of 1048576 bytes"),
+            std::string::npos)
+      << e.err;
+  EXPECT_NE(e.err.find("give it at least 1073741824"), std::string::npos) << e.err;
+  // One region exactly is enough.
+  const Exit fits = run({"run", "--quiet", write_scenario("fits.json", {{"pool_bytes", 1 << 30}})});
+  EXPECT_EQ(fits.code, 0) << fits.out << fits.err;
+}
+
+// A replay name is shown escaped and cut, never as raw control characters.
+TEST_F(SimRun, R8_AnUnknownReplayNameIsShownPrintable) {
+  const Exit e = run({"replay", "a\nb" + std::string(300, 'x')});
+  EXPECT_EQ(e.code, 2);
+  EXPECT_NE(e.err.find("no shipped scenario 'a\\nbxxx"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("... (303 characters)'"), std::string::npos) << e.err;
+  EXPECT_EQ(std::count(e.err.begin(), e.err.end(), '\n'), 1) << e.err;
+}
 
 // SPEC R8, hunt W15: `run x.json --trace x.json` overwrote the scenario.
 // A trace onto any input of the run (however it is named) is refused.

@@ -1,10 +1,16 @@
 // `rcxl-sim reproduce --set NAME=VALUE`: a what-if on the seed's table. The
 // setting reaches every profile reproduce runs; a bad one is a coded error
 // naming --set and the fix, before anything runs.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <limits>
 
+#include "scenarios/embedded/embedded.h"
 #include "scenarios/reproduce.h"
 
 namespace rcxl::scenarios {
@@ -140,6 +146,87 @@ TEST(ReproduceSettings, R8_SeedsThatWouldWrapAreRefused) {
   expect_refused(options,
                  "--seed 18446744073709551615 with --pairs 2: the seeds would pass "
                  "18446744073709551615 and wrap to 0");
+}
+
+// An empty directory of its own under the temp directory.
+std::filesystem::path fresh_dir(const std::string& tag) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("rcxl_reproduce_" + tag + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// reproduce() into `dir` with one pair: kBadRequest saying `says`, nothing ran.
+void expect_refused_in(const std::filesystem::path& dir, const std::string& says) {
+  ReproduceOptions options;
+  options.pairs = 1;
+  options.out_dir = dir.string();
+  int runs = 0;
+  options.progress = [&](const std::string&) { ++runs; };
+  auto report = reproduce(options);
+  ASSERT_FALSE(report.ok()) << says;
+  EXPECT_EQ(report.status().code(), ErrorCode::kBadRequest) << report.status().message();
+  EXPECT_NE(report.status().message().find(says), std::string::npos) << report.status().message();
+  EXPECT_EQ(runs, 0) << says;
+}
+
+// SPEC R8: a reproduce.json that was a FIFO hung reproduce in its final open;
+// an output that was a directory failed after every run, with no reason.
+TEST(ReproduceSettings, R8_AnOutputThatIsNotARegularFileIsRefusedBeforeAnyRun) {
+  const std::filesystem::path dir = fresh_dir("nonregular");
+  const std::string fix = ", not a regular file; remove it or choose another --out directory";
+  const std::string json = (dir / "reproduce.json").string();
+  ASSERT_EQ(::mkfifo(json.c_str(), 0600), 0);
+  // A reader lets a writer's open return: unfixed, this test fails instead of hanging.
+  const int reader = ::open(json.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  expect_refused_in(dir, "--out " + dir.string() + ": " + json + " is a FIFO (named pipe)" + fix);
+  ::close(reader);
+  std::filesystem::remove(json);
+  for (const std::string name :
+       {"reproduce.json", "ttft_cdf.svg", "load_time_cdf.svg", "store_bandwidth.svg"}) {
+    const std::string path = (dir / name).string();
+    std::filesystem::create_directory(path);
+    expect_refused_in(dir, "--out " + dir.string() + ": " + path + " is a directory" + fix);
+    std::filesystem::remove(path);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// SPEC R8: with --profiles DIR, a broken profile was blamed on the built-in
+// profiles/<name>.json, a file the user never gave; `rcxl-sim run` names DIR's.
+TEST(ReproduceSettings, R8_ABrokenProfileIsNamedByTheFileItCameFrom) {
+  const std::filesystem::path dir = fresh_dir("own");
+  for (const std::string name : {"all_dram", "cxl_ssd_default"}) {
+    Json j = Json::parse(*embedded_file("profiles/" + name + ".json"));
+    if (name == "cxl_ssd_default") j["device"]["channels"]["value"] = 0;
+    std::ofstream(dir / (name + ".json")) << j.dump(2);
+  }
+  const std::string says =
+      dir.string() + "/cxl_ssd_default.json: profile field 'device.channels' must lie in [1, 1024]";
+  ReproduceOptions options;
+  options.profiles_dir = dir.string();
+  auto profiles = reproduce_profiles(options);
+  ASSERT_FALSE(profiles.ok());
+  EXPECT_EQ(profiles.status().code(), ErrorCode::kBadRequest);
+  EXPECT_EQ(profiles.status().message().rfind(says, 0), 0u) << profiles.status().message();
+  options.settings = {"idle_write_back=1"};
+  profiles = reproduce_profiles(options);
+  ASSERT_FALSE(profiles.ok());
+  EXPECT_EQ(profiles.status().message().rfind("--set: " + says, 0), 0u)
+      << profiles.status().message();
+  // reproduce() itself refuses before any run, with the same words.
+  options.settings.clear();
+  options.out_dir = (dir / "out").string();
+  int runs = 0;
+  options.progress = [&](const std::string&) { ++runs; };
+  auto report = reproduce(options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), ErrorCode::kBadRequest);
+  EXPECT_EQ(report.status().message().rfind(says, 0), 0u) << report.status().message();
+  EXPECT_EQ(runs, 0);
+  std::filesystem::remove_all(dir);
 }
 }  // namespace
 }  // namespace rcxl::scenarios

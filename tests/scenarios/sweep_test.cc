@@ -3,7 +3,9 @@
 // depend on the thread count.
 #include "scenarios/sweep.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +15,9 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+
+#include "scenarios/embedded/embedded.h"
+#include "scenarios/out_dir.h"
 
 namespace rcxl::scenarios {
 namespace {
@@ -436,6 +441,197 @@ TEST(Sweep, R8_AnOutputThatIsTheScenarioFileIsRefused) {
   }
   std::ifstream in(input);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), text) << "the input is untouched";
+  std::filesystem::remove_all(dir);
+}
+
+// An empty directory of its own under the temp directory.
+std::filesystem::path fresh_dir(const std::string& tag) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("rcxl_sweep_" + tag + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// One short run writing its files into `dir`.
+SweepOptions writing_options(const std::filesystem::path& dir) {
+  SweepOptions o = tiny_options();
+  o.write_files = true;
+  o.out_dir = dir.string();
+  o.params = {param("concurrency=1")};
+  o.configs = {"hints"};
+  return o;
+}
+
+// SPEC R8: an output that was a FIFO hung the sweep in its final open, forever;
+// one that was a directory failed after every run with "cannot write" and no reason.
+TEST(Sweep, R8_AnOutputThatIsNotARegularFileIsRefusedBeforeAnyRun) {
+  const std::filesystem::path dir = fresh_dir("nonregular");
+  const SweepOptions o = writing_options(dir);
+  const std::string fix = ", not a regular file; remove it or choose another --out directory";
+  for (const std::string name : {"sweep.csv", "sweep.json", "sweep_ttft_mean_ms.svg",
+                                 "sweep_ttft_p99_ms.svg", "sweep_load_mean_ms.svg"}) {
+    const std::string path = (dir / name).string();
+    ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << path;
+    // A reader lets a writer's open return: unfixed, this test fails instead of hanging.
+    const int reader = ::open(path.c_str(), O_RDONLY | O_NONBLOCK);
+    ASSERT_GE(reader, 0) << path;
+    expect_refused(o, "--out " + dir.string() + ": " + path + " is a FIFO (named pipe)" + fix);
+    ::close(reader);
+    std::filesystem::remove(path);
+    std::filesystem::create_directory(path);
+    expect_refused(o, "--out " + dir.string() + ": " + path + " is a directory" + fix);
+    std::filesystem::remove(path);
+  }
+  // Through a symbolic link, too: the open would follow it.
+  const std::string fifo = (dir / "elsewhere").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  std::filesystem::create_symlink(fifo, dir / "sweep.json");
+  expect_refused(o, (dir / "sweep.json").string() +
+                        " is a symbolic link to a FIFO (named pipe), not a regular file");
+  ::close(reader);
+  std::filesystem::remove_all(dir);
+}
+
+// The final write checks again: a FIFO made after the first check is refused,
+// not opened (which would block until a reader came); a failed write says why.
+TEST(Sweep, R8_TheFinalWriteRefusesWhatIsNotARegularFile) {
+  const std::filesystem::path dir = fresh_dir("final_write");
+  const std::string fifo = (dir / "sweep.csv").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // a regression fails, not hangs
+  ASSERT_GE(reader, 0);
+  Status s = write_out_file(dir.string(), fifo, "x\n");
+  EXPECT_EQ(s.code(), ErrorCode::kBadRequest);
+  EXPECT_EQ(s.message(), "--out " + dir.string() + ": " + fifo +
+                             " is a FIFO (named pipe), not a regular file; remove it or choose "
+                             "another --out directory");
+  char byte;
+  EXPECT_LT(::read(reader, &byte, 1), 1) << "nothing was written into the FIFO";
+  ::close(reader);
+  std::filesystem::create_directory(dir / "sweep.json");
+  s = write_out_file(dir.string(), (dir / "sweep.json").string(), "x\n");
+  EXPECT_EQ(s.code(), ErrorCode::kBadRequest);
+  EXPECT_NE(s.message().find("sweep.json is a directory, not a regular file"), std::string::npos)
+      << s.message();
+  // A file that cannot be made: the reason, not only "cannot write".
+  s = write_out_file(dir.string(), (dir / "no_such_dir" / "sweep.csv").string(), "x\n");
+  EXPECT_EQ(s.code(), ErrorCode::kIoError);
+  EXPECT_NE(s.message().find("cannot write " + (dir / "no_such_dir" / "sweep.csv").string() +
+                             " (No such file or directory)"),
+            std::string::npos)
+      << s.message();
+  const std::string file = (dir / "sweep_load_mean_ms.svg").string();
+  ASSERT_TRUE(write_out_file(dir.string(), file, "<svg/>").ok());
+  std::ifstream in(file);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "<svg/>");
+  std::filesystem::remove_all(dir);
+}
+
+// A regular file (or a link to one) from an earlier sweep is overwritten.
+TEST(Sweep, R8_AnEarlierSweepsFilesAreOverwritten) {
+  const std::filesystem::path dir = fresh_dir("overwrite");
+  std::ofstream(dir / "sweep.csv") << "old\n";
+  std::ofstream(dir / "target.json") << "old\n";
+  std::filesystem::create_symlink(dir / "target.json", dir / "sweep.json");
+  auto r = sweep(writing_options(dir));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::ifstream csv(dir / "sweep.csv");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(csv), {}), r->csv);
+  std::ifstream json(dir / "target.json");
+  EXPECT_EQ(Json::parse(json), r->json);
+  std::filesystem::remove_all(dir);
+}
+
+// The values 1..n, comma separated.
+std::string values_1_to(int n) {
+  std::string out;
+  for (int i = 1; i <= n; ++i) out += (i > 1 ? "," : "") + std::to_string(i);
+  return out;
+}
+
+// SPEC R8 (bad input never crashes): three axes of 1000 values were expanded
+// (10^9 points, bad_alloc or 7 GB) before the run limit was checked.
+TEST(Sweep, R8_AHugeGridIsRefusedBeforeItIsExpanded) {
+  SweepOptions o = tiny_options();
+  o.params = {param("flash_read_ns=" + values_1_to(1000)),
+              param("/device/read_miss_depth=" + values_1_to(1000)),
+              param("concurrency=" + values_1_to(1000))};
+  expect_refused(o,
+                 "the grid has 1000 x 1000 x 1000 points x 2 configurations x 1 seed = "
+                 "2000000000 runs; keep it at most 10000 (fewer values, configurations or "
+                 "seeds)");
+  // Past 2^64 runs: the count does not wrap to a small number.
+  o.params.push_back(param("/workload/turns=" + values_1_to(1000)));
+  o.params.push_back(param("/workload/start_window_s=" + values_1_to(1000)));
+  o.params.push_back(param("/workload/think_time_s=" + values_1_to(1000)));
+  o.params.push_back(param("/device/channels=" + values_1_to(1000)));
+  o.seeds = std::numeric_limits<int>::max();
+  expect_refused(o, "x 2147483647 seeds = more than 18446744073709551615 runs");
+  // The limit counts seeds and configurations as well.
+  o = tiny_options();
+  o.params = {param("concurrency=" + values_1_to(1000))};
+  o.configs = {"hints", "no_hints", "gated"};
+  o.seeds = 4;
+  expect_refused(o, "the grid has 1000 points x 3 configurations x 4 seeds = 12000 runs");
+}
+
+// SPEC R8: a value listed twice ran the same point twice under two labels.
+TEST(Sweep, R8_AValueGivenTwiceInOneParameterIsRefused) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"flash_read_ns=3000,3000",
+       "--param flash_read_ns: '3000' is given twice; each value would run the same points "
+       "twice, so list it once"},
+      {"dram_cache_bytes=4G,8G,4294967296",
+       "--param dram_cache_bytes: '4294967296' is the same value as '4G' (4294967296)"},
+      {"hint_lead_ms=0.5,1,0.50", "--param hint_lead_ms: '0.50' is the same value as '0.5'"},
+      {"/client/read_hint_on_arrival=true,false,true",
+       "--param /client/read_hint_on_arrival: 'true' is given twice"},
+  };
+  for (const auto& [spec, says] : cases) {
+    auto p = parse_sweep_param(spec);
+    ASSERT_FALSE(p.ok()) << spec;
+    EXPECT_EQ(p.status().code(), ErrorCode::kBadRequest) << spec;
+    EXPECT_NE(p.status().message().find(says), std::string::npos) << p.status().message();
+  }
+  EXPECT_TRUE(parse_sweep_param("flash_read_ns=3000,3001,1K,1000").ok());
+  // A parameter built in code (not parsed) is checked by sweep() too.
+  SweepOptions o = tiny_options();
+  o.params = {SweepParam{"flash_read_ns", {"1000", "1000"}, {Json(1000), Json(1000)}}};
+  expect_refused(o, "--param flash_read_ns: '1000' is given twice");
+}
+
+// The built-in profiles, written to `dir`, cxl_ssd_default with 0 flash channels.
+void write_broken_profiles(const std::filesystem::path& dir) {
+  for (const std::string name : {"all_dram", "cxl_ssd_default"}) {
+    Json j = Json::parse(*embedded_file("profiles/" + name + ".json"));
+    if (name == "cxl_ssd_default") j["device"]["channels"]["value"] = 0;
+    std::ofstream(dir / (name + ".json")) << j.dump(2);
+  }
+}
+
+// SPEC R8: with --profiles DIR, a broken profile was blamed on the built-in
+// profiles/<name>.json, a file the user never gave; `rcxl-sim run` names DIR's.
+TEST(Sweep, R8_ABrokenProfileIsNamedByTheFileItCameFrom) {
+  const std::filesystem::path dir = fresh_dir("own");
+  write_broken_profiles(dir);
+  SweepOptions o = tiny_options();
+  o.profiles_dir = dir.string();
+  o.params = {param("concurrency=1")};
+  expect_refused(o, dir.string() +
+                        "/cxl_ssd_default.json: profile field 'device.channels' must lie in "
+                        "[1, 1024]");
+  o.configs = {"all_dram"};  // only the good profile: runs
+  auto r = sweep(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // A value that breaks a built-in profile names the built-in file.
+  o = tiny_options();
+  o.params = {param("/device/channels=0")};
+  expect_refused(o,
+                 "--param /device/channels=0: profiles/cxl_ssd_default.json (built in): profile "
+                 "field 'device.channels'");
   std::filesystem::remove_all(dir);
 }
 }  // namespace
