@@ -211,6 +211,9 @@ void MemoryHints::send_ranged(const std::string& action, const char* name_field,
       [this, shared, sent_to, action, name_field, name, epochs = std::move(epochs)](
           const std::string& agent, Peer* peer) {
         if (peer == nullptr || !peer->hello.advertises(action)) return;  // R4.2
+        // A read_hint the agent could never take the end of would stay open
+        // (and count against its limit, R3.3) until the connection closes.
+        if (action == "read_hint" && !peer->hello.advertises("read_hint_end")) return;
         auto epoch = epochs.find(agent);
         for (const auto& piece : shared->at(agent).split(config_.max_ranges_per_message)) {
           Json message = {{"op", "extension"},

@@ -184,6 +184,21 @@ RunResult run_json(const Json& j, const std::string& origin,
   return r;
 }
 
+// An agent whose extension takes read_hint but not read_hint_end gets no
+// read hints: it could never be told one ended, so each would stay open until
+// the connection closed (the hunt's false "hint requests still open").
+TEST(Replay, R4_2_NoReadHintToAnAgentThatCannotEndIt) {
+  const Json j = {{"name", "read_hint_only"},
+                  {"extension", {{"name", "recording"}, {"config", {{"actions", {"read_hint"}}}}}},
+                  {"client", {{"read_hints", true}}},
+                  {"workload", {{"conversations", 4}, {"turns", 3}}}};
+  const RunResult r = run_json(j, "read_hint_only");
+  for (const auto& v : r.invariants.violations) ADD_FAILURE() << v;
+  EXPECT_EQ(r.invariants.open_hints_at_end, 0u);
+  EXPECT_EQ(counter_value(r.counters, "agent.hints_accepted.read_hint"), 0.0);
+  EXPECT_GT(counter_value(r.counters, "scheduler.lookups"), 0.0);
+}
+
 // A reset while a load's READs stream (7.62 s, inside the agent's 0.1 s poll,
 // so the registrations are still there): the pages whose bytes were only in
 // DRAM are poisoned and a READ of them fails, so the load is a miss, never a
