@@ -21,7 +21,19 @@ const std::map<std::string, std::function<Status(const Json&)>>& config_checks()
          return Error(ErrorCode::kBadRequest, "the extension none takes no config; drop it");
        }},
       {"recording",
-       [](const Json& config) { return ext::RecordingConfig::FromJson(config).status(); }},
+       [](const Json& config) -> Status {
+         auto parsed = ext::RecordingConfig::FromJson(config);
+         if (!parsed.ok()) return parsed.status();
+         // Its files are the simulated node's, which start empty: the agent
+         // could never read a generation and would not start.
+         if (parsed->generation_file) {
+           return Error(ErrorCode::kBadRequest,
+                        "recording's generation_file is read from the simulated memory node's "
+                        "file system, which has no files, so the agent could not start; drop it "
+                        "(faults of kind reset and unknown_generation need the extension cxl_ssd)");
+         }
+         return {};
+       }},
       {"cxl_ssd",
        [](const Json& config) { return device::parse_cxl_ssd_extension_config(config).status(); }},
   };
