@@ -265,14 +265,27 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
   const auto unfired = faults_that_never_happened(*scenario, result);
   const double ttft = rcxl::scenarios::mean_reuse_ttft_ms(result.records);
   const double load = rcxl::scenarios::mean_load_ms(result.records);
+  // A mean over no requests is no 0 ms: "n/a" (null in JSON).
+  bool any_reuse = false, any_load = false;
+  for (const auto& r : result.records) {
+    any_reuse |= r.reuse_turn() && r.answered();
+    any_load |= r.loaded() && r.load_finished();
+  }
+  const Json ttft_json = any_reuse ? Json(ttft) : Json(nullptr);
+  const Json load_json = any_load ? Json(load) : Json(nullptr);
+  auto ms_text = [](bool any, double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f ms", v);
+    return any ? std::string(buf) : std::string("n/a");
+  };
   if (json) {
     Json out = {
         {"scenario", scenario->name},
         {"seed", scenario->seed},
         {"ok", result.status.ok() && result.invariants.violations.empty() && unfired.empty()},
         {"status", result.status.ToString()},
-        {"mean_reuse_ttft_ms", ttft},
-        {"mean_load_ms", load},
+        {"mean_reuse_ttft_ms", ttft_json},
+        {"mean_load_ms", load_json},
         {"virtual_s", result.virtual_seconds},
         {"wall_s", result.wall_seconds},
         {"boots", result.boots_seen},
@@ -290,9 +303,9 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
     }
     std::printf("%s (seed %llu): %s\n", scenario->name.c_str(),
                 static_cast<unsigned long long>(scenario->seed), verdict.c_str());
-    std::printf(
-        "  reuse-turn TTFT %.2f ms, KV load %.2f ms, %zu requests, %.1f s virtual in %.2f s\n",
-        ttft, load, result.records.size(), result.virtual_seconds, result.wall_seconds);
+    std::printf("  reuse-turn TTFT %s, KV load %s, %zu requests, %.1f s virtual in %.2f s\n",
+                ms_text(any_reuse, ttft).c_str(), ms_text(any_load, load).c_str(),
+                result.records.size(), result.virtual_seconds, result.wall_seconds);
     std::printf("  counters: %s\n", result.counters.dump().c_str());
     if (result.counters.contains("agent_restart_failure")) {
       std::printf("  NOTE: an agent_restart failed and the agent stayed down: %s\n",

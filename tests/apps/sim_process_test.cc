@@ -176,6 +176,21 @@ TEST_F(SimRun, R8_APoolThatCannotHoldARegionIsRefused) {
   EXPECT_EQ(fits.code, 0) << fits.out << fits.err;
 }
 
+// Hunt (session 11): a mean over no requests printed as 0.00 ms; it is n/a
+// (null in --json), so nobody reads a run without loads as free loads.
+TEST_F(SimRun, R8_AMeanOverNothingIsNotAvailableNotZero) {
+  const std::string one_turn = write_scenario("one.json");  // 2 conversations x 1 turn
+  const Exit text = run({"run", "--quiet", one_turn});
+  EXPECT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("reuse-turn TTFT n/a, KV load n/a, 2 requests"), std::string::npos)
+      << text.out;
+  const Exit json = run({"run", "--quiet", "--json", one_turn});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_TRUE(j["mean_reuse_ttft_ms"].is_null());
+  EXPECT_TRUE(j["mean_load_ms"].is_null());
+}
+
 // A replay name is shown escaped and cut, never as raw control characters.
 TEST_F(SimRun, R8_AnUnknownReplayNameIsShownPrintable) {
   const Exit e = run({"replay", "a\nb" + std::string(300, 'x')});
