@@ -251,11 +251,19 @@ Status parse_fault(const Json& j, const std::string& origin, const std::string& 
       return r.fail("/extra_ms", "expected milliseconds > 0 (at most 86400000)");
     }
     out.extra = runtime::from_seconds(extra.get<double>() / 1000);
+    // Under the clock's 1 ns tick it would be no delay at all, as for_s is no duration.
+    if (out.extra.count() == 0) {
+      return r.fail("/extra_ms",
+                    "expected milliseconds > 0 and at least 0.000001 (1 ns, the "
+                    "simulator's clock tick)");
+    }
   }
   const bool needs_duration =
       out.kind == Fault::Kind::kUnknown || out.kind == Fault::Kind::kPartition || is_delay;
   if (needs_duration && out.duration.count() == 0) {
-    return r.fail("/for_s", "this fault needs a duration (for_s > 0)");
+    return r.fail("/for_s",
+                  "this fault needs a duration (for_s > 0, at least 1e-9: the "
+                  "simulator's clock tick)");
   }
   if (!needs_duration && j.contains("for_s")) {
     return r.fail("/for_s", "'" + kind + "' is instant and takes no for_s; drop it");

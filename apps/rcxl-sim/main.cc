@@ -456,10 +456,11 @@ int run_cli(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "run one scenario file; prints its results and trace hash");
   run->add_option("FILE", file, "scenario JSON (docs/scenarios.md)")->required();
   run->add_option("--seed", run_seed, "override the scenario's seed")->transform(kSeed);
-  run->add_option("--trace", trace, "write the trace lines to this file");
+  std::vector<CLI::Option*> path_options;  // an empty value is a mistake, not "none"
+  path_options.push_back(run->add_option("--trace", trace, "write the trace lines to this file"));
   run->add_flag("--json", json, "print the result as one JSON object");
-  run->add_option("--profiles", profiles,
-                  "read profiles from this directory instead of the built-in ones");
+  path_options.push_back(run->add_option(
+      "--profiles", profiles, "read profiles from this directory instead of the built-in ones"));
   bool run_quiet = false;
   run->add_flag("--quiet", run_quiet, "no progress lines on stderr");
   run->footer(kExitCodes);
@@ -470,7 +471,8 @@ int run_cli(int argc, char** argv) {
   bool list = false;
   replay->add_flag("--list", list, "list the shipped scenarios");
   replay->add_option("--seed", run_seed, "override the scenario's seed")->transform(kSeed);
-  replay->add_option("--trace", trace, "write the trace lines to this file");
+  path_options.push_back(
+      replay->add_option("--trace", trace, "write the trace lines to this file"));
   replay->add_flag("--json", json, "print the result as one JSON object");
   replay->add_flag("--quiet", run_quiet, "no progress lines on stderr");
   replay->footer(kExitCodes);
@@ -499,8 +501,9 @@ int run_cli(int argc, char** argv) {
       ->add_option("--threads", repro.threads, "runs in parallel (results do not depend on it)")
       ->transform(rcxl::apps::WholeNumberIn(1, 64))
       ->capture_default_str();
-  reproduce->add_option("--profiles", repro.profiles_dir,
-                        "read profiles from this directory instead of the built-in ones");
+  path_options.push_back(
+      reproduce->add_option("--profiles", repro.profiles_dir,
+                            "read profiles from this directory instead of the built-in ones"));
   reproduce
       ->add_option("--set", repro.settings,
                    "change a profile field in every profile, e.g. --set idle_write_back=1 or "
@@ -546,8 +549,9 @@ int run_cli(int argc, char** argv) {
       ->transform(rcxl::apps::WholeNumberIn(1, rcxl::scenarios::kMaxConversations));
   sweep->add_option("--turns", sweep_turns, "override the workload's turns per conversation")
       ->transform(rcxl::apps::WholeNumberIn(1, rcxl::scenarios::kMaxTurns));
-  sweep->add_option("--profiles", sweep_opts.profiles_dir,
-                    "read profiles from this directory instead of the built-in ones");
+  path_options.push_back(
+      sweep->add_option("--profiles", sweep_opts.profiles_dir,
+                        "read profiles from this directory instead of the built-in ones"));
   sweep->add_flag("--json", sweep_json, "print one JSON object (summary and every run)");
   sweep->add_flag("--quiet", sweep_quiet, "no progress lines on stderr");
   if (refuse_subcommand(app, argc, argv)) return 2;
@@ -555,6 +559,12 @@ int run_cli(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return parse_error(app, e);
+  }
+  for (const CLI::Option* option : path_options) {
+    if (option->count() == 0 || !option->as<std::string>().empty()) continue;
+    std::fprintf(stderr, "rcxl-sim: %s: empty; name a path, or leave the flag out\n",
+                 option->get_name().c_str());
+    return 2;
   }
   if (sweep->parsed()) {
     sweep_opts.configs.clear();
@@ -575,6 +585,11 @@ int run_cli(int argc, char** argv) {
       if (f.path.rfind("replays/", 0) == 0) {
         names.emplace_back(f.path.substr(8, f.path.size() - 13));
       }
+    }
+    if (list && !replay_name.empty()) {
+      std::fprintf(stderr, "rcxl-sim replay: --list takes no NAME (got '%s'); drop one\n",
+                   rcxl::scenarios::printable(replay_name).c_str());
+      return 2;
     }
     if (list) {
       for (const auto& n : names) std::printf("%s\n", n.c_str());

@@ -191,6 +191,22 @@ TEST_F(SimRun, R8_AMeanOverNothingIsNotAvailableNotZero) {
   EXPECT_TRUE(j["mean_load_ms"].is_null());
 }
 
+// Hunt (session 11): `--profiles ''` and `--trace ''` were taken as "none".
+TEST_F(SimRun, R8_AnEmptyPathFlagIsRefused) {
+  const std::string scenario = write_scenario("s.json");
+  for (const std::string flag : {"--profiles", "--trace"}) {
+    const Exit e = run({"run", "--quiet", flag, "", scenario});
+    EXPECT_EQ(e.code, 2) << flag << ": " << e.err;
+    EXPECT_NE(e.err.find(flag + ": empty; name a path, or leave the flag out"), std::string::npos)
+        << e.err;
+  }
+  for (const char* command : {"sweep", "reproduce"}) {
+    const Exit e = run({command, "--quiet", "--profiles", ""});
+    EXPECT_EQ(e.code, 2) << command << ": " << e.err;
+    EXPECT_NE(e.err.find("--profiles: empty"), std::string::npos) << e.err;
+  }
+}
+
 // A replay name is shown escaped and cut, never as raw control characters.
 TEST_F(SimRun, R8_AnUnknownReplayNameIsShownPrintable) {
   const Exit e = run({"replay", "a\nb" + std::string(300, 'x')});
