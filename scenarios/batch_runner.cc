@@ -22,6 +22,13 @@ RunSummary summarize(const RunResult& r) {
     if (rec.loaded() && rec.load_finished()) s.loads.push_back(runtime::to_millis(rec.load_time()));
   }
   s.violations = r.invariants.violations;
+  // A run whose fault never came tests nothing its file says (as `rcxl-sim run` fails it).
+  for (std::size_t i = 0; r.status.ok() && i < r.faults_fired.size(); ++i) {
+    if (!r.faults_fired[i]) {
+      s.violations.push_back("FAULT NEVER HAPPENED: /faults/" + std::to_string(i) +
+                             " (its time, load or store never came)");
+    }
+  }
   s.counters = r.counters;
   s.virtual_s = r.virtual_seconds;
   s.wall_s = r.wall_seconds;

@@ -160,6 +160,12 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   auto loaded = reproduce_profiles(options);
   if (!loaded.ok()) return loaded.status();
   const std::map<std::string, Profile> profiles = std::move(loaded).value();
+  // A --set capacity that cannot hold one region would fail every run: say so first.
+  for (const auto& [name, profile] : profiles) {
+    if (auto s = check_pools_hold_a_region(*base, profile); !s.ok()) {
+      return Error(ErrorCode::kBadRequest, "--set (profile " + name + "): " + s.message());
+    }
+  }
   if (auto s = prepare_out_dir(options.out_dir, {kJsonFile, kTtftSvg, kLoadSvg, kStoreSvg});
       !s.ok()) {
     return s;

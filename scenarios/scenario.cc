@@ -155,17 +155,25 @@ Status parse_memory_profiles(const Reader& t, const Json& topology, Topology& ou
 
 // A fault must be able to happen in the run the rest of the file describes.
 Status check_fault_in_run(const Reader& r, const Fault& f, const Scenario& sc) {
+  // Each request loads at most once and stores at most once.
+  const std::uint64_t requests = static_cast<std::uint64_t>(sc.workload.conversations) *
+                                 static_cast<std::uint64_t>(sc.workload.turns);
+  auto within_requests = [&](const char* field, const char* event, const char* verb,
+                             std::uint64_t nth) -> Status {
+    if (nth <= requests) return {};
+    return r.fail(std::string("/") + field, std::string(event) + " " + std::to_string(nth) +
+                                                " never starts: the workload has " +
+                                                std::to_string(requests) + " requests and each " +
+                                                verb + " at most once; pick 1.." +
+                                                std::to_string(requests));
+  };
   if (f.during_load > 0) {
-    const std::uint64_t requests = static_cast<std::uint64_t>(sc.workload.conversations) *
-                                   static_cast<std::uint64_t>(sc.workload.turns);
-    if (f.during_load > requests) {
-      return r.fail("/during_load", "load " + std::to_string(f.during_load) +
-                                        " never starts: the workload has " +
-                                        std::to_string(requests) +
-                                        " requests and each loads at most once; pick 1.." +
-                                        std::to_string(requests));
+    if (auto s = within_requests("during_load", "load", "loads", f.during_load); !s.ok()) return s;
+  } else if (f.during_store > 0) {
+    if (auto s = within_requests("during_store", "store", "stores", f.during_store); !s.ok()) {
+      return s;
     }
-  } else if (f.during_store == 0 && f.at >= sc.time_limit) {
+  } else if (f.at >= sc.time_limit) {
     return r.fail("/at_s", "at " + seconds_text(f.at) + " is not before the run's time limit of " +
                                seconds_text(sc.time_limit) +
                                " (time_limit_s), so it would never happen; move it earlier or "
@@ -532,26 +540,26 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
     auto w = workload_from_json(j["workload"]);
     if (!w.ok()) return Error(ErrorCode::kBadRequest, origin + ": " + w.status().message());
     sc.workload = w.value();
-    // A workload that cannot start (or think) within the time limit only times out.
-    const auto before_limit = [&](const char* field, runtime::Duration d, const std::string& what) {
-      if (d < sc.time_limit) return Status{};
-      return r.fail(std::string("/workload/") + field,
-                    what + " " + seconds_text(d) + " is not before the run's time limit of " +
-                        seconds_text(sc.time_limit) +
-                        " (time_limit_s), so the run could only time out; shorten it or raise "
-                        "time_limit_s");
-    };
-    if (auto s = before_limit("start_window_s", sc.workload.start_window, "a start window of");
-        !s.ok()) {
-      return s;
-    }
-    const auto pauses = sc.workload.think_time * std::max(sc.workload.turns - 1, 0);
-    if (auto s = before_limit("think_time_s", pauses,
-                              "a conversation's pauses between its turns, (turns - 1) x "
-                              "think_time_s =");
-        !s.ok()) {
-      return s;
-    }
+  }
+  // A workload that cannot start (or think) within the time limit only times out.
+  const auto before_limit = [&](const char* field, runtime::Duration d, const std::string& what) {
+    if (d < sc.time_limit) return Status{};
+    return r.fail(std::string("/workload/") + field,
+                  what + " " + seconds_text(d) + " is not before the run's time limit of " +
+                      seconds_text(sc.time_limit) +
+                      " (time_limit_s), so the run could only time out; shorten it or raise "
+                      "time_limit_s");
+  };
+  if (auto s = before_limit("start_window_s", sc.workload.start_window, "a start window of");
+      !s.ok()) {
+    return s;
+  }
+  const auto pauses = sc.workload.think_time * std::max(sc.workload.turns - 1, 0);
+  if (auto s = before_limit("think_time_s", pauses,
+                            "a conversation's pauses between its turns, (turns - 1) x "
+                            "think_time_s =");
+      !s.ok()) {
+    return s;
   }
   if (j.contains("topology")) {
     Reader t(j["topology"], origin, "/topology");

@@ -16,6 +16,7 @@
 #include "scenarios/out_dir.h"
 #include "scenarios/report/stats.h"
 #include "scenarios/report/svg_chart.h"
+#include "scenarios/serving_rig.h"
 
 namespace rcxl::scenarios {
 namespace {
@@ -301,6 +302,14 @@ double quantile_or_zero(const std::vector<double>& xs, double q) {
   return xs.empty() ? 0 : quantile(xs, q);
 }
 
+// A statistic of no requests is no number: blank in the CSV, n/a elsewhere.
+std::string ms_of(const std::vector<double>& xs, double v) {
+  return xs.empty() ? std::string() : fmt("%.3f", v);
+}
+std::string ms_text(const std::vector<double>& xs, double v) {
+  return xs.empty() ? std::string("n/a") : fmt("%.2f", v) + " ms";
+}
+
 // The per-run columns after the parameters, configuration and seed.
 struct Column {
   const char* name;
@@ -308,7 +317,6 @@ struct Column {
 };
 
 const std::vector<Column>& columns() {
-  auto ms = [](double v) { return fmt("%.3f", v); };
   auto count = [](const char* pointer) {
     return [pointer](const RunSummary& r) { return std::to_string(counter(r.counters, pointer)); };
   };
@@ -316,12 +324,16 @@ const std::vector<Column>& columns() {
       {"ok", [](const RunSummary& r) { return std::string(r.ok() ? "1" : "0"); }},
       {"reuse_turns", [](const RunSummary& r) { return std::to_string(r.ttfts.size()); }},
       {"loads", [](const RunSummary& r) { return std::to_string(r.loads.size()); }},
-      {"ttft_mean_ms", [ms](const RunSummary& r) { return ms(r.ttft_ms); }},
-      {"ttft_p50_ms", [ms](const RunSummary& r) { return ms(quantile_or_zero(r.ttfts, 0.5)); }},
-      {"ttft_p99_ms", [ms](const RunSummary& r) { return ms(quantile_or_zero(r.ttfts, 0.99)); }},
-      {"load_mean_ms", [ms](const RunSummary& r) { return ms(r.load_ms); }},
-      {"load_p50_ms", [ms](const RunSummary& r) { return ms(quantile_or_zero(r.loads, 0.5)); }},
-      {"load_p99_ms", [ms](const RunSummary& r) { return ms(quantile_or_zero(r.loads, 0.99)); }},
+      {"ttft_mean_ms", [](const RunSummary& r) { return ms_of(r.ttfts, r.ttft_ms); }},
+      {"ttft_p50_ms",
+       [](const RunSummary& r) { return ms_of(r.ttfts, quantile_or_zero(r.ttfts, 0.5)); }},
+      {"ttft_p99_ms",
+       [](const RunSummary& r) { return ms_of(r.ttfts, quantile_or_zero(r.ttfts, 0.99)); }},
+      {"load_mean_ms", [](const RunSummary& r) { return ms_of(r.loads, r.load_ms); }},
+      {"load_p50_ms",
+       [](const RunSummary& r) { return ms_of(r.loads, quantile_or_zero(r.loads, 0.5)); }},
+      {"load_p99_ms",
+       [](const RunSummary& r) { return ms_of(r.loads, quantile_or_zero(r.loads, 0.99)); }},
       {"virtual_s", [](const RunSummary& r) { return fmt("%.6f", r.virtual_s); }},
       {"device_hits", count("/device/hits")},
       {"device_misses", count("/device/misses")},
@@ -350,16 +362,21 @@ struct Metric {
   const char* title;
   const char* unit;
   std::function<double(const RunSummary&)> value;
+  // The requests it is over: a run with none has no value (not 0 ms).
+  std::function<const std::vector<double>&(const RunSummary&)> over;
 };
 
 const std::vector<Metric>& metrics() {
   static const std::vector<Metric> kMetrics = {
       {"ttft_mean_ms", "Mean reuse-turn TTFT", "TTFT (ms)",
-       [](const RunSummary& r) { return r.ttft_ms; }},
+       [](const RunSummary& r) { return r.ttft_ms; },
+       [](const RunSummary& r) -> const std::vector<double>& { return r.ttfts; }},
       {"ttft_p99_ms", "p99 reuse-turn TTFT", "TTFT p99 (ms)",
-       [](const RunSummary& r) { return quantile_or_zero(r.ttfts, 0.99); }},
+       [](const RunSummary& r) { return quantile_or_zero(r.ttfts, 0.99); },
+       [](const RunSummary& r) -> const std::vector<double>& { return r.ttfts; }},
       {"load_mean_ms", "Mean KV load time", "load time (ms)",
-       [](const RunSummary& r) { return r.load_ms; }},
+       [](const RunSummary& r) { return r.load_ms; },
+       [](const RunSummary& r) -> const std::vector<double>& { return r.loads; }},
   };
   return kMetrics;
 }
@@ -415,7 +432,10 @@ Status check_distinct_values(const SweepParam& param) {
     return bad_param(param.option, param.name, "no values; give one or more");
   std::map<Json, std::size_t> seen;  // value -> its first index; numbers compare by value
   for (std::size_t i = 0; i < param.values.size(); ++i) {
-    const auto [it, fresh] = seen.emplace(param.values[i], i);
+    // A switch takes 1/0 and true/false alike: compare them as one.
+    const Json& v = param.values[i];
+    const Json key = v.is_boolean() ? Json(v.get<bool>() ? 1 : 0) : v;
+    const auto [it, fresh] = seen.emplace(key, i);
     if (fresh) continue;
     const std::string& first = param.texts[it->second];
     const std::string& again = param.texts[i];
@@ -661,6 +681,10 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     if (!scenario.ok()) return Error(ErrorCode::kBadRequest, at + scenario.status().message());
     auto profile = profile_from_json(prof, profile_origins.at(cfg.profile));
     if (!profile.ok()) return Error(ErrorCode::kBadRequest, at + profile.status().message());
+    // The same cross-check `rcxl-sim run` makes, before any run.
+    if (auto s = check_pools_hold_a_region(*scenario, *profile); !s.ok()) {
+      return Error(ErrorCode::kBadRequest, at + origin + ": " + s.message());
+    }
     scenario->name = cfg.name;
     return Prepared{std::move(scenario).value(), std::move(profile).value()};
   };
@@ -713,8 +737,8 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     options.progress("[" + std::to_string(finished) + "/" + std::to_string(runs) + "] " +
                      point_text(report.params, report.points[r.point]) + " " + r.config + " seed " +
                      std::to_string(r.seed) + ": " +
-                     (r.summary.ok() ? "reuse TTFT " + fmt("%.2f", r.summary.ttft_ms) +
-                                           " ms, load " + fmt("%.2f", r.summary.load_ms) + " ms"
+                     (r.summary.ok() ? "reuse TTFT " + ms_text(r.summary.ttfts, r.summary.ttft_ms) +
+                                           ", load " + ms_text(r.summary.loads, r.summary.load_ms)
                                      : "FAILED: " + r.summary.failure()) +
                      " (" + fmt("%.1f", r.summary.wall_s) + " s)");
   };
@@ -763,7 +787,7 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     for (const auto& c : columns()) {
       const std::string v = c.value(r.summary);
       csv += "," + v;
-      row[c.name] = Json::parse(v);
+      row[c.name] = v.empty() ? Json(nullptr) : Json::parse(v);  // blank: no requests
     }
     csv += "\n";
     rows.push_back(row);
@@ -780,14 +804,18 @@ Result<SweepReport> sweep(const SweepOptions& options) {
   for (std::size_t p = 0; p < report.points.size(); ++p) {
     for (std::size_t c = 0; c < cfgs.size(); ++c) {
       Cell cell{p, c, {}, 0};
+      auto run_of = [&](int s) -> const RunSummary& {
+        return report
+            .runs[(p * cfgs.size() + c) * static_cast<std::size_t>(seeds) +
+                  static_cast<std::size_t>(s)]
+            .summary;
+      };
+      for (int s = 0; s < seeds; ++s) cell.ok_runs += run_of(s).ok();
       for (const auto& m : metrics()) {
-        std::vector<double> xs;
+        std::vector<double> xs;  // ok runs that had requests to measure
         for (int s = 0; s < seeds; ++s) {
-          const auto& run = report.runs[(p * cfgs.size() + c) * static_cast<std::size_t>(seeds) +
-                                        static_cast<std::size_t>(s)];
-          if (run.summary.ok()) xs.push_back(m.value(run.summary));
+          if (run_of(s).ok() && !m.over(run_of(s)).empty()) xs.push_back(m.value(run_of(s)));
         }
-        cell.ok_runs = xs.size();
         cell.metric.push_back(t_interval_95(xs));
       }
       cells.push_back(std::move(cell));
@@ -824,13 +852,13 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     table += pad(cfgs[cell.config].name, 10);
     for (std::size_t m = 0; m < metrics().size(); ++m) {
       const Interval& ci = cell.metric[m];
-      std::string text = cell.ok_runs == 0 ? "FAILED" : fmt("%.2f", ci.mean);
+      std::string text = cell.ok_runs == 0 ? "FAILED" : ci.n == 0 ? "n/a" : fmt("%.2f", ci.mean);
       if (ci.has_interval()) {
         text += " [" + fmt("%.2f", ci.low) + ", " + fmt("%.2f", ci.high) + "]";
       }
       table += pad(text, seeds > 1 ? 28 : 14);
       // One run (one seed, or the others failed): a mean and no interval.
-      s[metrics()[m].key] = {{"mean", ci.mean},
+      s[metrics()[m].key] = {{"mean", ci.n == 0 ? Json(nullptr) : Json(ci.mean)},
                              {"ci", ci.has_interval() ? Json{ci.low, ci.high} : Json(nullptr)}};
     }
     table += "\n";
@@ -875,7 +903,7 @@ Result<SweepReport> sweep(const SweepOptions& options) {
       s.label = label;
       s.markers = true;
       for (const Cell* cell : sorted) {
-        if (cell->ok_runs == 0) continue;
+        if (cell->ok_runs == 0 || cell->metric[m].n == 0) continue;
         s.x.push_back(axis_value(xparam, report.points[cell->point].index[0]));
         s.y.push_back(cell->metric[m].mean);
         if (seeds > 1) {  // a cell where one run counts has low = high = mean: no bar

@@ -60,13 +60,15 @@ rcxl::Status check_trace_path(const std::string& path, const std::vector<std::st
     return rcxl::Error(rcxl::ErrorCode::kBadRequest,
                        "--trace " + path + ": is a directory; name a file to write");
   }
-  // Opening a FIFO for writing blocks until someone reads it; a device is no trace file.
+  // Opening a FIFO for writing blocks until someone reads it (and a socket
+  // cannot be opened); a regular file or a character device (/dev/null) can.
   const auto status = std::filesystem::status(path, ec);
-  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+  if (std::filesystem::is_fifo(status) || std::filesystem::is_socket(status) ||
+      std::filesystem::is_block_file(status)) {
     return rcxl::Error(rcxl::ErrorCode::kBadRequest,
                        "--trace " + path +
-                           ": is not a regular file (a FIFO, device or socket); name a file to "
-                           "write");
+                           ": is a pipe, socket or block device, which could block the run; name "
+                           "a regular file (or /dev/null)");
   }
   for (const auto& input : inputs) {
     // Hard links and symlinks too; a path that does not exist yet is no input.
@@ -90,7 +92,8 @@ rcxl::Status check_trace_path(const std::string& path, const std::vector<std::st
 // The scenario's /profile must name a profile there is: built in, or a regular
 // file <name>.json of at most 16 MiB in --profiles. Returns that file ("" if built in).
 rcxl::Result<std::string> check_profile_name(const std::string& origin, const std::string& name,
-                                             const std::string& dir) {
+                                             const std::string& dir,
+                                             const std::string& pointer = "/profile") {
   namespace fs = std::filesystem;
   std::vector<std::string> names;  // as a scenario writes them: all_dram
   if (dir.empty()) {
@@ -112,7 +115,7 @@ rcxl::Result<std::string> check_profile_name(const std::string& origin, const st
     const std::string file = dir + "/" + name + ".json";
     if (auto text = rcxl::scenarios::read_document_file(file); !text.ok()) {
       return rcxl::Error(rcxl::ErrorCode::kBadRequest,
-                         origin + ": /profile: " + text.status().message());
+                         origin + ": " + pointer + ": " + text.status().message());
     }
     return file;
   }
@@ -121,8 +124,8 @@ rcxl::Result<std::string> check_profile_name(const std::string& origin, const st
   if (names.size() > 20) list += ", ...";
   const std::string where = dir.empty() ? "built in" : "in " + dir;
   return rcxl::Error(rcxl::ErrorCode::kBadRequest,
-                     origin + ": /profile: no profile '" + rcxl::scenarios::printable(name) + "' " +
-                         where + "; expected one of: " + (list.empty() ? "(none)" : list) +
+                     origin + ": " + pointer + ": no profile '" + rcxl::scenarios::printable(name) +
+                         "' " + where + "; expected one of: " + (list.empty() ? "(none)" : list) +
                          (dir.empty() ? " (or pass --profiles DIR for your own)" : ""));
 }
 
@@ -241,15 +244,26 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
     std::fprintf(stderr, "rcxl-sim: %s\n", profile_file.status().message().c_str());
     return 2;
   }
+  // A memory node's profile is named like the scenario's, and is an input too.
+  std::vector<std::string> inputs;
+  if (!embedded) inputs.push_back(path);
+  if (!profile_file->empty()) inputs.push_back(*profile_file);
+  const auto& memory_profiles = scenario->topology.memory_profiles;
+  for (std::size_t i = 0; i < memory_profiles.size(); ++i) {
+    auto file = check_profile_name(path, memory_profiles[i], profiles,
+                                   "/topology/memory_profiles/" + std::to_string(i));
+    if (!file.ok()) {
+      std::fprintf(stderr, "rcxl-sim: %s\n", file.status().message().c_str());
+      return 2;
+    }
+    if (!file->empty()) inputs.push_back(*file);
+  }
   auto profile = rcxl::scenarios::load_scenario_profile(profiles, *scenario, path);
   if (!profile.ok()) {
     std::fprintf(stderr, "rcxl-sim: %s\n", profile.status().message().c_str());
     return 2;
   }
   if (!trace.empty()) {
-    std::vector<std::string> inputs;
-    if (!embedded) inputs.push_back(path);
-    if (!profile_file->empty()) inputs.push_back(*profile_file);
     if (auto s = check_trace_path(trace, inputs); !s.ok()) {
       std::fprintf(stderr, "rcxl-sim: %s\n", s.message().c_str());
       return 2;

@@ -182,8 +182,8 @@ void MemoryHints::send_end(const std::string& request) {
   if (it == open_.end()) return;  // never hinted, dropped, or ended already
   for (const auto& agent : it->second.agents) {
     auto peer = peers_.find(agent);
-    // R4.2: only to an agent that takes ends; it keeps the request until the
-    // connection closes (R6.6), and here it is ended all the same.
+    // R4.2: only to an agent that takes ends (one that does not got no
+    // read_hint either, unless its hello changed since); ended here all the same.
     if (peer == peers_.end() || !peer->second.hello.advertises("read_hint_end")) continue;
     send(peer->second, agent,
          {{"op", "extension"},

@@ -107,17 +107,56 @@ class SimRun : public ::testing::Test {
 };
 
 // Hunt (session 11): a FIFO as --trace blocked the run forever in open();
-// every non-regular trace path is refused before the run, as inputs are.
-TEST_F(SimRun, R8_ATraceThatIsNotARegularFileIsRefused) {
+// a pipe is refused before the run. A character device is written like a
+// file: /dev/null takes the trace, /dev/full cannot, and the run says so.
+TEST_F(SimRun, R8_ATraceThatIsAPipeIsRefusedAndAFailedWriteFailsTheRun) {
   const std::string scenario = write_scenario("s.json");
   const std::string fifo = (dir_ / "trace.fifo").string();
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  for (const std::string& trace : {fifo, std::string("/dev/full")}) {
-    const Exit e = run({"run", "--quiet", "--trace", trace, scenario});
-    EXPECT_EQ(e.code, 2) << trace << ": " << e.err;
-    EXPECT_NE(e.err.find("--trace " + trace + ": is not a regular file"), std::string::npos)
-        << e.err;
+  const Exit pipe = run({"run", "--quiet", "--trace", fifo, scenario});
+  EXPECT_EQ(pipe.code, 2) << pipe.err;
+  EXPECT_NE(pipe.err.find("--trace " + fifo + ": is a pipe, socket or block device"),
+            std::string::npos)
+      << pipe.err;
+  const Exit null = run({"run", "--quiet", "--trace", "/dev/null", scenario});
+  EXPECT_EQ(null.code, 0) << null.out << null.err;
+  const Exit full = run({"run", "--quiet", "--trace", "/dev/full", scenario});
+  EXPECT_EQ(full.code, 1) << full.out << full.err;
+  EXPECT_NE(full.out.find("the trace could not be written to /dev/full"), std::string::npos)
+      << full.out;
+}
+
+// Review (session 11): a memory node's profile from --profiles is an input
+// of the run too, and its name is checked like the scenario's profile.
+TEST_F(SimRun, R8_MemoryProfilesAreInputsAndNamedLikeTheProfile) {
+  const auto profiles = dir_ / "profiles";
+  std::filesystem::create_directories(profiles);
+  for (const char* name : {"all_dram.json", "cxl_ssd_default.json"}) {
+    std::filesystem::copy_file(std::filesystem::path(RCXL_SOURCE_DIR) / "scenarios/profiles" / name,
+                               profiles / name);
   }
+  const nlohmann::json mixed = {
+      {"topology", {{"memory_nodes", 2}, {"memory_profiles", {"all_dram", "cxl_ssd_default"}}}}};
+  const std::string scenario = write_scenario("mixed.json", mixed);
+  const std::string node_profile = (profiles / "all_dram.json").string();
+  const std::string before = text_of(node_profile);
+  const Exit e =
+      run({"run", "--quiet", "--profiles", profiles.string(), "--trace", node_profile, scenario});
+  EXPECT_EQ(e.code, 2) << e.err;
+  EXPECT_NE(e.err.find("--trace " + node_profile + ": is " + node_profile + ", an input"),
+            std::string::npos)
+      << e.err;
+  EXPECT_EQ(text_of(node_profile), before);
+  // A name outside the directory is no profile of it.
+  const std::string outside = write_scenario(
+      "outside.json",
+      {{"topology", {{"memory_nodes", 2}, {"memory_profiles", {"all_dram", "../x"}}}}});
+  const Exit o = run({"run", "--quiet", "--profiles", profiles.string(), outside});
+  EXPECT_EQ(o.code, 2) << o.err;
+  EXPECT_NE(o.err.find(outside + ": /topology/memory_profiles/1: no profile '../x' in " +
+                       profiles.string()),
+            std::string::npos)
+      << o.err;
 }
 
 // Hunt (session 11): 1e400 escaped as "internal error" (nlohmann's
@@ -320,13 +359,27 @@ TEST_F(SimRun, R8_AFaultThatNeverHappenedFailsTheRun) {
                               "started 0 load(s); pick an earlier load"),
             std::string::npos)
       << unloaded.out;
-  // And on a store that never starts (2 conversations x 1 turn store 2 times at most).
-  const nlohmann::json no_store = {{"workload", {{"conversations", 2}, {"turns", 1}}},
-                                   {"faults", {{{"kind", "reset"}, {"during_store", 50}}}}};
+  // A store past the requests is refused when the file is read; one within
+  // them that never comes (no request here fills a 256-token chunk) fails the run.
+  const nlohmann::json past = {{"workload", {{"conversations", 2}, {"turns", 1}}},
+                               {"faults", {{{"kind", "reset"}, {"during_store", 50}}}}};
+  const Exit refused = run({"run", "--quiet", write_scenario("past.json", past)});
+  EXPECT_EQ(refused.code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("/faults/0/during_store: store 50 never starts: the workload has 2 "
+                             "requests and each stores at most once; pick 1..2"),
+            std::string::npos)
+      << refused.err;
+  const nlohmann::json no_store = {{"workload",
+                                    {{"conversations", 2},
+                                     {"turns", 2},
+                                     {"first_prompt_tokens", {100, 100}},
+                                     {"followup_prompt_tokens", {10, 10}},
+                                     {"output_tokens", {10, 10}}}},
+                                   {"faults", {{{"kind", "reset"}, {"during_store", 1}}}}};
   const Exit unstored = run({"run", "--quiet", write_scenario("no-store.json", no_store)});
   EXPECT_EQ(unstored.code, 1) << unstored.err;
-  EXPECT_NE(unstored.out.find("FAULT NEVER HAPPENED: /faults/0 (reset during store 50): the run "
-                              "started 2 store(s); pick an earlier store"),
+  EXPECT_NE(unstored.out.find("FAULT NEVER HAPPENED: /faults/0 (reset during store 1): the run "
+                              "started 0 store(s); pick an earlier store"),
             std::string::npos)
       << unstored.out;
   const nlohmann::json early = {{"faults", {{{"kind", "reset"}, {"at_s", 0.01}}}}};

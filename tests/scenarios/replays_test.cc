@@ -65,7 +65,7 @@ TEST_P(Replay, PassesUnderOtherSeeds) {
   ASSERT_TRUE(sc.ok()) << sc.status().ToString();
   auto profile = load_profile("", sc->profile);
   ASSERT_TRUE(profile.ok()) << profile.status().ToString();
-  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+  for (std::uint64_t seed = 1; seed <= 24; ++seed) {
     sc->seed = seed;
     const RunResult r = run_scenario(*sc, *profile);
     ASSERT_TRUE(r.status.ok()) << "seed " << seed << ": " << r.status.ToString();

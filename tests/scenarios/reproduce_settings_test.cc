@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -28,6 +29,25 @@ TEST(ReproduceSettings, R8_ASettingReachesEveryProfile) {
     EXPECT_EQ(p.engine.scheduler_to_worker, std::chrono::microseconds(2000)) << name;
     EXPECT_EQ(p.device.nic.bytes_per_second, 6.25e9) << name;
   }
+}
+
+// Review (session 11): a --set capacity below one region would fail every
+// run; it is refused before any run, naming the profile.
+TEST(ReproduceSettings, R8_ACapacityBelowOneRegionIsRefusedBeforeAnyRun) {
+  ReproduceOptions options;
+  options.settings = {"/device/capacity_bytes=16M"};
+  options.out_dir = (std::filesystem::temp_directory_path() / "rcxl_repro_capacity").string();
+  std::atomic<int> lines{0};
+  options.progress = [&](const std::string&) { ++lines; };
+  auto r = reproduce(options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kBadRequest);
+  EXPECT_NE(r.status().message().find("--set (profile all_dram): /pool_bytes: memory node mem0's "
+                                      "pool of 16777216 bytes"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(lines.load(), 0);
+  EXPECT_FALSE(std::filesystem::exists(options.out_dir));
 }
 
 TEST(ReproduceSettings, R8_WithoutSettingsTheShippedProfilesRun) {

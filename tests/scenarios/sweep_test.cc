@@ -589,6 +589,8 @@ TEST(Sweep, R8_AValueGivenTwiceInOneParameterIsRefused) {
       {"hint_lead_ms=0.5,1,0.50", "--param hint_lead_ms: '0.50' is the same value as '0.5'"},
       {"/client/read_hint_on_arrival=true,false,true",
        "--param /client/read_hint_on_arrival: 'true' is given twice"},
+      // A switch takes 1/0 and true/false alike.
+      {"idle_write_back=1,true", "--param idle_write_back: 'true' is the same value as '1'"},
   };
   for (const auto& [spec, says] : cases) {
     auto p = parse_sweep_param(spec);
@@ -601,6 +603,44 @@ TEST(Sweep, R8_AValueGivenTwiceInOneParameterIsRefused) {
   SweepOptions o = tiny_options();
   o.params = {SweepParam{"flash_read_ns", {"1000", "1000"}, {Json(1000), Json(1000)}}};
   expect_refused(o, "--param flash_read_ns: '1000' is given twice");
+}
+
+// Review (session 11): the cross-check `rcxl-sim run` makes of a scenario
+// against its profile (a pool must hold one region) is made before any run.
+TEST(Sweep, R8_APoolThatCannotHoldARegionIsRefusedBeforeAnyRun) {
+  SweepOptions o = tiny_options();
+  o.params = {param("/pool_bytes=1M,2G")};
+  expect_refused(o,
+                 "--param /pool_bytes=1M: tiny.json: /pool_bytes: memory node mem0's pool of "
+                 "1048576 bytes");
+}
+
+// A mean over no requests is no number (null, blank, n/a), and a run whose
+// fault never came is failed, as `rcxl-sim run` says of both.
+TEST(Sweep, R8_EmptyMeansAreNullAndAFaultThatNeverCameFailsTheRun) {
+  SweepOptions o = tiny_options();
+  (*o.scenario)["workload"]["turns"] = 1;  // no reuse turn, no load
+  o.params = {param("concurrency=1,2")};
+  o.configs = {"hints"};
+  auto r = sweep(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const auto& cell : r->json["summary"]) {
+    EXPECT_TRUE(cell["ttft_mean_ms"]["mean"].is_null()) << cell.dump();
+    EXPECT_TRUE(cell["load_mean_ms"]["mean"].is_null()) << cell.dump();
+  }
+  EXPECT_TRUE(r->json["runs"][0]["ttft_mean_ms"].is_null());
+  EXPECT_NE(r->table.find("n/a"), std::string::npos) << r->table;
+
+  SweepOptions late = tiny_options();
+  (*late.scenario)["faults"] = Json::array({{{"kind", "reset"}, {"at_s", 500}}});
+  late.params = {param("concurrency=3")};
+  late.configs = {"hints"};
+  auto f = sweep(late);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_EQ(f->runs.size(), 1u);
+  EXPECT_FALSE(f->runs[0].summary.ok());
+  EXPECT_NE(f->runs[0].summary.failure().find("FAULT NEVER HAPPENED: /faults/0"), std::string::npos)
+      << f->runs[0].summary.failure();
 }
 
 // The built-in profiles, written to `dir`, cxl_ssd_default with 0 flash channels.
