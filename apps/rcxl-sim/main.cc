@@ -14,6 +14,7 @@
 #include "apps/cli_checks.h"
 #include "backends/sim/sim_world.h"
 #include "core/protocol/echo_service.h"
+#include "scenarios/batch_runner.h"
 #include "scenarios/embedded/embedded.h"
 #include "scenarios/engine/workload.h"
 #include "scenarios/json_document.h"
@@ -277,14 +278,13 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
   }
   auto result = rcxl::scenarios::run_scenario(*scenario, *profile, options);
   const auto unfired = faults_that_never_happened(*scenario, result);
-  const double ttft = rcxl::scenarios::mean_reuse_ttft_ms(result.records);
-  const double load = rcxl::scenarios::mean_load_ms(result.records);
+  // The requests each mean is over, as sweep and reproduce count them.
+  const rcxl::scenarios::RunSummary summary = rcxl::scenarios::summarize(result);
+  const double ttft = summary.ttft_ms;
+  const double load = summary.load_ms;
   // A mean over no requests is no 0 ms: "n/a" (null in JSON).
-  bool any_reuse = false, any_load = false;
-  for (const auto& r : result.records) {
-    any_reuse |= r.reuse_turn() && r.answered();
-    any_load |= r.loaded() && r.load_finished();
-  }
+  const bool any_reuse = !summary.ttfts.empty();
+  const bool any_load = !summary.loads.empty();
   const Json ttft_json = any_reuse ? Json(ttft) : Json(nullptr);
   const Json load_json = any_load ? Json(load) : Json(nullptr);
   auto ms_text = [](bool any, double v) {
