@@ -471,7 +471,9 @@ int run_cli(int argc, char** argv) {
   run->add_option("FILE", file, "scenario JSON (docs/scenarios.md)")->required();
   run->add_option("--seed", run_seed, "override the scenario's seed")->transform(kSeed);
   std::vector<CLI::Option*> path_options;  // an empty value is a mistake, not "none"
-  path_options.push_back(run->add_option("--trace", trace, "write the trace lines to this file"));
+  path_options.push_back(run->add_option(
+      "--trace", trace,
+      "write the trace lines to this file (a regular file or /dev/null, not a pipe)"));
   run->add_flag("--json", json, "print the result as one JSON object");
   path_options.push_back(run->add_option(
       "--profiles", profiles, "read profiles from this directory instead of the built-in ones"));
@@ -485,8 +487,9 @@ int run_cli(int argc, char** argv) {
   bool list = false;
   replay->add_flag("--list", list, "list the shipped scenarios");
   replay->add_option("--seed", run_seed, "override the scenario's seed")->transform(kSeed);
-  path_options.push_back(
-      replay->add_option("--trace", trace, "write the trace lines to this file"));
+  path_options.push_back(replay->add_option(
+      "--trace", trace,
+      "write the trace lines to this file (a regular file or /dev/null, not a pipe)"));
   replay->add_flag("--json", json, "print the result as one JSON object");
   replay->add_flag("--quiet", run_quiet, "no progress lines on stderr");
   replay->footer(kExitCodes);
@@ -533,8 +536,8 @@ int run_cli(int argc, char** argv) {
   auto* sweep = app.add_subcommand("sweep", sweep_description());
   sweep->add_option("--param", sweep_params,
                     "NAME=V1,V2,... one grid axis (repeat for more; the first is the charts' x "
-                    "axis); values: numbers with K/M/G/T (binary) or true/false. Default: "
-                    "dram_cache_bytes=4G,8G,16G,32G");
+                    "axis); values: numbers with K/M/G/T (binary) or true/false, each once; at "
+                    "most 10000 runs in all. Default: dram_cache_bytes=4G,8G,16G,32G");
   sweep
       ->add_option("--configs", sweep_configs,
                    "comma-separated: all_dram, hints, gated, waits_off, no_hints")
