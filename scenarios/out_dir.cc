@@ -38,11 +38,17 @@ std::string kind_of(fs::file_type type) {
 Status check_out_file(const std::string& dir, const std::string& path) {
   std::error_code ec;
   const fs::file_status target = fs::status(path, ec);
-  // Absent (or a link to nothing): the write makes it.
-  if (target.type() == fs::file_type::not_found || target.type() == fs::file_type::regular) {
-    return {};
-  }
   const std::string fix = "; remove it or choose another --out directory";
+  if (target.type() == fs::file_type::not_found) {
+    std::error_code lec;
+    // A link to a missing path: the write would fail (or land elsewhere) after every run.
+    if (fs::is_symlink(fs::symlink_status(path, lec))) {
+      return Error(ErrorCode::kBadRequest,
+                   "--out " + dir + ": " + path + " is a symbolic link to a missing path" + fix);
+    }
+    return {};  // absent: the write makes it
+  }
+  if (target.type() == fs::file_type::regular) return {};
   if (ec) {
     return Error(ErrorCode::kBadRequest,
                  "--out " + dir + ": cannot examine " + path + " (" + ec.message() + ")" + fix);
@@ -85,8 +91,19 @@ Status prepare_out_dir(const std::string& dir, const std::vector<std::string>& o
     }
   }
   fs::remove(probe, ec);
-  for (const auto& name : outputs) {
-    if (auto s = check_out_file(dir, (fs::path(dir) / name).string()); !s.ok()) return s;
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const std::string path = (fs::path(dir) / outputs[i]).string();
+    if (auto s = check_out_file(dir, path); !s.ok()) return s;
+    // Two outputs linked to one file: the second write would replace the first.
+    for (std::size_t k = 0; k < i; ++k) {
+      const std::string other = (fs::path(dir) / outputs[k]).string();
+      if (fs::equivalent(path, other, ec)) {
+        return Error(ErrorCode::kBadRequest, "--out " + dir + ": " + path + " and " + other +
+                                                 " are one file (linked); each output needs its "
+                                                 "own, so remove the links or choose another "
+                                                 "--out directory");
+      }
+    }
   }
   return {};
 }

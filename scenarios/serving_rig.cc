@@ -43,8 +43,8 @@ Status attach_memory_profiles(const std::string& profiles_dir, const Scenario& s
       profile.memory_devices.clear();
       return Error(ErrorCode::kBadRequest,
                    where + ": its " + (same_nic ? "control_link" : "nic") +
-                       " differs from the scenario profile '" + scenario.profile +
-                       "''s; a memory node takes only its device from its own profile (the "
+                       " differs from the one of the scenario profile '" + scenario.profile +
+                       "'; a memory node takes only its device from its own profile (the "
                        "fabric and control network are one): make them the same");
     }
     profile.memory_devices.push_back(node->device.device);

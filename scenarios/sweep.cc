@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "scenarios/configurations.h"
@@ -143,6 +144,17 @@ Result<Target> target_of(const std::string& option, const std::string& name) {
         option, name,
         "/" + head + " is set by " +
             (head == "seed" ? std::string("--seed and --seeds") : std::string("--configs")));
+  }
+  // What makes a configuration itself: a value here would run under another's label.
+  static const std::set<std::string> kConfigurationFields = {
+      "/client", "/client/read_hints", "/client/write_hints", "/client/read_promotes",
+      "/client/gate_reads"};
+  if (kConfigurationFields.count(pointer)) {
+    return bad_param(option, name,
+                     pointer +
+                         " is what a configuration is made of (--configs: all_dram, hints, gated, "
+                         "waits_off, no_hints); choose configurations instead. /client/"
+                         "write_wait_ms and /client/read_hint_on_arrival may be swept");
   }
   t.profile = is_profile_section(head);
   if (t.profile && std::count(pointer.begin(), pointer.end(), '/') != 2) {
@@ -663,15 +675,17 @@ Result<SweepReport> sweep(const SweepOptions& options) {
 
   // Scenario + profile of one point under one configuration; `only` limits
   // the parameters applied (to name the one at fault).
+  // `only`: apply that parameter alone; `skip`: all but that one.
   auto prepare = [&](const SweepPoint& point, const Configuration& cfg,
-                     std::optional<std::size_t> only) -> Result<Prepared> {
+                     std::optional<std::size_t> only,
+                     std::optional<std::size_t> skip = std::nullopt) -> Result<Prepared> {
     Json sc = base;
     sc["client"] = client_json(cfg.client);
     sc["profile"] = cfg.profile;
     Json prof = profile_docs.at(cfg.profile);
     std::string what;
     for (std::size_t i = 0; i < report.params.size(); ++i) {
-      if (only && *only != i) continue;
+      if ((only && *only != i) || (skip && *skip == i)) continue;
       const auto& param = report.params[i];
       if (auto s = apply(param, param.values[point.index[i]], sc, prof); !s.ok()) return s;
       what += (what.empty() ? "" : " ") + param.name + "=" + param.texts[point.index[i]];
@@ -688,28 +702,30 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     scenario->name = cfg.name;
     return Prepared{std::move(scenario).value(), std::move(profile).value()};
   };
-  // The scenario alone first (`only` names no parameter), so its errors blame none.
-  for (const auto& cfg : cfgs) {
-    SweepPoint p;
-    p.index.assign(report.params.size(), 0);
-    if (auto r = prepare(p, cfg, report.params.size()); !r.ok()) return r.status();
-  }
-  // Every value alone first, so an error names the one parameter at fault.
-  for (const auto& cfg : cfgs) {
+  // Every full point is checked before any run. When one fails, the error
+  // names its cause: the scenario alone (blaming no parameter), else the one
+  // value without which the point is valid (its error alone if it has one),
+  // else the whole point. Values are never refused alone: [lo, hi] set by two
+  // parameters, or a fault on a store only a larger workload has, are valid
+  // only together.
+  auto cause_of = [&](const SweepPoint& point, const Configuration& cfg,
+                      const Status& whole) -> Status {
+    if (auto r = prepare(point, cfg, report.params.size()); !r.ok()) return r.status();
+    std::optional<std::size_t> culprit;
     for (std::size_t i = 0; i < report.params.size(); ++i) {
-      for (std::size_t v = 0; v < report.params[i].values.size(); ++v) {
-        SweepPoint p;
-        p.index.assign(report.params.size(), 0);
-        p.index[i] = v;
-        if (auto r = prepare(p, cfg, i); !r.ok()) return r.status();
-      }
+      if (!prepare(point, cfg, std::nullopt, i).ok()) continue;
+      if (culprit) return whole;  // two values each make it valid when left out
+      culprit = i;
     }
-  }
+    if (!culprit) return whole;
+    if (auto r = prepare(point, cfg, *culprit); !r.ok()) return r.status();
+    return whole;
+  };
   std::vector<Prepared> prepared;  // point-major, then configuration
   for (const auto& point : report.points) {
     for (const auto& cfg : cfgs) {
       auto r = prepare(point, cfg, std::nullopt);
-      if (!r.ok()) return r.status();
+      if (!r.ok()) return cause_of(point, cfg, r.status());
       prepared.push_back(std::move(r).value());
     }
   }
@@ -858,7 +874,9 @@ Result<SweepReport> sweep(const SweepOptions& options) {
       }
       table += pad(text, seeds > 1 ? 28 : 14);
       // One run (one seed, or the others failed): a mean and no interval.
+      // n: the runs the mean is over (ok runs that had requests to measure).
       s[metrics()[m].key] = {{"mean", ci.n == 0 ? Json(nullptr) : Json(ci.mean)},
+                             {"n", ci.n},
                              {"ci", ci.has_interval() ? Json{ci.low, ci.high} : Json(nullptr)}};
     }
     table += "\n";

@@ -107,7 +107,10 @@ rcxl::Result<std::string> check_profile_name(const std::string& origin, const st
   } else {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+      // Only files: a directory x.json is no profile x.
+      if (entry.path().extension() == ".json" && !entry.is_directory(ec)) {
+        names.push_back(entry.path().stem().string());
+      }
     }
   }
   std::sort(names.begin(), names.end());
@@ -134,10 +137,11 @@ rcxl::Result<std::string> check_profile_name(const std::string& origin, const st
 rcxl::Status check_profiles_dir(const std::string& dir) {
   std::error_code ec;
   if (dir.empty() || std::filesystem::is_directory(dir, ec)) return {};
+  const bool exists = std::filesystem::exists(dir, ec);
   return rcxl::Error(rcxl::ErrorCode::kBadRequest,
-                     "--profiles " + dir +
-                         ": no such directory; name a directory of <profile>.json files or drop "
-                         "--profiles for the built-in ones");
+                     "--profiles " + dir + (exists ? ": not a directory" : ": no such directory") +
+                         "; name a directory of <profile>.json files or drop --profiles for the "
+                         "built-in ones");
 }
 
 // Two nodes ping each other through the core echo protocol on the simulated

@@ -100,8 +100,9 @@ TEST(MemoryProfiles, R8_AnotherNicOrControlLinkIsRefused) {
     auto profile = load_scenario_profile(dir.string(), sc);
     ASSERT_FALSE(profile.ok()) << other;
     const std::string what = std::string(other) == "fast_nic" ? "its nic" : "its control_link";
-    EXPECT_NE(profile.status().message().find(what + " differs from the scenario profile"),
-              std::string::npos)
+    EXPECT_NE(
+        profile.status().message().find(what + " differs from the one of the scenario profile"),
+        std::string::npos)
         << profile.status().message();
   }
   std::filesystem::remove_all(dir);

@@ -495,6 +495,22 @@ TEST(Sweep, R8_AnOutputThatIsNotARegularFileIsRefusedBeforeAnyRun) {
   std::filesystem::remove_all(dir);
 }
 
+// Hunt (session 11): a dangling link as an output, or two outputs linked to
+// one file, failed (or lost a file) only after every run.
+TEST(Sweep, R8_DanglingOrSharedOutputLinksAreRefusedBeforeAnyRun) {
+  const std::filesystem::path dir = fresh_dir("links");
+  const SweepOptions o = writing_options(dir);
+  std::filesystem::create_symlink("/nonexistent/x", dir / "sweep.csv");
+  expect_refused(o, (dir / "sweep.csv").string() + " is a symbolic link to a missing path");
+  std::filesystem::remove(dir / "sweep.csv");
+  std::ofstream(dir / "real") << "x";
+  std::filesystem::create_symlink(dir / "real", dir / "sweep.csv");
+  std::filesystem::create_symlink(dir / "real", dir / "sweep.json");
+  expect_refused(o, (dir / "sweep.json").string() + " and " + (dir / "sweep.csv").string() +
+                        " are one file (linked)");
+  std::filesystem::remove_all(dir);
+}
+
 // The final write checks again: a FIFO made after the first check is refused,
 // not opened (which would block until a reader came); a failed write says why.
 TEST(Sweep, R8_TheFinalWriteRefusesWhatIsNotARegularFile) {
@@ -603,6 +619,37 @@ TEST(Sweep, R8_AValueGivenTwiceInOneParameterIsRefused) {
   SweepOptions o = tiny_options();
   o.params = {SweepParam{"flash_read_ns", {"1000", "1000"}, {Json(1000), Json(1000)}}};
   expect_refused(o, "--param flash_read_ns: '1000' is given twice");
+}
+
+// Hunt (session 11): what makes a configuration is not a sweep parameter: a
+// row would carry one configuration's label and another's behaviour.
+TEST(Sweep, R8_AConfigurationsOwnClientFieldIsNoParameter) {
+  for (const char* field : {"/client/read_hints", "/client/write_hints", "/client/read_promotes",
+                            "/client/gate_reads"}) {
+    auto p = parse_sweep_param(std::string(field) + "=true,false");
+    ASSERT_FALSE(p.ok()) << field;
+    EXPECT_NE(p.status().message().find("is what a configuration is made of"), std::string::npos)
+        << p.status().message();
+  }
+  EXPECT_TRUE(parse_sweep_param("/client/write_wait_ms=0,50").ok());
+}
+
+// Hunt (session 11): values valid only together (a range's two ends, a fault
+// on a store only a larger workload has) were refused one by one.
+TEST(Sweep, R8_ValuesValidOnlyTogetherRun) {
+  SweepOptions o = tiny_options();
+  o.configs = {"hints"};
+  o.params = {param("/workload/output_tokens/0=400"), param("/workload/output_tokens/1=500")};
+  auto r = sweep(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->runs[0].summary.ok()) << r->runs[0].summary.failure();
+  // Ends that cross are refused, naming a value that is at fault.
+  o.params = {param("/workload/output_tokens/0=400"), param("/workload/output_tokens/1=300")};
+  expect_refused(o, "/workload/output_tokens: expected [lo, hi] with 1 <= lo <= hi");
+  // The one value without which the point is valid is blamed alone.
+  o.params = {param("/workload/output_tokens/0=400"), param("/workload/output_tokens/1=500"),
+              param("/workload/turns=0")};
+  expect_refused(o, "--param /workload/turns=0: ");
 }
 
 // Review (session 11): the cross-check `rcxl-sim run` makes of a scenario
