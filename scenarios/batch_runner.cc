@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -33,6 +34,13 @@ RunSummary summarize(const RunResult& r) {
   s.virtual_s = r.virtual_seconds;
   s.wall_s = r.wall_seconds;
   return s;
+}
+
+std::string mean_ms_text(const std::vector<double>& over, double mean) {
+  if (over.empty()) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f ms", mean);
+  return buf;
 }
 
 void run_parallel(std::size_t jobs, int threads, const std::function<void(std::size_t)>& run,

@@ -33,6 +33,9 @@ struct RunSummary {
 
 RunSummary summarize(const RunResult& r);
 
+// "12.34 ms", or "n/a" when the mean is over no requests (`over` is empty).
+std::string mean_ms_text(const std::vector<double>& over, double mean);
+
 // Calls run(i) for every i in [0, jobs) on `threads` threads, jobs taken in
 // index order; then done(i, finished_so_far) under a lock (progress lines).
 void run_parallel(std::size_t jobs, int threads, const std::function<void(std::size_t)>& run,

@@ -37,8 +37,6 @@ class RcxlEngineKv final : public EngineKv {
   // (failed ones included), and the chunks they left to recompute.
   std::uint64_t short_loads() const { return short_loads_; }
   std::uint64_t missed_chunks() const { return missed_chunks_; }
-  std::uint64_t loads_started() const { return loads_started_; }
-  std::uint64_t stores_started() const { return stores_started_; }
   // Told the count of loads (stores) started so far as each one starts (fault triggers).
   void on_load_start(std::function<void(std::uint64_t nth)> hook) { load_hook_ = std::move(hook); }
   void on_store_start(std::function<void(std::uint64_t nth)> hook) {

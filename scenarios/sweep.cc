@@ -318,9 +318,6 @@ double quantile_or_zero(const std::vector<double>& xs, double q) {
 std::string ms_of(const std::vector<double>& xs, double v) {
   return xs.empty() ? std::string() : fmt("%.3f", v);
 }
-std::string ms_text(const std::vector<double>& xs, double v) {
-  return xs.empty() ? std::string("n/a") : fmt("%.2f", v) + " ms";
-}
 
 // The per-run columns after the parameters, configuration and seed.
 struct Column {
@@ -753,9 +750,10 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     options.progress("[" + std::to_string(finished) + "/" + std::to_string(runs) + "] " +
                      point_text(report.params, report.points[r.point]) + " " + r.config + " seed " +
                      std::to_string(r.seed) + ": " +
-                     (r.summary.ok() ? "reuse TTFT " + ms_text(r.summary.ttfts, r.summary.ttft_ms) +
-                                           ", load " + ms_text(r.summary.loads, r.summary.load_ms)
-                                     : "FAILED: " + r.summary.failure()) +
+                     (r.summary.ok()
+                          ? "reuse TTFT " + mean_ms_text(r.summary.ttfts, r.summary.ttft_ms) +
+                                ", load " + mean_ms_text(r.summary.loads, r.summary.load_ms)
+                          : "FAILED: " + r.summary.failure()) +
                      " (" + fmt("%.1f", r.summary.wall_s) + " s)");
   };
   // The first run takes seconds: say what is coming before it ends.

@@ -284,18 +284,9 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
   const auto unfired = faults_that_never_happened(*scenario, result);
   // The requests each mean is over, as sweep and reproduce count them.
   const rcxl::scenarios::RunSummary summary = rcxl::scenarios::summarize(result);
-  const double ttft = summary.ttft_ms;
-  const double load = summary.load_ms;
   // A mean over no requests is no 0 ms: "n/a" (null in JSON).
-  const bool any_reuse = !summary.ttfts.empty();
-  const bool any_load = !summary.loads.empty();
-  const Json ttft_json = any_reuse ? Json(ttft) : Json(nullptr);
-  const Json load_json = any_load ? Json(load) : Json(nullptr);
-  auto ms_text = [](bool any, double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f ms", v);
-    return any ? std::string(buf) : std::string("n/a");
-  };
+  const Json ttft_json = summary.ttfts.empty() ? Json(nullptr) : Json(summary.ttft_ms);
+  const Json load_json = summary.loads.empty() ? Json(nullptr) : Json(summary.load_ms);
   if (json) {
     Json out = {
         {"scenario", scenario->name},
@@ -322,7 +313,8 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
     std::printf("%s (seed %llu): %s\n", scenario->name.c_str(),
                 static_cast<unsigned long long>(scenario->seed), verdict.c_str());
     std::printf("  reuse-turn TTFT %s, KV load %s, %zu requests, %.1f s virtual in %.2f s\n",
-                ms_text(any_reuse, ttft).c_str(), ms_text(any_load, load).c_str(),
+                rcxl::scenarios::mean_ms_text(summary.ttfts, summary.ttft_ms).c_str(),
+                rcxl::scenarios::mean_ms_text(summary.loads, summary.load_ms).c_str(),
                 result.records.size(), result.virtual_seconds, result.wall_seconds);
     std::printf("  counters: %s\n", result.counters.dump().c_str());
     if (result.counters.contains("agent_restart_failure")) {

@@ -54,7 +54,7 @@ double quantile(std::vector<double> xs, double p) {
 }
 
 bool near_seed_value(double value, double seed) {
-  return std::abs(value - seed) <= 0.25 * std::abs(seed);
+  return std::abs(value - seed) <= kNearSeedFraction * std::abs(seed);
 }
 
 bool near_seed_ratio(double ratio, double seed_ratio) {

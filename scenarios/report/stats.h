@@ -27,6 +27,7 @@ Interval t_interval_95(const std::vector<double>& xs);
 // "Within" where the seed gives a value and no interval (our rule,
 // docs/reproduce.md): within 25% of the seed's value; a ratio by its excess
 // over 1, since 25% of 1.0041 itself would accept 0.75..1.26.
+inline constexpr double kNearSeedFraction = 0.25;
 bool near_seed_value(double value, double seed);
 bool near_seed_ratio(double ratio, double seed_ratio);
 // The p-th quantile (0..1) by linear interpolation; xs need not be sorted.
