@@ -1,6 +1,7 @@
 #include "scenarios/invariant_monitor.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 namespace rcxl::scenarios {
 
@@ -22,14 +23,49 @@ void InvariantMonitor::violate(const std::string& kind, const std::string& examp
   if (k.count++ == 0) k.first_example = example;
 }
 
-// SPEC R5.2: fresh only on the map that maps a region first (the owner's).
+// SPEC R5.2: fresh only on the map that maps a region first, and only if a
+// map asked for it under the region's owner handle.
 void InvariantMonitor::on_mapped(const ext::RegionInfo& region, bool fresh, bool accepted) {
   const bool first = !mapped_regions_.count(region.region);
   if (fresh && !first) {
     violate("fresh reached the extension on a later map (SPEC R5.2)",
             "region " + std::to_string(region.region));
   }
+  if (fresh && !fresh_owner_maps_.count(region.region)) {
+    violate(
+        "fresh reached the extension without a map asking for it under the owner handle "
+        "(SPEC R5.2)",
+        "region " + std::to_string(region.region));
+  }
   if (accepted) mapped_regions_.insert(region.region);
+}
+
+// Only maps and alloc replies matter here: other frames are not parsed.
+void InvariantMonitor::on_agent_frame_in(std::string_view payload) {
+  if (payload.find("\"map\"") == std::string_view::npos) return;
+  const auto j = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || j.value("op", nlohmann::json()) != "map") return;
+  if (j.value("fresh", nlohmann::json()) != true) return;
+  const auto region = j.value("region", nlohmann::json());
+  const auto handle = j.value("handle", nlohmann::json());
+  if (!region.is_number_unsigned() || !handle.is_string()) return;
+  const auto owner = owner_handles_.find(region.get<std::uint64_t>());
+  if (owner != owner_handles_.end() && owner->second == handle.get<std::string>()) {
+    fresh_owner_maps_.insert(owner->first);
+  }
+}
+
+void InvariantMonitor::on_agent_frame_out(std::string_view payload) {
+  if (payload.find("\"read_handle\"") == std::string_view::npos) return;
+  const auto j = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || j.value("ok", nlohmann::json()) != true) return;
+  const auto region = j.value("region", nlohmann::json());
+  const auto handle = j.value("handle", nlohmann::json());
+  if (region.is_number_unsigned() && handle.is_string()) {
+    // A new region: no map has asked for it yet.
+    owner_handles_[region.get<std::uint64_t>()] = handle.get<std::string>();
+    fresh_owner_maps_.erase(region.get<std::uint64_t>());
+  }
 }
 
 // SPEC R3.3 / R3.4: bounded messages, bounded open requests per connection.

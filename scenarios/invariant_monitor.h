@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,10 @@ class InvariantMonitor {
   void on_connection_closed(std::uint64_t conn);
   // The agent stopped: its connections (and their hint requests) are gone.
   void on_extension_closed();
+
+  // --- the agent's wire (CheckedRuntime): each frame it read, and each it sent
+  void on_agent_frame_in(std::string_view payload);
+  void on_agent_frame_out(std::string_view payload);
 
   // --- NIC calls (CheckedNic)
   void on_register(const runtime::Registration& registration);
@@ -68,7 +73,9 @@ class InvariantMonitor {
 
   const runtime::Clock& clock_;
   InvariantLimits limits_;
-  std::set<std::uint64_t> mapped_regions_;                   // every region id mapped so far
+  std::set<std::uint64_t> mapped_regions_;              // every region id mapped so far
+  std::map<std::uint64_t, std::string> owner_handles_;  // region -> handle its alloc gave
+  std::set<std::uint64_t> fresh_owner_maps_;  // regions a map asked fresh for, owner's handle
   std::map<std::uint64_t, std::set<std::string>> open_;      // conn -> open hint requests
   std::map<std::uint32_t, runtime::Instant> dropped_rkeys_;  // rkey -> deregistered at
   std::vector<std::string> boots_;                           // distinct, in order

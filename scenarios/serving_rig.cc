@@ -18,6 +18,7 @@
 #include "core/directory/directory_server.h"
 #include "scenarios/checked_extension.h"
 #include "scenarios/checked_nic.h"
+#include "scenarios/checked_runtime.h"
 #include "scenarios/embedded/embedded.h"
 #include "scenarios/invariant_monitor.h"
 #include "scenarios/json_document.h"
@@ -345,6 +346,7 @@ class Deployment {
     // Declared before everything that uses it, so it goes last.
     std::unique_ptr<InvariantMonitor> monitor;
     std::unique_ptr<CheckedNic> checked_nic;
+    std::unique_ptr<CheckedRuntime> checked_runtime;  // the agent's, its wire watched
     std::unique_ptr<device::CxlSsdDevice> device;
     std::unique_ptr<agent::Agent> agent;
     std::string restart_failure;
@@ -371,6 +373,7 @@ class Deployment {
     limits.max_hint_requests = agent::AgentConfig{}.max_hint_requests;
     m->monitor = std::make_unique<InvariantMonitor>(m->node->clock(), limits);
     m->checked_nic = std::make_unique<CheckedNic>(*m->nic, m->node->clock(), *m->monitor);
+    m->checked_runtime = std::make_unique<CheckedRuntime>(*m->node, *m->monitor);
     device::CxlSsdParams dp = profile_.memory_devices.empty()
                                   ? profile_.device.device
                                   : profile_.memory_devices[static_cast<std::size_t>(index)];
@@ -482,8 +485,8 @@ class Deployment {
     ac.on_boot_change = [monitor = m.monitor.get()](const std::string& boot) {
       monitor->on_boot_change(boot);
     };
-    m.agent =
-        std::make_unique<agent::Agent>(*m.node, *m.device, *m.checked_nic, std::move(checked), ac);
+    m.agent = std::make_unique<agent::Agent>(*m.checked_runtime, *m.device, *m.checked_nic,
+                                             std::move(checked), ac);
     return m.agent->start();
   }
 

@@ -9,8 +9,10 @@
 #include "backends/sim/sim_memory_pool.h"
 #include "backends/sim/sim_nic.h"
 #include "backends/sim/sim_world.h"
+#include "core/protocol/frame_codec.h"
 #include "scenarios/checked_extension.h"
 #include "scenarios/checked_nic.h"
+#include "scenarios/checked_runtime.h"
 
 namespace rcxl::scenarios {
 namespace {
@@ -33,23 +35,114 @@ ext::Hint hint(std::uint64_t conn, std::string action, std::string request,
   return h;
 }
 
+// What the agent's wire shows the monitor: region `region`'s alloc reply, then
+// a map asking fresh under `handle`.
+void alloc_then_map(InvariantMonitor& m, std::uint64_t region, const std::string& map_handle) {
+  m.on_agent_frame_out(R"({"id":1,"ok":true,"region":)" + std::to_string(region) +
+                       R"(,"size":4096,"handle":"own","read_handle":"rd"})");
+  m.on_agent_frame_in(R"({"id":2,"op":"map","region":)" + std::to_string(region) +
+                      R"(,"handle":")" + map_handle + R"(","epoch":"b:1","fresh":true})");
+}
+
 TEST(Invariants, R5_2_FreshOnlyOnTheFirstMapOfARegion) {
   FixedClock clock;
   InvariantMonitor m(clock, {});
+  alloc_then_map(m, 7, "own");
   m.on_mapped({7, 0, 4096}, /*fresh=*/true, true);
   m.on_mapped({7, 0, 4096}, /*fresh=*/false, true);  // a reader's map
   EXPECT_EQ(m.violation_count(), 0u);
   m.on_mapped({7, 0, 4096}, /*fresh=*/true, true);  // fresh again: the device would drop KV
   ASSERT_EQ(m.violations().size(), 1u);
-  EXPECT_NE(m.violations()[0].find("R5.2"), std::string::npos);
+  EXPECT_NE(m.violations()[0].find("later map (SPEC R5.2)"), std::string::npos);
 }
 
 TEST(Invariants, R5_2_ARefusedFirstMapMayBeRetriedFresh) {
   FixedClock clock;
   InvariantMonitor m(clock, {});
+  alloc_then_map(m, 3, "own");
   m.on_mapped({3, 0, 4096}, true, /*accepted=*/false);
   m.on_mapped({3, 0, 4096}, true, true);  // R5.1: retries carry fresh
   EXPECT_EQ(m.violation_count(), 0u);
+}
+
+TEST(Invariants, R5_2_FreshAskedUnderTheReadHandleMustNotReachTheExtension) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  alloc_then_map(m, 4, "rd");
+  m.on_mapped({4, 0, 4096}, /*fresh=*/true, true);
+  ASSERT_EQ(m.violations().size(), 1u);
+  EXPECT_NE(m.violations()[0].find("under the owner handle (SPEC R5.2)"), std::string::npos);
+}
+
+TEST(Invariants, R5_2_FreshNobodyAskedForIsAViolation) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  // The region's alloc went out, but no map asked fresh (or one asked for another region).
+  m.on_agent_frame_out(
+      R"({"id":1,"ok":true,"region":5,"size":4096,"handle":"own","read_handle":"rd"})");
+  m.on_agent_frame_in(
+      R"({"id":2,"op":"map","region":6,"handle":"own","epoch":"b:1","fresh":true})");
+  m.on_agent_frame_in(R"({"id":3,"op":"map","region":5,"handle":"own","epoch":"b:1"})");
+  m.on_mapped({5, 0, 4096}, /*fresh=*/true, true);
+  EXPECT_EQ(m.violation_count(), 1u);
+}
+
+TEST(Invariants, R5_2_FramesThatAreNotJsonOrNotMapsAreIgnored) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  m.on_agent_frame_in("{\"op\":\"map\"");  // truncated: the agent refuses it
+  m.on_agent_frame_in("[\"map\"]");
+  m.on_agent_frame_out("{\"read_handle\": 1}");
+  m.on_agent_frame_in(R"({"op":"map","region":-1,"handle":"own","fresh":true})");
+  EXPECT_EQ(m.violation_count(), 0u);
+  m.on_mapped({1, 0, 4096}, /*fresh=*/true, true);  // still nobody asked for region 1
+  EXPECT_EQ(m.violation_count(), 1u);
+}
+
+// The agent's wire as the monitor sees it: frames cut anywhere by the stream
+// reach it whole, in both directions, and the agent gets its bytes unchanged.
+TEST(Invariants, R5_2_CheckedRuntimeShowsTheAgentsFramesWhole) {
+  sim::SimWorld world(5);
+  auto& mem = world.add_node("mem");
+  auto& gpu = world.add_node("gpu");
+  InvariantMonitor m(mem.clock(), {});
+  CheckedRuntime agent_rt(mem, m);
+  auto server_strand = agent_rt.make_strand("agent");
+  auto client_strand = gpu.make_strand("client");
+  std::shared_ptr<runtime::Conn> accepted;
+  std::string received;
+  auto listener = agent_rt.transport().listen(
+      {"mem", 7000}, *server_strand, [&](std::shared_ptr<runtime::Conn> c) {
+        accepted = c;
+        c->start(
+            *server_strand, [&](std::string_view b) { received.append(b); }, [](const Status&) {});
+      });
+  ASSERT_TRUE(listener.ok());
+  std::shared_ptr<runtime::Conn> client;
+  gpu.transport().connect({"mem", 7000}, *client_strand,
+                          [&](Result<std::shared_ptr<runtime::Conn>> c) {
+                            ASSERT_TRUE(c.ok());
+                            client = c.value();
+                            client->start(
+                                *client_strand, [](std::string_view) {}, [](const Status&) {});
+                          });
+  ASSERT_TRUE(world.run_until([&] { return accepted && client; }).ok());
+  accepted->send(protocol::encode_frame(
+      R"({"id":1,"ok":true,"region":9,"size":4096,"handle":"own","read_handle":"rd"})"));
+  const std::string map = protocol::encode_frame(
+      R"({"id":2,"op":"map","region":9,"handle":"own","epoch":"b:1","fresh":true})");
+  client->send(map.substr(0, 3));  // inside the length prefix
+  client->send(map.substr(3, 20));
+  client->send(map.substr(23));
+  ASSERT_TRUE(world.run_until([&] { return received.size() == map.size(); }).ok());
+  EXPECT_EQ(received, map);
+  m.on_mapped({9, 0, 4096}, /*fresh=*/true, true);
+  EXPECT_EQ(m.violation_count(), 0u);
+  m.on_mapped({10, 0, 4096}, /*fresh=*/true, true);  // a region no map asked fresh for
+  EXPECT_EQ(m.violation_count(), 1u);
+  client->close();
+  accepted->close();
+  world.run_for(1s);
 }
 
 TEST(Invariants, R3_3_OpenHintsPerConnectionBounded) {
