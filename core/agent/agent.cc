@@ -234,6 +234,9 @@ void Agent::stop() {
       }
     });
   }
+  // No hook may run during or after close() (c_abi.h: close once, destroy
+  // last): wait for agent code inside one now; none starts after this.
+  activity_->close_and_wait();
   if (ext_)
     (void)call_extension("close", [&] {
       ext_->close();
@@ -583,6 +586,9 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
       if (st.code() == ErrorCode::kStaleEpoch) reply["boot"] = boot_.boot();
       return reply;
     };
+    // A map that waited behind another connection's may come back after its own
+    // connection closed: it must not hold the region for a connection that is gone.
+    if (!conns_.count(s->id)) return refuse(Error(ErrorCode::kClosed, "connection closed"));
     if (r.epoch != boot_.boot()) {
       return refuse(Error(ErrorCode::kStaleEpoch, "epoch '" + r.epoch + "' is not the boot"));
     }
@@ -1087,8 +1093,9 @@ void Agent::read_generation() {
 // that owns it: ~Agent resets that member while a task may still run (TSan).
 void Agent::schedule_poll(runtime::Strand& strand) {
   if (stopped_) return;
-  strand.post_after(config_.generation_poll, [this, &strand] {
-    if (stopped_) return;
+  strand.post_after(config_.generation_poll, [this, &strand, activity = activity_] {
+    Activity::Scope scope(activity);
+    if (!scope || stopped_) return;
     read_generation();
     schedule_poll(strand);
   });
@@ -1096,8 +1103,9 @@ void Agent::schedule_poll(runtime::Strand& strand) {
 
 void Agent::schedule_sweep(runtime::Strand& strand) {
   if (stopped_) return;
-  strand.post_after(config_.sweep_interval, [this, &strand] {
-    if (stopped_) return;
+  strand.post_after(config_.sweep_interval, [this, &strand, activity = activity_] {
+    Activity::Scope scope(activity);
+    if (!scope || stopped_) return;
     sweep();
     schedule_sweep(strand);
   });

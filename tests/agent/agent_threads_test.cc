@@ -77,6 +77,31 @@ class CountingGenerationExtension : public ext::RegionExtension {
   std::atomic<int> calls{0};
 };
 
+// Counts hooks that run during or after close(): c_abi.h promises none.
+class CloseOrderExtension : public ext::RegionExtension {
+ public:
+  std::string name() const override { return "close-order"; }
+  Status hint(const ext::Hint&) override {
+    const bool was_closed = closed.load();
+    ++inside;
+    if (hints++ == 0) entered.set_value();
+    std::this_thread::sleep_for(100ms);  // stop() comes while the first is in here
+    --inside;
+    if (was_closed || closed.load()) ++after_close;
+    return {};
+  }
+  void close() override {
+    if (inside.load() != 0) ++during_close;
+    closed = true;
+  }
+  std::promise<void> entered;
+  std::atomic<int> hints{0};
+  std::atomic<int> inside{0};
+  std::atomic<bool> closed{false};
+  std::atomic<int> during_close{0};
+  std::atomic<int> after_close{0};
+};
+
 struct ThreadRig {
   verbs::ThreadRuntime rt{verbs::ThreadRuntime::Options{runtime::LogLevel::kWarn}};
   std::unique_ptr<runtime::MemoryPool> pool;
@@ -153,6 +178,67 @@ TEST(AgentThreads, R2_2_RacingMapsOfOneRegionCallMappedOnceAndBothHold) {
   EXPECT_EQ(rig.ext->mapped_calls.load(), 1);
   EXPECT_EQ(rig.agent->metrics().maps, 2u);
   EXPECT_EQ(rig.agent->metrics().registrations, 1u);
+}
+
+// A map that waited behind another connection's map of the region, whose own
+// connection closed meanwhile, must not hold the region: once the owner
+// releases it, it is deregistered (SPEC R2.4) and the gone connection counts nowhere.
+TEST(AgentThreads, R2_4_AMapWaitingWhenItsConnectionClosesHoldsNothing) {
+  ThreadRig rig;
+  auto a = rig.hello();
+  auto b = rig.hello();
+  Json alloc = a->call({{"op", "alloc"}, {"id", 2}, {"size", 1 << 20}});
+  ASSERT_EQ(alloc["ok"], true);
+  Json map = {{"op", "map"},
+              {"id", 3},
+              {"region", alloc["region"]},
+              {"handle", alloc["read_handle"]},
+              {"epoch", "tboot"}};
+  Json reply_a;
+  std::thread ta([&] { reply_a = a->call(map); });
+  std::this_thread::sleep_for(50ms);  // a's mapped() runs for 200 ms
+  b->send(map);
+  std::this_thread::sleep_for(50ms);  // b's map waits for a's
+  b.reset();                          // and b goes away
+  ta.join();
+  ASSERT_EQ(reply_a["ok"], true) << reply_a.dump();
+  std::this_thread::sleep_for(100ms);  // b's map comes back after a's finished
+  Json release = a->call({{"op", "release"},
+                          {"id", 4},
+                          {"region", alloc["region"]},
+                          {"handle", alloc["read_handle"]}});
+  ASSERT_EQ(release["ok"], true) << release.dump();
+  EXPECT_EQ(rig.agent->metrics().registrations, 0u);
+  EXPECT_EQ(rig.agent->metrics().connections, 1u);
+  EXPECT_EQ(rig.ext->mapped_calls.load(), 1);
+}
+
+// SPEC R2.4 / c_abi.h: stop() calls close() once no hook runs, and no hook
+// runs after it, even with requests still queued on a connection.
+TEST(AgentThreads, R2_4_StopClosesTheExtensionOnlyAfterEveryHookReturned) {
+  auto order = std::make_unique<CloseOrderExtension>();
+  auto* ext = order.get();
+  ThreadRig rig(std::move(order));
+  auto owner = rig.hello();
+  Json alloc = rig.mapped_region(*owner);
+  ASSERT_FALSE(alloc.is_null());
+  for (int i = 0; i < 3; ++i) {
+    owner->send(
+        {{"op", "extension"},
+         {"id", 10 + i},
+         {"action", "read_hint"},
+         {"epoch", "tboot"},
+         {"request", "r" + std::to_string(i)},
+         {"ranges", Json::array({{alloc["region"], 0, 4096}})},
+         {"handles", {{std::to_string(alloc["region"].get<int>()), alloc["read_handle"]}}}});
+  }
+  ASSERT_EQ(ext->entered.get_future().wait_for(20s), std::future_status::ready);
+  rig.agent->stop();
+  EXPECT_TRUE(ext->closed.load());
+  EXPECT_EQ(ext->during_close.load(), 0);
+  std::this_thread::sleep_for(300ms);  // anything still queued would run now
+  EXPECT_EQ(ext->after_close.load(), 0);
+  EXPECT_GE(ext->hints.load(), 1);
 }
 
 // SPEC R3.2: the extension's hint() runs outside the agent's lock, on the
