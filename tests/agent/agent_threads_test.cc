@@ -102,6 +102,17 @@ class CloseOrderExtension : public ext::RegionExtension {
   std::atomic<int> after_close{0};
 };
 
+// A read_hint of page `page` of `alloc`'s region, under its read handle.
+Json page_hint(const Json& alloc, int id, const std::string& request, int page = 0) {
+  return {{"op", "extension"},
+          {"id", id},
+          {"action", "read_hint"},
+          {"epoch", "tboot"},
+          {"request", request},
+          {"ranges", Json::array({{alloc["region"], page * 4096, 4096}})},
+          {"handles", {{std::to_string(alloc["region"].get<int>()), alloc["read_handle"]}}}};
+}
+
 struct ThreadRig {
   verbs::ThreadRuntime rt{verbs::ThreadRuntime::Options{runtime::LogLevel::kWarn}};
   std::unique_ptr<runtime::MemoryPool> pool;
@@ -223,14 +234,7 @@ TEST(AgentThreads, R2_4_StopClosesTheExtensionOnlyAfterEveryHookReturned) {
   Json alloc = rig.mapped_region(*owner);
   ASSERT_FALSE(alloc.is_null());
   for (int i = 0; i < 3; ++i) {
-    owner->send(
-        {{"op", "extension"},
-         {"id", 10 + i},
-         {"action", "read_hint"},
-         {"epoch", "tboot"},
-         {"request", "r" + std::to_string(i)},
-         {"ranges", Json::array({{alloc["region"], 0, 4096}})},
-         {"handles", {{std::to_string(alloc["region"].get<int>()), alloc["read_handle"]}}}});
+    owner->send(page_hint(alloc, 10 + i, "r" + std::to_string(i)));
   }
   ASSERT_EQ(ext->entered.get_future().wait_for(20s), std::future_status::ready);
   rig.agent->stop();
@@ -252,16 +256,7 @@ TEST(AgentThreads, R3_2_AHintInTheExtensionHoldsUpNoOtherConnection) {
   ASSERT_FALSE(alloc.is_null());
   auto hinter = rig.hello();
   Json hint_reply;
-  std::thread t([&] {
-    hint_reply = hinter->call(
-        {{"op", "extension"},
-         {"id", 4},
-         {"action", "read_hint"},
-         {"epoch", "tboot"},
-         {"request", "r"},
-         {"ranges", Json::array({{alloc["region"], 0, 4096}})},
-         {"handles", {{std::to_string(alloc["region"].get<int>()), alloc["read_handle"]}}}});
-  });
+  std::thread t([&] { hint_reply = hinter->call(page_hint(alloc, 4, "r")); });
   const bool entered = ext->entered.get_future().wait_for(20s) == std::future_status::ready;
   EXPECT_TRUE(entered);
   if (entered) {
@@ -307,15 +302,7 @@ TEST(AgentThreads, R3_2_HintsFromManyConnectionsAtOnce) {
       auto w = rig.hello();
       for (int i = 0; i < kHints; ++i) {
         const std::string name = "t" + std::to_string(t) + "-" + std::to_string(i);
-        Json hint = {
-            {"op", "extension"},
-            {"id", i},
-            {"action", "read_hint"},
-            {"epoch", "tboot"},
-            {"request", name},
-            {"ranges", Json::array({{alloc["region"], i * 4096, 4096}})},
-            {"handles", {{std::to_string(alloc["region"].get<int>()), alloc["read_handle"]}}}};
-        if (w->call(hint)["ok"] == true) ++ok;
+        if (w->call(page_hint(alloc, i, name, i))["ok"] == true) ++ok;
         if (w->call({{"op", "extension"},
                      {"id", i},
                      {"action", "read_hint_end"},
