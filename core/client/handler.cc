@@ -55,6 +55,11 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
                                             const std::vector<OwnRegion>& lost) {
     if (!alive.expired()) on_boot_change(agent, old_boot, new_boot, lost);
   });
+  regions_->set_region_lost_listener([this, alive](const std::string& agent, const OwnRegion& r) {
+    if (alive.expired()) return;
+    std::erase_if(free_pages_,
+                  [&](const Page& p) { return p.agent == agent && p.region == r.region; });
+  });
   waits_->set_boot_observer([this, alive](const std::string& agent, const std::string& boot) {
     if (!alive.expired()) regions_->observe_boot(agent, boot);
   });

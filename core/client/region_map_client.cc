@@ -213,6 +213,10 @@ void RegionMapClient::map_own(RegionKey key, int attempt, Done<Mapping> done) {
         observe_boot(key.first, boot_of(reply));
         return done(status);
       }
+      if (status.code() == ErrorCode::kNotFound || status.code() == ErrorCode::kBadRange) {
+        lose_own(key);  // gone at the agent: its pages must not take more stores
+        return done(status);
+      }
       if (retryable(status.code()) && attempt < config_.map_attempts && own_.count(key)) {
         strand_.post_after(config_.map_retry_delay,
                            [this, alive, key, attempt, done = std::move(done)]() mutable {
@@ -232,6 +236,17 @@ void RegionMapClient::map_own(RegionKey key, int attempt, Done<Mapping> done) {
     it->second.mapping = *mapping;
     done(it->second.mapping);
   });
+}
+
+void RegionMapClient::lose_own(const RegionKey& key) {
+  auto it = own_.find(key);
+  if (it == own_.end()) return;
+  const OwnRegion lost = it->second;
+  own_.erase(it);
+  ++regions_lost_;
+  log_.warn("agent ", key.first, " no longer knows region ", key.second,
+            " (restarted without its region table?): giving it up");
+  if (region_lost_listener_) region_lost_listener_(key.first, lost);
 }
 
 void RegionMapClient::recheck(const std::string& agent, std::uint64_t region) {

@@ -46,6 +46,10 @@ class RegionMapClient {
   using BootListener =
       std::function<void(const std::string& agent, const std::string& old_boot,
                          const std::string& new_boot, const std::vector<OwnRegion>& lost)>;
+  // An own region the agent no longer knows under our handle (its map answered
+  // not_found or bad_range: e.g. an agent restarted without its region table),
+  // already forgotten here.
+  using RegionLostListener = std::function<void(const std::string& agent, const OwnRegion& lost)>;
   template <typename T>
   using Done = std::function<void(Result<T>)>;
 
@@ -53,6 +57,9 @@ class RegionMapClient {
   ~RegionMapClient();
 
   void set_boot_listener(BootListener listener) { boot_listener_ = std::move(listener); }
+  void set_region_lost_listener(RegionLostListener listener) {
+    region_lost_listener_ = std::move(listener);
+  }
   // Says hello if this agent's control connection has not yet.
   void hello(const std::string& agent, Done<AgentHello> done);
   // The last hello of the agent's control connection with the boot believed now.
@@ -78,6 +85,7 @@ class RegionMapClient {
 
   const std::map<RegionKey, OwnRegion>& own_regions() const { return own_; }
   std::uint64_t boot_changes() const { return boot_changes_; }
+  std::uint64_t regions_lost() const { return regions_lost_; }
   std::uint64_t own_maps_sent() const { return own_maps_sent_; }
   std::uint64_t fresh_maps_sent() const { return fresh_maps_sent_; }
 
@@ -91,6 +99,8 @@ class RegionMapClient {
   AgentState& agent_state(const std::string& agent);
   void on_hello(const std::string& agent, const nlohmann::json& reply);
   void map_own(RegionKey key, int attempt, Done<Mapping> done);
+  // Forgets an own region the agent no longer knows and tells the listener.
+  void lose_own(const RegionKey& key);
   void send_read_map(const RegionKey& key, const std::string& handle, bool retry_stale,
                      Done<Mapping> finish);
   void allocate_once(const std::string& agent, std::uint64_t size, bool retry_on_boot,
@@ -106,7 +116,9 @@ class RegionMapClient {
   std::map<RegionKey, Mapping> read_maps_;
   std::map<RegionKey, std::vector<Done<Mapping>>> read_map_waiters_;
   BootListener boot_listener_;
+  RegionLostListener region_lost_listener_;
   std::uint64_t boot_changes_ = 0;
+  std::uint64_t regions_lost_ = 0;
   std::uint64_t own_maps_sent_ = 0;
   std::uint64_t fresh_maps_sent_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

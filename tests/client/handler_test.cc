@@ -146,6 +146,43 @@ TEST(Handler, R6_1_AfterABootChangeReadersMissAndOwnersAllocateAnew) {
   EXPECT_FALSE(rig.directory_server->directory().find("old").has_value());
 }
 
+// An agent restarted without its region table (no --state-file: anon memory)
+// keeps its boot but knows none of the regions: the owner's remap answers
+// not_found. The owner gives such a region up and allocates anew, instead of
+// failing every later store on its pages.
+TEST(Handler, R6_1_AnOwnRegionTheAgentNoLongerKnowsIsGivenUp) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem");
+  Handler& owner = rig.handler(rig.config());
+  ASSERT_EQ(rig.store(owner, {item("before", "old-bytes")})->stored, 1u);
+  ASSERT_EQ(owner.regions().own_regions().size(), 1u);
+
+  mem.agent->stop();
+  agent::AgentConfig config;
+  config.listen = {mem.address()};
+  config.auth_secret = kSecret;
+  config.boot_id = "boot-of-mem";  // the same node boot: no boot change to see
+  mem.agent = std::make_unique<agent::Agent>(*mem.node, *mem.pool, *mem.nic, nullptr, config);
+  ASSERT_TRUE(mem.agent->start().ok());
+  rig.world.run_for(100ms);
+
+  std::size_t stored = 0;
+  for (int i = 0; i < 4; ++i) {
+    auto r = rig.store(owner, {item("after-" + std::to_string(i), "new-bytes")});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    stored += r->stored;
+    rig.world.run_for(50ms);
+  }
+  EXPECT_GE(stored, 3u);  // at most the first, which meets the gone region, fails
+  EXPECT_EQ(owner.regions().boot_changes(), 0u);
+  EXPECT_EQ(owner.regions().regions_lost(), 1u);
+  EXPECT_EQ(owner.regions().own_regions().size(), 1u);
+  EXPECT_EQ(owner.stats().regions_allocated, 2u);  // one before the restart, one after
+  auto loaded = rig.load(owner, {"after-3"});
+  ASSERT_EQ(loaded->values.size(), 1u);
+  EXPECT_EQ(text_of(loaded->values[0]), "new-bytes");
+}
+
 }  // namespace
 }  // namespace rcxl::client::testing
 
