@@ -87,7 +87,7 @@ void Handler::on_boot_change(const std::string& agent, const std::string& old_bo
   std::erase_if(free_pages_,
                 [&](const Page& p) { return p.agent == agent && gone.count(p.region) > 0; });
   // SPEC R6.1: the directory drops every location stored under the old boot.
-  directory_->boot_changed(agent, new_boot);
+  directory_->boot_changed(agent, new_boot, old_boot);
   hints_->observe_boot(agent, old_boot, new_boot);  // its next hints go under the new boot
 }
 

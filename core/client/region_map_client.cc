@@ -97,10 +97,11 @@ void RegionMapClient::hello(const std::string& agent, Done<AgentHello> done) {
 void RegionMapClient::observe_boot(const std::string& agent, const std::string& boot) {
   if (boot.empty()) return;
   AgentState& state = agent_state(agent);
-  if (state.hello.boot == boot) return;
+  if (state.hello.boot == boot || state.past_boots.count(boot)) return;
   const std::string old_boot = state.hello.boot;
   state.hello.boot = boot;
   if (old_boot.empty()) return;
+  state.past_boots.insert(old_boot);
   ++boot_changes_;
   log_.info("agent ", agent, " boot ", old_boot, " -> ", boot);
   // Readers: every cached mapping of that agent is gone with its registration.

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -95,6 +96,9 @@ class RegionMapClient {
     AgentHello hello;
     bool said_hello = false;
     int hellos = 0;
+    // Boots seen replaced: news of one comes late (another connection's reply
+    // sent before the change) and is ignored, since a boot never returns (R6.4).
+    std::set<std::string> past_boots;
   };
   AgentState& agent_state(const std::string& agent);
   void on_hello(const std::string& agent, const nlohmann::json& reply);

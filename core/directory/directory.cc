@@ -1,6 +1,8 @@
 #include "core/directory/directory.h"
 
 #include <algorithm>
+#include <functional>
+#include <set>
 
 namespace rcxl::directory {
 
@@ -32,10 +34,9 @@ Result<RegisterOutcome> Directory::register_key(const std::string& key, const Lo
                    "boot " + location.boot + " of agent " + location.agent + " is gone");
     }
   }
-  if (boots == boots_.end() || boots->second.current != location.boot) {
-    auto dropped = boot_changed(location.agent, location.boot);
-    if (!dropped.ok()) return dropped.status();
-  }
+  // A boot nobody reported gone is taken as it is: which of two boots is the
+  // newer only a client that saw one replace the other can tell (boot_changed).
+  boots_[location.agent].seen.insert(location.boot);
   auto it = keys_.find(key);
   if (it != keys_.end() && !it->second.doomed) {
     touch(key, it->second);
@@ -135,12 +136,13 @@ std::size_t Directory::drop_region(const std::string& agent, std::uint64_t regio
   return erase(doomed);
 }
 
-std::size_t Directory::drop_where(const std::string& agent, const std::string& keep_boot) {
+std::size_t Directory::drop_where(const std::string& agent,
+                                  const std::function<bool(const std::string&)>& gone) {
   std::vector<std::string> doomed;
   for (const auto& [key, entry] : keys_) {
     // A key doomed before (deleted while leased) was counted when it was dropped.
     if (entry.doomed) continue;
-    if (entry.location.agent == agent && entry.location.boot != keep_boot) doomed.push_back(key);
+    if (entry.location.agent == agent && gone(entry.location.boot)) doomed.push_back(key);
   }
   // The memory behind them is gone: a lease cannot keep them readable.
   for (const auto& key : doomed) {
@@ -155,16 +157,37 @@ std::size_t Directory::drop_where(const std::string& agent, const std::string& k
   return doomed.size();
 }
 
-Result<std::size_t> Directory::boot_changed(const std::string& agent, const std::string& boot) {
+Result<std::size_t> Directory::boot_changed(const std::string& agent, const std::string& boot,
+                                            const std::string& from) {
   if (agent.empty() || boot.empty()) return Error(ErrorCode::kBadRequest, "empty agent or boot");
   AgentBoots& boots = boots_[agent];
+  auto retired = [&](const std::string& b) {
+    return std::find(boots.retired.begin(), boots.retired.end(), b) != boots.retired.end();
+  };
+  auto retire = [&](const std::string& b) {
+    boots.retired.push_back(b);
+    boots.seen.erase(b);
+  };
+  if (!from.empty()) {
+    // Reports may arrive in any order: only `from`, which the reporter saw
+    // replaced, is certainly gone; a boot never comes back (R6.4).
+    if (from == boot || retired(from)) return std::size_t{0};
+    retire(from);
+    if (boots.current == from) boots.current.clear();
+    if (!retired(boot)) boots.current = boot;
+    return drop_where(agent, [&](const std::string& b) { return b == from; });
+  }
+  // Without `from`: every other boot of the agent goes.
   if (boots.current == boot) return std::size_t{0};
-  if (std::find(boots.retired.begin(), boots.retired.end(), boot) != boots.retired.end()) {
+  if (retired(boot)) {
     return Error(ErrorCode::kStaleEpoch, "boot " + boot + " of agent " + agent + " is gone");
   }
-  if (!boots.current.empty()) boots.retired.push_back(boots.current);
+  if (!boots.current.empty()) retire(boots.current);
+  for (const std::string& b : std::set<std::string>(boots.seen)) {
+    if (b != boot) retire(b);
+  }
   boots.current = boot;
-  return drop_where(agent, boot);
+  return drop_where(agent, [&](const std::string& b) { return b != boot; });
 }
 
 void Directory::evict_over_capacity(const std::string* keep) {

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,8 +41,7 @@ class Directory {
   explicit Directory(DirectoryOptions options = {}) : options_(options) {}
 
   // First writer wins: a later register of the key changes nothing and says so.
-  // A boot the agent has moved past is stale_epoch; a new boot of an agent
-  // retires its old one and drops that boot's keys (R6.1).
+  // A boot reported gone (boot_changed) is stale_epoch; any other is taken.
   Result<RegisterOutcome> register_key(const std::string& key, const Location& location);
   // Leading hits (stops at the first miss) under one lease that keeps them from
   // eviction and deletion until released or expired.
@@ -52,9 +53,12 @@ class Directory {
   std::size_t erase(const std::vector<std::string>& keys);
   // The region went back to its agent: every key in it goes.
   std::size_t drop_region(const std::string& agent, std::uint64_t region);
-  // The agent now runs `boot`: keys stored under any other boot go (R6.1).
-  // An already-retired boot is stale_epoch.
-  Result<std::size_t> boot_changed(const std::string& agent, const std::string& boot);
+  // R6.1. With `from`: the reporter saw the agent's boot `from` replaced by
+  // `boot`; `from` is retired and its keys go (safe in any order of reports).
+  // Without: the agent now runs `boot`, every other boot of it is retired and
+  // its keys go; an already-retired `boot` is stale_epoch.
+  Result<std::size_t> boot_changed(const std::string& agent, const std::string& boot,
+                                   const std::string& from = "");
   // Ends expired leases (called before each operation by the server).
   void expire_leases(runtime::Instant now);
 
@@ -79,14 +83,16 @@ class Directory {
     std::vector<std::string> keys;
   };
   struct AgentBoots {
-    std::string current;
-    std::vector<std::string> retired;
+    std::string current;               // the last reported new boot
+    std::vector<std::string> retired;  // reported gone: never taken again
+    std::set<std::string> seen;        // registered under, not retired
   };
 
   void touch(const std::string& key, Entry& entry);
   void remove(std::map<std::string, Entry>::iterator it);
   void evict_over_capacity(const std::string* keep = nullptr);
-  std::size_t drop_where(const std::string& agent, const std::string& keep_boot);
+  std::size_t drop_where(const std::string& agent,
+                         const std::function<bool(const std::string&)>& gone);
 
   DirectoryOptions options_;
   std::map<std::string, Entry> keys_;

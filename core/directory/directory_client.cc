@@ -137,10 +137,12 @@ void DirectoryClient::drop_region(std::string agent, std::uint64_t region, Done<
        count_reply(std::move(done), "dropped"), reply_on);
 }
 
-void DirectoryClient::boot_changed(std::string agent, std::string boot, Done<std::size_t> done,
+void DirectoryClient::boot_changed(std::string agent, std::string boot, std::string from,
+                                   Done<std::size_t> done,
                                    std::shared_ptr<runtime::StrandGate> reply_on) {
-  call({{"op", "boot_changed"}, {"agent", agent}, {"boot", boot}},
-       count_reply(std::move(done), "dropped"), reply_on);
+  Json request = {{"op", "boot_changed"}, {"agent", agent}, {"boot", boot}};
+  if (!from.empty()) request["from"] = from;
+  call(std::move(request), count_reply(std::move(done), "dropped"), reply_on);
 }
 
 }  // namespace rcxl::directory

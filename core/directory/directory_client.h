@@ -52,7 +52,9 @@ class DirectoryClient {
              std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
   void drop_region(std::string agent, std::uint64_t region, Done<std::size_t> done = nullptr,
                    std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
-  void boot_changed(std::string agent, std::string boot, Done<std::size_t> done = nullptr,
+  // `from`: the boot seen replaced by `boot` (empty: every other boot goes).
+  void boot_changed(std::string agent, std::string boot, std::string from = "",
+                    Done<std::size_t> done = nullptr,
                     std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
 
   // Requests sent so far (tests count round trips).

@@ -206,7 +206,14 @@ Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& messa
     if (!agent.ok()) return agent.status();
     auto boot = string_field(message, "boot");
     if (!boot.ok()) return boot.status();
-    auto dropped = directory_.boot_changed(*agent, *boot);
+    // `from` (optional): the boot the reporter saw `boot` replace.
+    std::string from;
+    if (message.contains("from")) {
+      auto f = string_field(message, "from");
+      if (!f.ok()) return f.status();
+      from = *f;
+    }
+    auto dropped = directory_.boot_changed(*agent, *boot, from);
     if (!dropped.ok()) return dropped.status();
     return Json{{"dropped", *dropped}};
   }

@@ -146,6 +146,42 @@ TEST(Handler, R6_1_AfterABootChangeReadersMissAndOwnersAllocateAnew) {
   EXPECT_FALSE(rig.directory_server->directory().find("old").has_value());
 }
 
+// News of a boot that was already replaced (e.g. a reply another connection
+// got before the change, handled after it) changes nothing: no regions go back
+// and the directory is not told to drop the live boot's keys.
+TEST(Handler, R6_1_ALateReportOfAReplacedBootChangesNothing) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"generation_file", "/gen"}});
+  Handler& owner = rig.handler(rig.config());
+  ASSERT_EQ(rig.store(owner, {item("old", "old-bytes")})->stored, 1u);
+  const std::string old_boot = owner.regions().known(mem.key())->boot;
+  mem.set_generation("2");
+  rig.world.run_for(300ms);
+  for (int i = 0; i < 3 && !rig.directory_server->directory().find("new"); ++i) {
+    (void)rig.store(owner, {item("new", "new-bytes")});
+    rig.world.run_for(50ms);
+  }
+  ASSERT_TRUE(rig.directory_server->directory().find("new").has_value());
+  ASSERT_EQ(owner.regions().boot_changes(), 1u);
+  const auto own_before = owner.regions().own_regions().size();
+  ASSERT_GE(own_before, 1u);
+
+  bool posted = false;
+  owner.strand().post([&] {
+    owner.regions().observe_boot(mem.key(), old_boot);
+    posted = true;
+  });
+  ASSERT_TRUE(rig.world.run_until([&] { return posted; }).ok());
+  rig.world.run_for(50ms);
+  EXPECT_EQ(owner.regions().boot_changes(), 1u);
+  EXPECT_EQ(owner.regions().own_regions().size(), own_before);
+  EXPECT_NE(owner.regions().known(mem.key())->boot, old_boot);
+  EXPECT_TRUE(rig.directory_server->directory().find("new").has_value());
+  auto loaded = rig.load(owner, {"new"});
+  ASSERT_EQ(loaded->values.size(), 1u);
+  EXPECT_EQ(text_of(loaded->values[0]), "new-bytes");
+}
+
 // An agent restarted without its region table (no --state-file: anon memory)
 // keeps its boot but knows none of the regions: the owner's remap answers
 // not_found. The owner gives such a region up and allocates anew, instead of

@@ -104,7 +104,6 @@ class DirectoryProperty {
     const std::string k = pick(20) == 0 ? "" : any_key();
     const auto before = snapshot();
     const auto existing = dir_.find(k);
-    if (!stale) drops_of_other_boots(agent, l.boot);  // a newer boot acts as a boot change
     auto r = dir_.register_key(k, l);
     if (k.empty() || stale) {
       ASSERT_FALSE(r.ok()) << at();
@@ -115,7 +114,7 @@ class DirectoryProperty {
     }
     ASSERT_TRUE(r.ok()) << at() << r.status().ToString();
     seen_boots_[agent].insert(boot);
-    if (existing && !purpose_.count(k)) {  // the key outlives the register's boot change
+    if (existing && !purpose_.count(k)) {
       EXPECT_EQ(*r, RegisterOutcome::kAlreadyPresent) << at();
       EXPECT_EQ(dir_.find(k), existing) << at() << " first writer must win";
     } else {
@@ -214,7 +213,9 @@ class DirectoryProperty {
       if (f && f->agent == agent) ++of_agent;
     }
     drops_of_other_boots(agent, "");
-    auto r = dir_.boot_changed(agent, boot_name(agent, ++boots_[agent]));
+    // Half the reports name the boot they saw replaced (`from`): the same keys go.
+    const std::string from = pick(2) ? boot_name(agent, boots_[agent]) : "";
+    auto r = dir_.boot_changed(agent, boot_name(agent, ++boots_[agent]), from);
     ASSERT_TRUE(r.ok()) << at();
     seen_boots_[agent].insert(boots_[agent]);
     EXPECT_EQ(*r, of_agent) << at() << " a boot change drops (and counts) its agent's keys";

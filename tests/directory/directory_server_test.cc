@@ -80,7 +80,7 @@ TEST(DirectoryServer, R6_1_BootChangeAndRegionDropOverTheWire) {
   rig.client->register_keys({{"a", loc(0)}, {"b", loc(4096)}}, [&](auto r) { reg = std::move(r); });
   ASSERT_TRUE(rig.wait(reg).ok());
   std::optional<Result<std::size_t>> dropped;
-  rig.client->boot_changed("mem:9000", "boot2", [&](auto r) { dropped = std::move(r); });
+  rig.client->boot_changed("mem:9000", "boot2", "", [&](auto r) { dropped = std::move(r); });
   auto n = rig.wait(dropped);
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 2u);

@@ -171,12 +171,45 @@ TEST(Directory, R6_1_ABootChangeCountsOnlyKeysItDrops) {
   EXPECT_EQ(d.doomed_keys(), 0u);
 }
 
-TEST(Directory, R6_1_ARegisterUnderANewBootActsAsTheBootChange) {
+// Which of two boots is newer only a client that saw one replace the other can
+// tell: a register under a boot nobody reported gone drops nothing.
+TEST(Directory, R6_1_ARegisterUnderAnotherBootDropsNoKeys) {
   Directory d;
   ASSERT_TRUE(d.register_key("a", at("x:1", "b1", 1, 0)).ok());
   ASSERT_TRUE(d.register_key("b", at("x:1", "b2", 5, 0)).ok());
-  EXPECT_FALSE(d.find("a"));
+  EXPECT_TRUE(d.find("a"));
   EXPECT_TRUE(d.find("b"));
+  // The report without `from` still ends every other boot.
+  EXPECT_EQ(*d.boot_changed("x:1", "b2"), 1u);
+  EXPECT_FALSE(d.find("a"));
+  EXPECT_EQ(d.register_key("c", at("x:1", "b1", 1, 4096)).status().code(), ErrorCode::kStaleEpoch);
+}
+
+// Two resets in a row (b5 -> b6 -> b7): one client saw b5 -> b7, another,
+// later, b5 -> b6 and then b6 -> b7; a writer under b6 registers late. However
+// the reports and registers interleave, b7's keys stay and b7 is never refused.
+TEST(Directory, R6_1_BootReportsInAnyOrderNeverRetireALiveBoot) {
+  Directory d;
+  ASSERT_TRUE(d.register_key("old", at("x:1", "b5", 1, 0)).ok());
+  EXPECT_EQ(*d.boot_changed("x:1", "b7", "b5"), 1u);  // B saw b5 -> b7
+  EXPECT_FALSE(d.find("old"));
+  ASSERT_TRUE(d.register_key("live", at("x:1", "b7", 2, 0)).ok());
+  EXPECT_EQ(*d.boot_changed("x:1", "b6", "b5"), 0u);                // A's late report of b5 -> b6
+  ASSERT_TRUE(d.register_key("late", at("x:1", "b6", 3, 0)).ok());  // a late writer
+  EXPECT_TRUE(d.find("live"));
+  EXPECT_EQ(*d.boot_changed("x:1", "b7", "b6"), 1u);  // A sees b6 -> b7: "late" goes
+  EXPECT_FALSE(d.find("late"));
+  EXPECT_TRUE(d.find("live"));
+  EXPECT_EQ(d.register_key("late2", at("x:1", "b6", 3, 4096)).status().code(),
+            ErrorCode::kStaleEpoch);
+  ASSERT_TRUE(d.register_key("live2", at("x:1", "b7", 2, 4096)).ok());
+  // An unknown period's boot reported late after the boot that followed it.
+  EXPECT_EQ(*d.boot_changed("x:1", "b7~1", "b7"), 2u);
+  ASSERT_TRUE(d.register_key("after", at("x:1", "b7~1", 4, 0)).ok());
+  EXPECT_EQ(*d.boot_changed("x:1", "x:unknown", "b7"), 0u);  // late: b7 is gone already
+  EXPECT_TRUE(d.find("after"));
+  EXPECT_EQ(*d.boot_changed("x:1", "b7~1", "b7~1"), 0u);  // no change at all
+  EXPECT_TRUE(d.find("after"));
 }
 
 TEST(Directory, R1_2_BadKeysAreRefused) {
