@@ -10,11 +10,15 @@ Result<std::string> SimFileSystem::read_file(const std::string& path) {
 }
 
 Status SimFileSystem::append_file(const std::string& path, std::string_view data) {
+  if (unwritable_.count(path))
+    return Error(ErrorCode::kIoError, path + ": no space left on device");
   files_[path].append(data);
   return {};
 }
 
 Status SimFileSystem::write_file(const std::string& path, std::string_view data) {
+  if (unwritable_.count(path))
+    return Error(ErrorCode::kIoError, path + ": no space left on device");
   files_[path] = std::string(data);
   return {};
 }
@@ -24,6 +28,14 @@ void SimFileSystem::set_unreadable(const std::string& path, bool unreadable) {
     unreadable_.insert(path);
   } else {
     unreadable_.erase(path);
+  }
+}
+
+void SimFileSystem::set_unwritable(const std::string& path, bool unwritable) {
+  if (unwritable) {
+    unwritable_.insert(path);
+  } else {
+    unwritable_.erase(path);
   }
 }
 

@@ -18,10 +18,13 @@ class SimFileSystem final : public runtime::FileSystem {
   void remove(const std::string& path) { files_.erase(path); }
   // Reads of `path` fail with kIoError until cleared (an unreadable file).
   void set_unreadable(const std::string& path, bool unreadable);
+  // Writes to `path` fail with kIoError until cleared (a full disk), contents kept.
+  void set_unwritable(const std::string& path, bool unwritable);
 
  private:
   std::map<std::string, std::string> files_;
   std::set<std::string> unreadable_;
+  std::set<std::string> unwritable_;
 };
 
 }  // namespace rcxl::sim

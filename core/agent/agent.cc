@@ -540,8 +540,11 @@ void Agent::handle_alloc(const SessionPtr& s, const Json& id, const protocol::Al
       allocator_.release(it->second->info.pool_offset, it->second->info.size);
       regions_.erase(it);
     }
-    reply =
-        error_reply(id, Error(ErrorCode::kInternal, "cannot write the region table --state-file"));
+    // PROTOCOL.md has no code for the agent's own failures: the alloc cannot be
+    // satisfied, and nothing changed.
+    reply = error_reply(id, Error(ErrorCode::kNoSpace,
+                                  "cannot record the region in the --state-file (disk full or "
+                                  "not writable?); the alloc was undone"));
   }
   complete(s, reply);
 }
@@ -555,7 +558,11 @@ Result<runtime::Registration> Agent::register_and_announce(const ext::RegionInfo
   auto reg = nic_.register_memory(pool_, info.pool_offset, info.size,
                                   runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite);
   if (!reg.ok()) {
-    return Error(ErrorCode::kInternal, "NIC registration failed: " + reg.status().message());
+    // The RNIC's registration resources (or the locked-memory limit) ran out.
+    return Error(ErrorCode::kNoSpace,
+                 "the NIC could not register the region (memory "
+                 "registrations or RLIMIT_MEMLOCK exhausted?): " +
+                     reg.status().message());
   }
   {
     std::lock_guard lock(mu_);
@@ -643,6 +650,7 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
   std::vector<std::function<void()>> waiters;
   Json reply;
   bool first_map = false;
+  bool close_unanswered = false;
   {
     std::lock_guard lock(mu_);
     auto it = regions_.find(r.region);
@@ -663,8 +671,10 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
     } else if (!conns_.count(s->id)) {
       failure = Error(ErrorCode::kClosed, "connection closed");
     } else if (stopped_) {
-      // stop() already deregistered everything: nothing registers after it.
+      // stop() already deregistered everything: nothing registers after it; the
+      // connection closes unanswered, as every other stopping one does.
       failure = Error(ErrorCode::kClosed, "the agent is stopping");
+      close_unanswered = true;
     }
     if (!failure.ok()) {
       if (reg.ok()) (void)nic_.deregister(*reg);
@@ -687,6 +697,10 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
   for (auto& waiter : waiters) waiter();
   // "Mapped before" survives a restart: no fresh=true for it afterwards (R5.2).
   if (first_map) (void)persist_regions();
+  if (close_unanswered && !s->closing) {
+    s->closing = true;  // kClosed is no PROTOCOL.md code: no reply goes out
+    s->conn->close();
+  }
   complete(s, reply);
 }
 

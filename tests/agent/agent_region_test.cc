@@ -1,5 +1,6 @@
 // SPEC R2.2 (validate_access, mapped, retire and the sweep) and R5.2 (fresh).
 #include "tests/agent/agent_rig.h"
+#include "tests/json_mutator.h"
 
 namespace rcxl::agent::testing {
 namespace {
@@ -19,6 +20,49 @@ TEST(AgentRegions, R2_2_ValidateAccessRefusalIsRefusedAndMapsNothing) {
   EXPECT_TRUE(rig.log_lines("mapped").empty());
   auto b = c->alloc();
   EXPECT_EQ(code_of(c->map(b.region, b.handle)), "ok");
+}
+
+// The sim RNIC, but registrations fail while `full` (its MR table or the
+// locked-memory limit exhausted).
+class FullNic final : public runtime::Nic {
+ public:
+  explicit FullNic(runtime::Nic& inner) : inner_(inner) {}
+  Result<runtime::Registration> register_memory(runtime::MemoryPool& pool, std::uint64_t offset,
+                                                std::uint64_t length, unsigned access) override {
+    if (full) return Error(ErrorCode::kUnavailable, "ibv_reg_mr: Cannot allocate memory");
+    return inner_.register_memory(pool, offset, length, access);
+  }
+  Status deregister(const runtime::Registration& r) override { return inner_.deregister(r); }
+  std::string endpoint() const override { return inner_.endpoint(); }
+  void connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) override {
+    inner_.connect(endpoint, strand, std::move(done));
+  }
+  bool full = true;
+
+ private:
+  runtime::Nic& inner_;
+};
+
+// PROTOCOL.md lists no code for the agent's own failures: a NIC that cannot
+// register answers no_space (a PROTOCOL code), and the map changes nothing.
+TEST(AgentRegions, R2_2_ANicThatCannotRegisterAnswersNoSpaceAndChangesNothing) {
+  AgentRig rig;
+  FullNic nic(rig.mem_nic);
+  rig.agent = std::make_unique<Agent>(rig.mem, rig.pool, nic, rig.recording(), rig.config());
+  ASSERT_TRUE(rig.agent->start().ok());
+  auto c = rig.hello_client();
+  auto a = c->alloc();
+  Json refused = c->map(a.region, a.handle, true);
+  EXPECT_EQ(code_of(refused), "no_space") << refused.dump();
+  EXPECT_TRUE(rcxl::testing::wire_error_codes().count(code_of(refused)));
+  EXPECT_EQ(rig.mem_nic.registrations(), 0u);
+  EXPECT_FALSE(rig.agent->holds(c->conn, a.region));
+  EXPECT_EQ(rig.agent->metrics().maps_refused, 1u);
+  nic.full = false;
+  EXPECT_EQ(code_of(c->map(a.region, a.handle, true)), "ok");
+  EXPECT_EQ(rig.mem_nic.registrations(), 1u);
+  ASSERT_EQ(rig.log_lines("mapped").size(), 1u);
+  EXPECT_EQ(rig.log_lines("mapped")[0]["fresh"], true);  // still its first map
 }
 
 TEST(AgentRegions, R2_2_AFailedMappedKeepsTheRegionOutOfUseUntilALaterMapSucceeds) {

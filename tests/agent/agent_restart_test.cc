@@ -143,6 +143,27 @@ TEST(AgentRestart, R2_2_ARetiringRegionStaysReservedUntilRetireAgrees) {
   EXPECT_EQ(rig.agent->retiring_regions(), 0u);  // the file says so too
 }
 
+// An alloc the state file cannot record is undone (it could be handed out
+// twice after a restart) and answers no_space, a PROTOCOL.md code.
+TEST(AgentRestart, R7_AnAllocTheStateFileCannotRecordIsUndoneWithNoSpace) {
+  RestartRig rig;
+  ASSERT_TRUE(rig.start_agent().ok());
+  auto c = rig.hello_client();
+  auto kept = c->alloc();
+  const std::string table = rig.mem.files().read_file(kStateFile).value();
+  rig.mem.files().set_unwritable(kStateFile, true);
+  Json refused = c->call({{"op", "alloc"}, {"id", 9}, {"size", 1 << 20}});
+  EXPECT_EQ(code_of(refused), "no_space") << refused.dump();
+  EXPECT_THAT(refused["error"]["message"].get<std::string>(), ::testing::HasSubstr("state-file"));
+  EXPECT_EQ(rig.agent->metrics().regions, 1u);
+  EXPECT_EQ(rig.mem.files().read_file(kStateFile).value(), table);
+  rig.mem.files().set_unwritable(kStateFile, false);
+  auto next = c->alloc();
+  EXPECT_NE(next.region, 0u);
+  EXPECT_NE(next.region, kept.region);
+  EXPECT_EQ(rig.agent->metrics().regions, 2u);
+}
+
 TEST(AgentRestart, R7_CorruptOrUnreadableStateFileFailsTheStart) {
   const std::vector<std::string> corrupt = {
       "{",

@@ -224,6 +224,30 @@ TEST(AgentThreads, R2_4_AMapWaitingWhenItsConnectionClosesHoldsNothing) {
   EXPECT_EQ(rig.ext->mapped_calls.load(), 1);
 }
 
+// A map still inside mapped() when the agent stops gets no reply with a code
+// PROTOCOL.md lacks: its registration goes and its connection closes, as every
+// other connection of a stopping agent does.
+TEST(AgentThreads, R2_4_AMapRunningWhenTheAgentStopsClosesUnanswered) {
+  ThreadRig rig;
+  auto a = rig.hello();
+  Json alloc = a->call({{"op", "alloc"}, {"id", 2}, {"size", 1 << 20}});
+  ASSERT_EQ(alloc["ok"], true);
+  Json reply = Json::object();
+  std::thread ta([&] {
+    reply = a->call({{"op", "map"},
+                     {"id", 3},
+                     {"region", alloc["region"]},
+                     {"handle", alloc["handle"]},
+                     {"epoch", "tboot"}});
+  });
+  std::this_thread::sleep_for(50ms);  // inside the 200 ms mapped()
+  rig.agent->stop();
+  ta.join();
+  EXPECT_TRUE(reply.is_null()) << reply.dump();  // closed, no reply
+  EXPECT_EQ(rig.agent->metrics().registrations, 0u);
+  EXPECT_EQ(rig.ext->mapped_calls.load(), 1);
+}
+
 // SPEC R2.4 / c_abi.h: stop() calls close() once no hook runs, and no hook
 // runs after it, even with requests still queued on a connection.
 TEST(AgentThreads, R2_4_StopClosesTheExtensionOnlyAfterEveryHookReturned) {
