@@ -22,21 +22,54 @@ Result<Json> parse_json_document(const std::string& text, const std::string& ori
   }
   bool too_deep = false;
   std::string duplicate;
-  std::vector<std::set<std::string>> keys;  // one set per open object
+  // Where the parser is, for messages that name a JSON pointer: per open
+  // container its keys so far, or the index of its current element.
+  struct Open {
+    bool object = false;
+    std::set<std::string> keys;
+    std::string key;
+    long index = -1;
+  };
+  std::vector<Open> open;
+  // The pointer of the current element of each open container, up to `levels`.
+  auto pointer = [&](std::size_t levels) {
+    std::string out;
+    for (std::size_t i = 0; i < levels && i < open.size(); ++i) {
+      std::string part = open[i].object ? open[i].key : std::to_string(open[i].index);
+      for (std::size_t at = 0; (at = part.find_first_of("~/", at)) != std::string::npos; at += 2) {
+        part.replace(at, 1, part[at] == '~' ? "~0" : "~1");  // RFC 6901
+      }
+      out += "/" + part;
+    }
+    return out;
+  };
+  std::string where;  // the pointer a failure names
   Json::parser_callback_t check = [&](int depth, Json::parse_event_t event, Json& parsed) {
     if (too_deep || !duplicate.empty()) return false;
+    const bool element = event == Json::parse_event_t::object_start ||
+                         event == Json::parse_event_t::array_start ||
+                         event == Json::parse_event_t::value;
+    if (element && !open.empty() && !open.back().object) ++open.back().index;
     switch (event) {
       case Json::parse_event_t::object_start:
       case Json::parse_event_t::array_start:
-        if (depth >= kMaxJsonDepth) too_deep = true;
-        if (event == Json::parse_event_t::object_start) keys.emplace_back();
+        if (depth >= kMaxJsonDepth) {
+          too_deep = true;
+          where = pointer(open.size());
+        }
+        open.push_back({event == Json::parse_event_t::object_start, {}, "", -1});
         break;
       case Json::parse_event_t::object_end:
-        if (!keys.empty()) keys.pop_back();
+      case Json::parse_event_t::array_end:
+        if (!open.empty()) open.pop_back();
         break;
       case Json::parse_event_t::key:
-        if (!keys.empty() && !keys.back().insert(parsed.get<std::string>()).second) {
-          duplicate = parsed.get<std::string>();
+        if (!open.empty()) {
+          open.back().key = parsed.get<std::string>();
+          if (!open.back().keys.insert(open.back().key).second) {
+            duplicate = open.back().key;
+            where = pointer(open.size());
+          }
         }
         break;
       default:
@@ -52,26 +85,26 @@ Result<Json> parse_json_document(const std::string& text, const std::string& ori
     std::string why = e.what();
     const auto tag_end = why.find("] ");
     if (tag_end != std::string::npos) why = why.substr(tag_end + 2);
-    if (why.size() > 300) why = why.substr(0, 300) + "...";
-    return Error(ErrorCode::kBadRequest, origin + ": not valid JSON: " + why);
+    return Error(ErrorCode::kBadRequest, origin + ": not valid JSON: " + printable(why, 300));
   } catch (const Json::out_of_range& e) {
     // "[json.exception.out_of_range.406] number overflow parsing '1e400'"
     std::string why = e.what();
     const auto tag_end = why.find("] ");
     if (tag_end != std::string::npos) why = why.substr(tag_end + 2);
-    if (why.size() > 300) why = why.substr(0, 300) + "...";
-    return Error(ErrorCode::kBadRequest,
-                 origin + ": " + why + "; numbers must fit a double (about ±1.8e308)");
+    // The number is the next element of the innermost container.
+    if (!open.empty() && !open.back().object) ++open.back().index;
+    return Error(ErrorCode::kBadRequest, origin + ": " + printable(pointer(open.size()), 200) +
+                                             ": " + printable(why, 300) +
+                                             "; numbers must fit a double (about ±1.8e308)");
   }
   if (too_deep) {
-    return Error(ErrorCode::kBadRequest, origin + ": nested deeper than " +
-                                             std::to_string(kMaxJsonDepth) +
-                                             " levels; no scenario or profile needs that");
+    return Error(ErrorCode::kBadRequest,
+                 origin + ": " + printable(where, 200) + ": nested deeper than " +
+                     std::to_string(kMaxJsonDepth) + " levels; no scenario or profile needs that");
   }
   if (!duplicate.empty()) {
-    std::string shown = duplicate.size() > 80 ? duplicate.substr(0, 80) + "..." : duplicate;
-    return Error(ErrorCode::kBadRequest,
-                 origin + ": key \"" + shown + "\" appears twice in one object; keep one");
+    return Error(ErrorCode::kBadRequest, origin + ": " + printable(where, 200) +
+                                             ": key appears twice in one object; keep one");
   }
   return j;
 }
@@ -93,6 +126,12 @@ std::string printable(std::string_view text, std::size_t max_chars) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "\\x%02x", c);
       out += hex;
+    } else if (c == 0xc2 && i + 1 < cut && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      // A C1 control (U+0080..U+009F, e.g. NEL): terminals act on it too.
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\u%04x", static_cast<unsigned char>(text[++i]));
+      out += hex;
     } else {
       out += static_cast<char>(c);
     }
@@ -103,22 +142,24 @@ std::string printable(std::string_view text, std::size_t max_chars) {
 
 Result<std::string> read_document_file(const std::string& path) {
   namespace fs = std::filesystem;
+  // The name as messages show it: one line, whole (a path is no user text to cut).
+  const std::string shown = printable(path, 4096);
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);  // follows symlinks (/dev/stdin too)
   if (st.type() == fs::file_type::not_found) {
-    return Error(ErrorCode::kNotFound, path + ": no such file; name a .json file");
+    return Error(ErrorCode::kNotFound, shown + ": no such file; name a .json file");
   }
-  if (ec) return Error(ErrorCode::kBadRequest, path + ": cannot read it (" + ec.message() + ")");
+  if (ec) return Error(ErrorCode::kBadRequest, shown + ": cannot read it (" + ec.message() + ")");
   if (st.type() == fs::file_type::directory) {
-    return Error(ErrorCode::kBadRequest, path + ": is a directory; name a .json file");
+    return Error(ErrorCode::kBadRequest, shown + ": is a directory; name a .json file");
   }
   if (st.type() != fs::file_type::regular) {
     return Error(ErrorCode::kBadRequest,
-                 path +
+                 shown +
                      ": is not a regular file (a FIFO, device or socket could block or never "
                      "end); name a .json file");
   }
-  const std::string too_big = path + ": larger than " + std::to_string(kMaxDocumentBytes >> 20) +
+  const std::string too_big = shown + ": larger than " + std::to_string(kMaxDocumentBytes >> 20) +
                               " MiB; a scenario or profile is a few KiB of JSON";
   if (const auto size = fs::file_size(path, ec); !ec && size > kMaxDocumentBytes) {
     return Error(ErrorCode::kBadRequest, too_big);
@@ -127,7 +168,7 @@ Result<std::string> read_document_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return Error(ErrorCode::kBadRequest,
-                 path + ": cannot read it (" + std::strerror(errno ? errno : EACCES) + ")");
+                 shown + ": cannot read it (" + std::strerror(errno ? errno : EACCES) + ")");
   }
   // Read one byte past the limit: a file may grow, and /proc files report size 0.
   std::string text;
@@ -136,7 +177,7 @@ Result<std::string> read_document_file(const std::string& path) {
     text.append(buffer, static_cast<std::size_t>(in.gcount()));
     if (text.size() > kMaxDocumentBytes) return Error(ErrorCode::kBadRequest, too_big);
   }
-  if (in.bad()) return Error(ErrorCode::kBadRequest, path + ": cannot read it (I/O error)");
+  if (in.bad()) return Error(ErrorCode::kBadRequest, shown + ": cannot read it (I/O error)");
   return text;
 }
 

@@ -16,6 +16,7 @@
 #include "scenarios/report/stats.h"
 #include "scenarios/report/svg_chart.h"
 #include "scenarios/serving_rig.h"
+#include "scenarios/shell_word.h"
 
 namespace rcxl::scenarios {
 namespace {
@@ -256,8 +257,10 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
             "rcxl-sim sweep --param concurrency=" + std::to_string(base->workload.conversations) +
             " --configs " + cfgs[c].name + " --seeds 1 --seed " +
             std::to_string(options.first_seed + p);
-        if (!options.profiles_dir.empty()) again += " --profiles " + options.profiles_dir;
-        for (const auto& spec : options.settings) again += " --param " + spec;
+        if (!options.profiles_dir.empty()) {
+          again += " --profiles " + shell_word(options.profiles_dir);
+        }
+        for (const auto& spec : options.settings) again += " --param " + shell_word(spec);
         return Error(ErrorCode::kInternal, "run " + cfgs[c].name + " pair " +
                                                std::to_string(p + 1) + " failed: " + why +
                                                "\n  reproduce: " + again);

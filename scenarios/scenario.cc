@@ -287,6 +287,8 @@ constexpr std::size_t kMaxBootPatterns = 64;
 // Repetitions and alternations in one pattern: each multiplies the ways a match
 // can be tried (std::regex backtracks), so a few suffice and many never end.
 constexpr int kMaxBootPatternChoices = 6;
+// A boot is a few dozen characters: a longer repeat never matches one.
+constexpr int kMaxBootRepeat = 256;
 constexpr char kBootExamples[] =
     "boots are short strings such as boot-mem0:2 or boot-mem0:unknown; write e.g. "
     "^boot-mem0:2$ or .*:unknown";
@@ -311,7 +313,19 @@ std::string backtracking_risk(const std::string& p) {
         return "repeats a group that itself repeats or alternates, which backtracks without end";
       }
       mark_choice();
-      if (c == '{') i = std::min(p.find('}', i), p.size() - 1);
+      if (c == '{') {
+        const std::size_t end = std::min(p.find('}', i), p.size() - 1);
+        // libstdc++ reads a count into an int that wraps: a{4294967296} is a{0}.
+        std::size_t digits = 0;
+        for (std::size_t k = i + 1; k < end; ++k) {
+          digits = std::isdigit(static_cast<unsigned char>(p[k])) ? digits + 1 : 0;
+          if (digits > 3 || (digits == 3 && std::stoi(p.substr(k - 2, 3)) > kMaxBootRepeat)) {
+            return "repeats something more than " + std::to_string(kMaxBootRepeat) +
+                   " times ({n} counts up to " + std::to_string(kMaxBootRepeat) + ")";
+          }
+        }
+        i = end;
+      }
       if (i + 1 < p.size() && p[i + 1] == '?') ++i;  // lazy: the same choices
       after_atom = false;
       closed_group_chooses = false;

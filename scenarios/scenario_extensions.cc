@@ -5,7 +5,9 @@
 #include <map>
 
 #include "core/extension/recording_extension.h"
+#include "core/protocol/messages.h"
 #include "devices/cxl_ssd_model/cxl_ssd_extension.h"
+#include "scenarios/json_document.h"
 
 namespace rcxl::scenarios {
 namespace {
@@ -24,6 +26,15 @@ const std::map<std::string, std::function<Status(const Json&)>>& config_checks()
        [](const Json& config) -> Status {
          auto parsed = ext::RecordingConfig::FromJson(config);
          if (!parsed.ok()) return parsed.status();
+         // The agent would only warn and not advertise it: in a scenario it is a typo.
+         for (std::size_t i = 0; i < parsed->actions.size(); ++i) {
+           if (!protocol::action_from_name(parsed->actions[i])) {
+             return Error(ErrorCode::kBadRequest,
+                          "actions/" + std::to_string(i) + " '" + printable(parsed->actions[i]) +
+                              "' is no action; use read_hint, read_hint_end, read_promote, "
+                              "write_hint or write_wait");
+           }
+         }
          // Its files are the simulated node's, which start empty: the agent
          // could never read a generation and would not start.
          if (parsed->generation_file) {
@@ -58,8 +69,8 @@ Status check_scenario_extension(const std::string& name, const Json& config,
   if (std::find(names.begin(), names.end(), name) == names.end()) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    return Error(ErrorCode::kBadRequest, origin + ": /extension/name: unknown extension '" + name +
-                                             "'; expected one of: " + list);
+    return Error(ErrorCode::kBadRequest, origin + ": /extension/name: unknown extension '" +
+                                             printable(name) + "'; expected one of: " + list);
   }
   auto check = config_checks().find(name);
   if (check == config_checks().end()) return {};  // the factory checks it when the agent starts

@@ -18,6 +18,7 @@
 #include "scenarios/report/stats.h"
 #include "scenarios/report/svg_chart.h"
 #include "scenarios/serving_rig.h"
+#include "scenarios/shell_word.h"
 
 namespace rcxl::scenarios {
 namespace {
@@ -768,14 +769,14 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     if (r.summary.ok()) continue;
     std::string cmd = "rcxl-sim sweep";
     for (std::size_t i = 0; i < report.params.size(); ++i) {
-      cmd += " --param " + report.params[i].name + "=" +
-             report.params[i].texts[report.points[r.point].index[i]];
+      cmd += " --param " + shell_word(report.params[i].name + "=" +
+                                      report.params[i].texts[report.points[r.point].index[i]]);
     }
     cmd += " --configs " + r.config + " --seed " + std::to_string(r.seed) + " --seeds 1";
-    if (!options.scenario_path.empty()) cmd += " --scenario " + options.scenario_path;
+    if (!options.scenario_path.empty()) cmd += " --scenario " + shell_word(options.scenario_path);
     if (options.conversations) cmd += " --conversations " + std::to_string(*options.conversations);
     if (options.turns) cmd += " --turns " + std::to_string(*options.turns);
-    if (!options.profiles_dir.empty()) cmd += " --profiles " + options.profiles_dir;
+    if (!options.profiles_dir.empty()) cmd += " --profiles " + shell_word(options.profiles_dir);
     report.failures.push_back(point_text(report.params, report.points[r.point]) + " " + r.config +
                               " seed " + std::to_string(r.seed) + ": " + r.summary.failure() +
                               "\n  reproduce: " + cmd);

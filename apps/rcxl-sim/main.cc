@@ -20,6 +20,7 @@
 #include "scenarios/json_document.h"
 #include "scenarios/reproduce.h"
 #include "scenarios/serving_rig.h"
+#include "scenarios/shell_word.h"
 #include "scenarios/sweep.h"
 
 namespace {
@@ -310,7 +311,8 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
       verdict = "FAILED (" + std::to_string(result.invariants.violations.size()) +
                 " violation(s), " + std::to_string(unfired.size()) + " fault(s) never happened)";
     }
-    std::printf("%s (seed %llu): %s\n", scenario->name.c_str(),
+    // The name is the file's text: one line, no terminal controls.
+    std::printf("%s (seed %llu): %s\n", rcxl::scenarios::printable(scenario->name, 200).c_str(),
                 static_cast<unsigned long long>(scenario->seed), verdict.c_str());
     std::printf("  reuse-turn TTFT %s, KV load %s, %zu requests, %.1f s virtual in %.2f s\n",
                 rcxl::scenarios::mean_ms_text(summary.ttfts, summary.ttft_ms).c_str(),
@@ -328,9 +330,10 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
   const bool ok = result.status.ok() && result.invariants.violations.empty() && unfired.empty();
   if (!ok) {
     // The one line that runs this again, shipped replays by name.
-    std::string again =
-        embedded ? "rcxl-sim replay " + path.substr(8, path.size() - 13) : "rcxl-sim run " + path;
-    if (!profiles.empty()) again += " --profiles " + profiles;  // else the built-in ones run
+    std::string again = embedded ? "rcxl-sim replay " + path.substr(8, path.size() - 13)
+                                 : "rcxl-sim run " + rcxl::scenarios::shell_word(path);
+    // Else the built-in ones run.
+    if (!profiles.empty()) again += " --profiles " + rcxl::scenarios::shell_word(profiles);
     std::fprintf(stderr, "reproduce: %s --seed %llu\n", again.c_str(),
                  static_cast<unsigned long long>(scenario->seed));
   }

@@ -19,8 +19,27 @@ std::string shown(const std::string& text) {
   return s.substr(1, s.size() - 2);  // without the quotes
 }
 
-Status bad(const std::string& field, const std::string& why) {
-  return Error(ErrorCode::kBadRequest, "profile field '" + shown(field) + "' " + why);
+// `field` as a JSON pointer part: RFC 6901 escapes, one line.
+std::string part(const std::string& field) {
+  std::string escaped;
+  for (char c : field) {
+    if (c == '~') {
+      escaped += "~0";
+    } else if (c == '/') {
+      escaped += "~1";
+    } else {
+      escaped += c;
+    }
+  }
+  std::string out(1, '/');
+  out.append(shown(escaped));  // not "/" + ...: GCC 12 warns falsely (-Wrestrict)
+  return out;
+}
+
+// `where` is the JSON pointer of the field ("/device/page_bytes"), as every
+// other refusal of a scenario or profile names it.
+Status bad(const std::string& where, const std::string& why) {
+  return Error(ErrorCode::kBadRequest, where + ": " + why);
 }
 
 // The number of a parameter, written plainly or as {"value": .., "source": ..}.
@@ -77,9 +96,9 @@ Status read_section(const json& profile, const std::string& section,
                     const std::map<std::string, Field>& fields) {
   if (!profile.contains(section)) return {};
   const json& s = profile[section];
-  if (!s.is_object()) return bad(section, "is not an object");
+  if (!s.is_object()) return bad(part(section), "is not an object");
   for (const auto& [key, value] : s.items()) {
-    const std::string name = section + "." + key;
+    const std::string name = part(section) + part(key);
     auto f = fields.find(key);
     if (f == fields.end()) {
       std::string list;
@@ -124,13 +143,14 @@ Status check_sections(const json& profile) {
                                           "nic",  "engine",      "control_link"};
   for (const auto& [key, value] : profile.items()) {
     if (std::find(std::begin(kSections), std::end(kSections), key) == std::end(kSections)) {
-      return bad(key,
+      return bad(part(key),
                  "is not a section of a profile; expected one of: name, description, device, "
                  "nic, engine, control_link");
     }
   }
   for (const char* text : {"name", "description"}) {
-    if (profile.contains(text) && !profile[text].is_string()) return bad(text, "is not a string");
+    if (profile.contains(text) && !profile[text].is_string())
+      return bad(part(text), "is not a string");
   }
   return {};
 }
@@ -138,7 +158,8 @@ Status check_sections(const json& profile) {
 }  // namespace
 
 Result<DeviceProfile> load_device_profile(const json& profile) {
-  if (!profile.is_object()) return bad("(profile)", "is not an object");
+  if (!profile.is_object())
+    return Error(ErrorCode::kBadRequest, "the profile is not a JSON object");
   if (auto s = check_sections(profile); !s.ok()) return s;
   DeviceProfile out;
   if (profile.contains("name")) out.name = profile["name"].get<std::string>();
@@ -198,18 +219,18 @@ Result<DeviceProfile> load_device_profile(const json& profile) {
   if (auto s = read_section(profile, "control_link", control_link_fields); !s.ok()) return s;
   // Relations between fields.
   if ((d.page_bytes & (d.page_bytes - 1)) != 0)
-    return bad("device.page_bytes", "must be a power of two");
+    return bad("/device/page_bytes", "must be a power of two");
   if (d.capacity_bytes % d.page_bytes != 0) {
-    return bad("device.capacity_bytes", "must be a multiple of page_bytes");
+    return bad("/device/capacity_bytes", "must be a multiple of page_bytes");
   }
   if (d.capacity_bytes / d.page_bytes >= (1ull << 32)) {
-    return bad("device.capacity_bytes", "must hold fewer than 2^32 pages");
+    return bad("/device/capacity_bytes", "must hold fewer than 2^32 pages");
   }
   if (d.dram_cache_bytes < d.page_bytes) {
-    return bad("device.dram_cache_bytes", "must hold at least one page");
+    return bad("/device/dram_cache_bytes", "must hold at least one page");
   }
   if (d.program_unit_bytes < d.page_bytes) {
-    return bad("device.program_unit_bytes", "must hold at least one page");
+    return bad("/device/program_unit_bytes", "must hold at least one page");
   }
   return out;
 }

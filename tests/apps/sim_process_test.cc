@@ -166,7 +166,7 @@ TEST_F(SimRun, R8_OverflowingNumbersAndNulBytesAreRefusedNamingTheFile) {
   std::ofstream(big) << R"({"name": "t", "seed": 1e400})";
   const Exit overflow = run({"run", "--quiet", big});
   EXPECT_EQ(overflow.code, 2) << overflow.err;
-  EXPECT_NE(overflow.err.find(big + ": number overflow parsing '1e400'"), std::string::npos)
+  EXPECT_NE(overflow.err.find(big + ": /seed: number overflow parsing '1e400'"), std::string::npos)
       << overflow.err;
   const std::string nul = (dir_ / "nul.json").string();
   std::ofstream(nul, std::ios::binary) << std::string(R"({"name": "t"})") << '\0' << "junk";

@@ -85,7 +85,7 @@ TEST(DeviceProfile, R6_PoisonLostPagesRefusesANonBoolean) {
     auto p = load_device_profile(j);
     ASSERT_FALSE(p.ok()) << value.dump();
     EXPECT_EQ(p.status().code(), ErrorCode::kBadRequest);
-    EXPECT_NE(p.status().message().find("'device.poison_lost_pages' " + says), std::string::npos)
+    EXPECT_NE(p.status().message().find("/device/poison_lost_pages: " + says), std::string::npos)
         << p.status().message();
   }
 }
@@ -114,7 +114,7 @@ TEST(DeviceProfile, R1_2_BadFieldsAreNamed) {
     auto p = load_device_profile(j);
     ASSERT_FALSE(p.ok()) << c.key;
     EXPECT_EQ(p.status().code(), ErrorCode::kBadRequest);
-    EXPECT_NE(p.status().message().find(c.section + "." + c.key), std::string::npos)
+    EXPECT_NE(p.status().message().find("/" + c.section + "/" + c.key + ": "), std::string::npos)
         << p.status().message();
   }
   EXPECT_FALSE(load_device_profile(nlohmann::json::array()).ok());
@@ -149,7 +149,7 @@ TEST(DeviceProfile, R8_UnknownSectionIsRefused) {
   auto p = load_device_profile(j);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), ErrorCode::kBadRequest);
-  EXPECT_NE(p.status().message().find("profile field 'enigne' is not a section of a profile; "
+  EXPECT_NE(p.status().message().find("/enigne: is not a section of a profile; "
                                       "expected one of: name, description, device, nic, engine, "
                                       "control_link"),
             std::string::npos)
@@ -186,7 +186,7 @@ TEST(DeviceProfile, R8_BooleansAndFractionsAreRefused) {
     auto p = load_device_profile(j);
     ASSERT_FALSE(p.ok()) << c.section << "." << c.key << " " << c.value.dump();
     EXPECT_EQ(p.status().code(), ErrorCode::kBadRequest);
-    EXPECT_NE(p.status().message().find("'" + c.section + "." + c.key + "' " + c.says),
+    EXPECT_NE(p.status().message().find("/" + c.section + "/" + c.key + ": " + c.says),
               std::string::npos)
         << p.status().message();
   }
@@ -214,7 +214,7 @@ TEST(DeviceProfile, R8_ControlLinkIsBoundedAndRead) {
     j["control_link"][key] = {{"value", value}, {"source", "test"}};
     auto p = load_device_profile(j);
     ASSERT_FALSE(p.ok()) << key << " " << value.dump();
-    EXPECT_NE(p.status().message().find("'control_link." + key + "'"), std::string::npos)
+    EXPECT_NE(p.status().message().find("/control_link/" + key + ": "), std::string::npos)
         << p.status().message();
   }
   auto j = base;

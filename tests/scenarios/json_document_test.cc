@@ -44,8 +44,37 @@ TEST(JsonDocument, R8_ADuplicateKeyIsRefused) {
   auto j =
       parse_json_document(R"({"workload": {}, "seed": 1, "workload": {"turns": 2}})", "x.json");
   ASSERT_FALSE(j.ok());
-  EXPECT_NE(j.status().message().find("\"workload\" appears twice"), std::string::npos);
-  EXPECT_FALSE(parse_json_document(R"({"a": {"b": 1, "b": 1}})", "x.json").ok());
+  EXPECT_EQ(j.status().message(), "x.json: /workload: key appears twice in one object; keep one");
+  auto nested = parse_json_document(R"({"a": [0, {"c": {}}, {"b/~": 1, "b/~": 1}]})", "x.json");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.status().message(),
+            "x.json: /a/2/b~1~0: key appears twice in one object; keep one");
+}
+
+// Fuzzing (session 12): every refusal names the place, as a JSON pointer.
+TEST(JsonDocument, R8_OverflowAndNestingNameTheirPointer) {
+  auto big =
+      parse_json_document(R"({"workload": {"turns": 2, "start_window_s": 1e400}})", "x.json");
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().message().rfind("x.json: /workload/start_window_s: number overflow", 0),
+            0u)
+      << big.status().message();
+  auto in_array = parse_json_document(R"({"a": [1, 2, -1e999]})", "x.json");
+  ASSERT_FALSE(in_array.ok());
+  EXPECT_EQ(in_array.status().message().rfind("x.json: /a/2: number overflow", 0), 0u)
+      << in_array.status().message();
+  const std::string deep =
+      "{\"d\": " + std::string(kMaxJsonDepth + 1, '[') + std::string(kMaxJsonDepth + 1, ']') + "}";
+  auto nested = parse_json_document(deep, "x.json");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.status().message().rfind("x.json: /d/0/0/", 0), 0u) << nested.status().message();
+}
+
+// Echoed text stays one line and drives no terminal: C0, DEL and C1 controls.
+TEST(JsonDocument, R8_PrintableEscapesEveryControlCharacter) {
+  EXPECT_EQ(printable("a\nb\x1b[31m\x7f"), "a\\nb\\x1b[31m\\x7f");
+  EXPECT_EQ(printable("x\xc2\x85y\xc2\x9f"), "x\\u0085y\\u009f");        // NEL, APC
+  EXPECT_EQ(printable("caf\xc3\xa9 \xc2\xa0"), "caf\xc3\xa9 \xc2\xa0");  // é, NBSP stay
 }
 
 }  // namespace

@@ -68,11 +68,11 @@ TEST(ReproduceSettings, R8_BadSettingsAreRefusedNamingTheOption) {
       {"concurrency=8", "only profile fields"},
       {"idle_write_back=0,1", "takes one value"},
       {"flash_read_ns=3X", "K, M, G or T"},
-      {"/device/channels=0", "device.channels"},
-      {"/device/tR=3", "device.tR"},
+      {"/device/channels=0", "/device/channels: must lie in"},
+      {"/device/tR=3", "/device/tR: is not a known parameter"},
       {"idle_write_back", "--set idle_write_back: expected NAME=VALUE"},
       {"=1", "--set =1: expected NAME=VALUE"},
-      {"/device/idle_write_back=2", "device.idle_write_back' must lie in [0, 1]"},
+      {"/device/idle_write_back=2", "/device/idle_write_back: must lie in [0, 1]"},
       {"hint_lead_ms=-1", "scheduler_to_worker_us: expected a number in 0..10000000"},
   };
   for (const auto& [spec, says] : cases) {
@@ -224,7 +224,7 @@ TEST(ReproduceSettings, R8_ABrokenProfileIsNamedByTheFileItCameFrom) {
     std::ofstream(dir / (name + ".json")) << j.dump(2);
   }
   const std::string says =
-      dir.string() + "/cxl_ssd_default.json: profile field 'device.channels' must lie in [1, 1024]";
+      dir.string() + "/cxl_ssd_default.json: /device/channels: must lie in [1, 1024]";
   ReproduceOptions options;
   options.profiles_dir = dir.string();
   auto profiles = reproduce_profiles(options);

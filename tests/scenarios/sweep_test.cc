@@ -707,9 +707,8 @@ TEST(Sweep, R8_ABrokenProfileIsNamedByTheFileItCameFrom) {
   SweepOptions o = tiny_options();
   o.profiles_dir = dir.string();
   o.params = {param("concurrency=1")};
-  expect_refused(o, dir.string() +
-                        "/cxl_ssd_default.json: profile field 'device.channels' must lie in "
-                        "[1, 1024]");
+  expect_refused(o,
+                 dir.string() + "/cxl_ssd_default.json: /device/channels: must lie in [1, 1024]");
   o.configs = {"all_dram"};  // only the good profile: runs
   auto r = sweep(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -717,8 +716,8 @@ TEST(Sweep, R8_ABrokenProfileIsNamedByTheFileItCameFrom) {
   o = tiny_options();
   o.params = {param("/device/channels=0")};
   expect_refused(o,
-                 "--param /device/channels=0: profiles/cxl_ssd_default.json (built in): profile "
-                 "field 'device.channels'");
+                 "--param /device/channels=0: profiles/cxl_ssd_default.json (built in): "
+                 "/device/channels: must lie in");
   std::filesystem::remove_all(dir);
 }
 }  // namespace

@@ -1,0 +1,31 @@
+// One argument as a POSIX shell reads it back: "reproduce:" lines name paths
+// and values a user pastes into a shell, spaces and semicolons included.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace rcxl::scenarios {
+
+// `text` unchanged when it holds only characters no shell treats specially,
+// else in single quotes (a ' inside becomes '\'').
+inline std::string shell_word(std::string_view text) {
+  auto plain = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           std::string_view("_-./:=@%+,").find(c) != std::string_view::npos;
+  };
+  bool quote = text.empty();
+  for (char c : text) quote = quote || !plain(c);
+  if (!quote) return std::string(text);
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+}  // namespace rcxl::scenarios

@@ -1,0 +1,40 @@
+// "reproduce:" lines are pasted into a shell: each word must come back whole.
+#include "scenarios/shell_word.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+namespace rcxl::scenarios {
+namespace {
+
+// What /bin/sh makes of `word` as one argument.
+std::string through_shell(const std::string& word) {
+  const std::string command = "printf '%s' " + word;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return "(popen failed)";
+  std::string out;
+  char buffer[256];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  pclose(pipe);
+  return out;
+}
+
+TEST(ShellWord, R8_PlainWordsStayAsTheyAre) {
+  EXPECT_EQ(shell_word("scenarios/replays/x.json"), "scenarios/replays/x.json");
+  EXPECT_EQ(shell_word("/device/channels=8,16"), "/device/channels=8,16");
+}
+
+TEST(ShellWord, R8_AnyTextComesBackWholeThroughTheShell) {
+  for (const std::string text :
+       {"/tmp/repro 7;x/a b.json", "it's", "$(rm -rf x)", "a\"b", "tab\there", "new\nline", "", "*",
+        "~user", "a'b'c", "back\\slash"}) {
+    const std::string word = shell_word(text);
+    EXPECT_NE(word, text) << "needs quoting: " << text;
+    EXPECT_EQ(through_shell(word), text) << word;
+  }
+}
+
+}  // namespace
+}  // namespace rcxl::scenarios
