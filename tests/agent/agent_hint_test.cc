@@ -1,4 +1,6 @@
 // SPEC R3 (read hints), R4 (write hints, waits, promotes), R6.6 (connection close).
+#include <stdexcept>
+
 #include "tests/agent/agent_rig.h"
 
 namespace rcxl::agent::testing {
@@ -329,6 +331,58 @@ TEST(AgentHints, R4_4_AWriteWaitTheExtensionNeverAnswersFailsAfterItsTimeout) {
   EXPECT_EQ(next["id"], 8) << next.dump();
   EXPECT_EQ(code_of(next), "ok");
   EXPECT_FALSE(m.client->has_reply());
+}
+
+// An extension whose write_wait answers badly, in each way a plugin can.
+class BadWaitExtension : public UnansweringWaitExtension {
+ public:
+  enum class Mode { kError, kArray, kThrow, kAnswerThenThrow, kGood };
+  void write_wait(const ext::WriteWait&, WriteWaitDone done) override {
+    switch (mode) {
+      case Mode::kError:
+        return done(Error(ErrorCode::kIoError, "the device is gone"));
+      case Mode::kArray:
+        return done(Json::array({1, 2}));
+      case Mode::kThrow:
+        throw std::runtime_error("boom");
+      case Mode::kAnswerThenThrow:
+        done(Json::object({{"ready", true}}));
+        throw std::runtime_error("boom after answering");
+      case Mode::kGood:
+        return done(Json::object({{"ready", true}}));
+    }
+  }
+  Mode mode = Mode::kGood;
+};
+
+// R4.4: a failed, malformed or raising write_wait answers extension_failed
+// once, leaves nothing open and the connection usable; one that answered and
+// then raised keeps its answer.
+TEST(AgentHints, R4_4_AWriteWaitThatFailsOrAnswersBadlyIsExtensionFailedOnce) {
+  AgentRig rig;
+  auto bad = std::make_unique<BadWaitExtension>();
+  auto* ext = bad.get();
+  ASSERT_TRUE(rig.start(std::move(bad)).ok());
+  auto m = mapped_client(rig);
+  int id = 10;
+  for (auto mode : {BadWaitExtension::Mode::kError, BadWaitExtension::Mode::kArray,
+                    BadWaitExtension::Mode::kThrow}) {
+    ext->mode = mode;
+    Json reply = m.client->call(write_wait_request(m, ++id, 200));
+    EXPECT_EQ(code_of(reply), "extension_failed") << reply.dump();
+    EXPECT_EQ(reply["id"], id);
+    rig.run_for(2s);  // past timeout + grace: no second reply comes
+    EXPECT_FALSE(m.client->has_reply());
+  }
+  EXPECT_EQ(rig.agent->metrics().hints_refused["extension_failed"], 3u);
+  EXPECT_EQ(rig.agent->metrics().open_hint_requests, 0u);
+  ext->mode = BadWaitExtension::Mode::kAnswerThenThrow;
+  Json answered = m.client->call(write_wait_request(m, ++id, 200));
+  EXPECT_EQ(answered, (Json{{"id", id}, {"ok", true}, {"result", {{"ready", true}}}}));
+  rig.run_for(2s);
+  EXPECT_FALSE(m.client->has_reply());
+  ext->mode = BadWaitExtension::Mode::kGood;
+  EXPECT_EQ(code_of(m.client->call(write_wait_request(m, ++id, 200))), "ok");
 }
 
 TEST(AgentHints, R4_4_WriteWaitWithoutAResultAnswersNull) {
