@@ -6,12 +6,22 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <vector>
 
 namespace rcxl::scenarios {
 
 using Json = nlohmann::json;
+
+namespace {
+
+// A JSON pointer as a message shows it; the empty one is the whole document.
+std::string shown_pointer(const std::string& pointer) {
+  return pointer.empty() ? "(the document)" : printable(pointer, 200);
+}
+
+}  // namespace
 
 Result<Json> parse_json_document(const std::string& text, const std::string& origin) {
   // nlohmann's lexer takes a NUL for the end of input and would ignore the rest.
@@ -77,35 +87,43 @@ Result<Json> parse_json_document(const std::string& text, const std::string& ori
     }
     return !too_deep && duplicate.empty();
   };
+  // A refusal the callback found first: the parser goes on after it, unwatched.
+  auto first_failure = [&]() -> std::optional<Status> {
+    if (too_deep) {
+      return Error(ErrorCode::kBadRequest, origin + ": " + shown_pointer(where) +
+                                               ": nested deeper than " +
+                                               std::to_string(kMaxJsonDepth) +
+                                               " levels; no scenario or profile needs that");
+    }
+    if (!duplicate.empty()) {
+      return Error(ErrorCode::kBadRequest, origin + ": " + shown_pointer(where) +
+                                               ": key appears twice in one object; keep one");
+    }
+    return std::nullopt;
+  };
   Json j;
   try {
     j = Json::parse(text, check, /*allow_exceptions=*/true);
   } catch (const Json::parse_error& e) {
+    if (auto first = first_failure()) return *first;
     // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..."
     std::string why = e.what();
     const auto tag_end = why.find("] ");
     if (tag_end != std::string::npos) why = why.substr(tag_end + 2);
     return Error(ErrorCode::kBadRequest, origin + ": not valid JSON: " + printable(why, 300));
   } catch (const Json::out_of_range& e) {
+    if (auto first = first_failure()) return *first;
     // "[json.exception.out_of_range.406] number overflow parsing '1e400'"
     std::string why = e.what();
     const auto tag_end = why.find("] ");
     if (tag_end != std::string::npos) why = why.substr(tag_end + 2);
     // The number is the next element of the innermost container.
     if (!open.empty() && !open.back().object) ++open.back().index;
-    return Error(ErrorCode::kBadRequest, origin + ": " + printable(pointer(open.size()), 200) +
+    return Error(ErrorCode::kBadRequest, origin + ": " + shown_pointer(pointer(open.size())) +
                                              ": " + printable(why, 300) +
                                              "; numbers must fit a double (about ±1.8e308)");
   }
-  if (too_deep) {
-    return Error(ErrorCode::kBadRequest,
-                 origin + ": " + printable(where, 200) + ": nested deeper than " +
-                     std::to_string(kMaxJsonDepth) + " levels; no scenario or profile needs that");
-  }
-  if (!duplicate.empty()) {
-    return Error(ErrorCode::kBadRequest, origin + ": " + printable(where, 200) +
-                                             ": key appears twice in one object; keep one");
-  }
+  if (auto first = first_failure()) return *first;
   return j;
 }
 

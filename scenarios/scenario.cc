@@ -300,6 +300,7 @@ std::string backtracking_risk(const std::string& p) {
   std::vector<bool> open;             // per open group: holds a repetition or alternation
   bool closed_group_chooses = false;  // the token before is a group that does
   bool after_atom = false;            // a quantifier here repeats something
+  bool after_quantifier = false;      // a quantifier here repeats a repetition
   int choices = 0;
   auto mark_choice = [&] {
     ++choices;
@@ -308,6 +309,11 @@ std::string backtracking_risk(const std::string& p) {
   for (std::size_t i = 0; i < p.size(); ++i) {
     const char c = p[i];
     const bool repeat = c == '*' || c == '+' || c == '{';
+    // libstdc++ takes a{2}{3} (ECMAScript does not), and its counts multiply.
+    if ((repeat || c == '?') && after_quantifier) {
+      return "repeats a repetition (a quantifier right after another, e.g. a{2}{3}); write one";
+    }
+    after_quantifier = false;
     if ((repeat || c == '?') && after_atom) {
       if (repeat && closed_group_chooses) {
         return "repeats a group that itself repeats or alternates, which backtracks without end";
@@ -328,6 +334,7 @@ std::string backtracking_risk(const std::string& p) {
       }
       if (i + 1 < p.size() && p[i + 1] == '?') ++i;  // lazy: the same choices
       after_atom = false;
+      after_quantifier = true;
       closed_group_chooses = false;
       continue;
     }

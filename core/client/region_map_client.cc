@@ -65,10 +65,10 @@ void RegionMapClient::on_hello(const std::string& agent, const Json& reply) {
   AgentState& state = agents_[agent];
   AgentHello hello = parse_agent_hello(reply);
   const std::string boot = hello.boot;
-  hello.boot = state.hello.boot;  // observe_boot moves it
+  hello.boot = state.hello.boot;  // adopt_boot moves it
   state.hello = std::move(hello);
   state.said_hello = true;
-  observe_boot(agent, boot);
+  adopt_boot(agent, boot);
   if (++state.hellos == 1) return;
   // A new connection holds nothing: map what we hold again (R5.1: fresh only
   // for regions that never had a map reply).
@@ -96,10 +96,20 @@ void RegionMapClient::hello(const std::string& agent, Done<AgentHello> done) {
 
 void RegionMapClient::observe_boot(const std::string& agent, const std::string& boot) {
   if (boot.empty()) return;
+  // News from another connection may be older than what this one knows.
+  if (agent_state(agent).past_boots.count(boot)) return;
+  adopt_boot(agent, boot);
+}
+
+void RegionMapClient::adopt_boot(const std::string& agent, const std::string& boot) {
+  if (boot.empty()) return;
   AgentState& state = agent_state(agent);
-  if (state.hello.boot == boot || state.past_boots.count(boot)) return;
+  if (state.hello.boot == boot) return;
   const std::string old_boot = state.hello.boot;
   state.hello.boot = boot;
+  // A boot can come back (`:unknown` each unknown period; a restart without a
+  // region table counts its periods anew): what this connection says is now.
+  state.past_boots.erase(boot);
   if (old_boot.empty()) return;
   state.past_boots.insert(old_boot);
   ++boot_changes_;
@@ -211,7 +221,7 @@ void RegionMapClient::map_own(RegionKey key, int attempt, Done<Mapping> done) {
     if (alive.expired()) return;
     if (!status.ok()) {
       if (status.code() == ErrorCode::kStaleEpoch) {
-        observe_boot(key.first, boot_of(reply));
+        adopt_boot(key.first, boot_of(reply));
         return done(status);
       }
       if (status.code() == ErrorCode::kNotFound || status.code() == ErrorCode::kBadRange) {
@@ -230,7 +240,7 @@ void RegionMapClient::map_own(RegionKey key, int attempt, Done<Mapping> done) {
     auto it = own_.find(key);
     auto mapping = mapping_from(reply, it == own_.end() ? 0 : it->second.size);
     if (!mapping.ok()) return done(mapping.status());
-    observe_boot(key.first, mapping->boot);  // R6.3: a map reply's boot wins over the connection's
+    adopt_boot(key.first, mapping->boot);  // R6.3: a map reply's boot wins over the connection's
     it = own_.find(key);
     if (it == own_.end()) return done(Error(ErrorCode::kBootChanged, "boot changed: region gone"));
     it->second.map_replied = true;
@@ -288,7 +298,7 @@ void RegionMapClient::send_read_map(const RegionKey& key, const std::string& han
           if (alive.expired()) return;
           if (!status.ok()) {
             if (status.code() == ErrorCode::kStaleEpoch) {
-              observe_boot(key.first, boot_of(reply));
+              adopt_boot(key.first, boot_of(reply));
               // The location may be of the new boot: ask once more under it.
               if (retry_stale) return send_read_map(key, handle, false, finish);
             }
@@ -297,7 +307,7 @@ void RegionMapClient::send_read_map(const RegionKey& key, const std::string& han
           auto parsed = mapping_from(reply, 0);
           if (!parsed.ok()) return finish(parsed.status());
           const Mapping mapping = *parsed;
-          observe_boot(key.first, mapping.boot);
+          adopt_boot(key.first, mapping.boot);
           if (mapping.boot == agents_[key.first].hello.boot) read_maps_[key] = mapping;
           finish(mapping);
         });

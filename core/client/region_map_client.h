@@ -78,7 +78,8 @@ class RegionMapClient {
                  std::function<void(Status)> done = nullptr);
   // Maps an own region again; a boot change shows in the reply (after an RDMA error).
   void recheck(const std::string& agent, std::uint64_t region);
-  // A boot seen on another connection (hint, wait) or in a stale_epoch reply.
+  // A boot seen on another connection (hint, wait): ignored when it is one this
+  // client already saw replaced (news sent before the change, handled after).
   void observe_boot(const std::string& agent, const std::string& boot);
   // observe_boot(agent, to) if this client still believes `from` (or either is
   // unknown): news posted over from another strand must not take a boot back.
@@ -96,12 +97,14 @@ class RegionMapClient {
     AgentHello hello;
     bool said_hello = false;
     int hellos = 0;
-    // Boots seen replaced: news of one comes late (another connection's reply
-    // sent before the change) and is ignored, since a boot never returns (R6.4).
+    // Boots seen replaced: news of one from another connection comes late (a
+    // reply sent before the change, handled after it) and is ignored.
     std::set<std::string> past_boots;
   };
   AgentState& agent_state(const std::string& agent);
   void on_hello(const std::string& agent, const nlohmann::json& reply);
+  // A boot this client's own map connection was told: the agent's now.
+  void adopt_boot(const std::string& agent, const std::string& boot);
   void map_own(RegionKey key, int attempt, Done<Mapping> done);
   // Forgets an own region the agent no longer knows and tells the listener.
   void lose_own(const RegionKey& key);

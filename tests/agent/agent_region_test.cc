@@ -63,6 +63,7 @@ TEST(AgentRegions, R2_2_ANicThatCannotRegisterAnswersNoSpaceAndChangesNothing) {
   EXPECT_EQ(rig.mem_nic.registrations(), 1u);
   ASSERT_EQ(rig.log_lines("mapped").size(), 1u);
   EXPECT_EQ(rig.log_lines("mapped")[0]["fresh"], true);  // still its first map
+  rig.agent.reset();  // before `nic`, which it deregisters through
 }
 
 TEST(AgentRegions, R2_2_AFailedMappedKeepsTheRegionOutOfUseUntilALaterMapSucceeds) {

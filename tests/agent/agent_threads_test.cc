@@ -207,7 +207,9 @@ TEST(AgentThreads, R2_4_AMapWaitingWhenItsConnectionClosesHoldsNothing) {
               {"epoch", "tboot"}};
   Json reply_a;
   std::thread ta([&] { reply_a = a->call(map); });
-  std::this_thread::sleep_for(50ms);  // a's mapped() runs for 200 ms
+  for (int i = 0; i < 2000 && rig.ext->mapped_calls.load() == 0; ++i) {
+    std::this_thread::sleep_for(5ms);  // until a is inside its 200 ms mapped()
+  }
   b->send(map);
   std::this_thread::sleep_for(50ms);  // b's map waits for a's
   b.reset();                          // and b goes away
@@ -240,7 +242,11 @@ TEST(AgentThreads, R2_4_AMapRunningWhenTheAgentStopsClosesUnanswered) {
                      {"handle", alloc["handle"]},
                      {"epoch", "tboot"}});
   });
-  std::this_thread::sleep_for(50ms);  // inside the 200 ms mapped()
+  // Stop while the map is inside its 200 ms mapped(), however loaded the machine.
+  for (int i = 0; i < 2000 && rig.ext->mapped_calls.load() == 0; ++i) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(rig.ext->mapped_calls.load(), 1);
   rig.agent->stop();
   ta.join();
   EXPECT_TRUE(reply.is_null()) << reply.dump();  // closed, no reply

@@ -182,6 +182,28 @@ TEST(Handler, R6_1_ALateReportOfAReplacedBootChangesNothing) {
   EXPECT_EQ(text_of(loaded->values[0]), "new-bytes");
 }
 
+// What the agent says on the map connection itself is the boot now, even one
+// seen before (`:unknown` recurs; a restart without a region table counts its
+// unknown periods anew): the client adopts it instead of ignoring it for good.
+TEST(Handler, R6_1_ABootTheMapConnectionReportsAgainIsAdopted) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"generation_file", "/gen"}});
+  Handler& owner = rig.handler(rig.config());
+  ASSERT_EQ(rig.store(owner, {item("a", "a-bytes")})->stored, 1u);
+  const std::string first = owner.regions().known(mem.key())->boot;
+  for (const char* generation : {"2", "1"}) {
+    mem.set_generation(generation);
+    rig.world.run_for(300ms);
+    for (int i = 0; i < 3; ++i) {
+      (void)rig.store(owner, {item(std::string("k") + generation + std::to_string(i), "v")});
+      rig.world.run_for(50ms);
+    }
+  }
+  EXPECT_EQ(owner.regions().boot_changes(), 2u);
+  EXPECT_EQ(owner.regions().known(mem.key())->boot, first);
+  EXPECT_EQ(rig.directory_server->directory().find("a"), std::nullopt);
+}
+
 // An agent restarted without its region table (no --state-file: anon memory)
 // keeps its boot but knows none of the regions: the owner's remap answers
 // not_found. The owner gives such a region up and allocates anew, instead of

@@ -68,6 +68,14 @@ TEST(JsonDocument, R8_OverflowAndNestingNameTheirPointer) {
   auto nested = parse_json_document(deep, "x.json");
   ASSERT_FALSE(nested.ok());
   EXPECT_EQ(nested.status().message().rfind("x.json: /d/0/0/", 0), 0u) << nested.status().message();
+  // The first problem is the one named, even when the parser meets another later.
+  auto both = parse_json_document(R"({"a": 1, "a": 2, "b": [1e400]})", "x.json");
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.status().message(), "x.json: /a: key appears twice in one object; keep one");
+  auto top = parse_json_document("1e400", "x.json");
+  ASSERT_FALSE(top.ok());
+  EXPECT_EQ(top.status().message().rfind("x.json: (the document): number overflow", 0), 0u)
+      << top.status().message();
 }
 
 // Echoed text stays one line and drives no terminal: C0, DEL and C1 controls.
