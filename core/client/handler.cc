@@ -24,6 +24,7 @@ struct Handler::LoadJob {
   std::vector<Status> read;  // per valid location
   std::string hint_name;     // R3.7, when this load hinted itself
   bool engine_hinted = false;
+  bool boot_checked = false;  // a location's boot was asked about once
   LoadDone done;
 };
 
@@ -60,6 +61,12 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
     std::erase_if(free_pages_,
                   [&](const Page& p) { return p.agent == agent && p.region == r.region; });
   });
+  // SPEC R6.1: keys under a boot the agent has left go, even when no client
+  // that saw it leave told the directory (its writer may be gone).
+  regions_->set_boot_gone_listener(
+      [this, alive](const std::string& agent, const std::string& gone, const std::string& now) {
+        if (!alive.expired()) directory_->boot_changed(agent, now, gone);
+      });
   waits_->set_boot_observer([this, alive](const std::string& agent, const std::string& boot) {
     if (!alive.expired()) regions_->observe_boot(agent, boot);
   });
@@ -396,7 +403,7 @@ void Handler::resolve_locations(std::shared_ptr<LoadJob> job, std::size_t index)
     const auto& l = job->locations[index];
     auto cached = regions_->cached_mapping(l.agent, l.region);
     if (!cached) break;
-    if (!accept_location(*job, index, *cached)) return read_batches(job);  // prefix ends
+    if (!accept_location(*job, index, *cached)) return check_location_boot(job, index, *cached);
   }
   if (index == job->locations.size()) return read_batches(job);
   const auto& l = job->locations[index];
@@ -404,9 +411,29 @@ void Handler::resolve_locations(std::shared_ptr<LoadJob> job, std::size_t index)
   regions_->map_for_read(l.agent, l.region, l.read_handle,
                          [this, alive, job, index](const Result<Mapping>& mapping) {
                            if (alive.expired()) return;
-                           if (!accept_location(*job, index, mapping)) return read_batches(job);
+                           if (!accept_location(*job, index, mapping)) {
+                             return check_location_boot(job, index, mapping);
+                           }
                            resolve_locations(job, index + 1);
                          });
+}
+
+void Handler::check_location_boot(std::shared_ptr<LoadJob> job, std::size_t index,
+                                  const Result<Mapping>& mapping) {
+  const auto& l = job->locations[index];
+  // Only a boot mismatch is worth a question, and one per load.
+  if (!mapping.ok() || mapping->boot == l.boot || job->boot_checked) return read_batches(job);
+  job->boot_checked = true;
+  std::weak_ptr<bool> alive = alive_;
+  regions_->check_location_boot(l.agent, l.region, l.read_handle, l.boot,
+                                [this, alive, job, index](const Result<Mapping>& current) {
+                                  if (alive.expired()) return;
+                                  // This client was behind: the location's boot is the agent's.
+                                  if (current.ok() && accept_location(*job, index, current)) {
+                                    return resolve_locations(job, index + 1);
+                                  }
+                                  read_batches(job);
+                                });
 }
 
 void Handler::read_batches(std::shared_ptr<LoadJob> job) {

@@ -115,6 +115,11 @@ class Handler {
   void resolve_locations(std::shared_ptr<LoadJob> job, std::size_t index);
   // Checks location `index` against its mapping and the agent's boot.
   bool accept_location(LoadJob& job, std::size_t index, const Result<Mapping>& mapping);
+  // Location `index` names a boot its mapping does not: ask the agent once per
+  // load (this client may be behind; else the boot is gone and the directory
+  // is told), then go on or end the prefix there.
+  void check_location_boot(std::shared_ptr<LoadJob> job, std::size_t index,
+                           const Result<Mapping>& mapping);
   void read_batches(std::shared_ptr<LoadJob> job);
   void finish_load(std::shared_ptr<LoadJob> job);
   void gated_reads(const std::string& agent, std::shared_ptr<runtime::QueuePair> qp,

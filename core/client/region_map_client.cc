@@ -314,6 +314,36 @@ void RegionMapClient::send_read_map(const RegionKey& key, const std::string& han
   });
 }
 
+void RegionMapClient::check_location_boot(const std::string& agent, std::uint64_t region,
+                                          const std::string& handle, const std::string& boot,
+                                          Done<Mapping> done) {
+  std::weak_ptr<bool> alive = alive_;
+  hello(agent, [this, alive, agent, region, handle, boot,
+                done = std::move(done)](const Result<AgentHello>& hello) {
+    if (alive.expired()) return;
+    if (!hello.ok()) return done(hello.status());
+    agents_[agent].conn->call(
+        {{"op", "map"}, {"region", region}, {"handle", handle}, {"epoch", boot}},
+        [this, alive, agent, region, boot, done](const Status& status, const Json& reply) {
+          if (alive.expired()) return;
+          if (!status.ok()) {
+            const std::string now = boot_of(reply);
+            if (status.code() == ErrorCode::kStaleEpoch && !now.empty() && now != boot) {
+              adopt_boot(agent, now);
+              // The agent's answer, fresh: `boot` is not its boot, and boots move on.
+              if (boot_gone_listener_) boot_gone_listener_(agent, boot, now);
+            }
+            return done(status);
+          }
+          auto mapping = mapping_from(reply, 0);
+          if (!mapping.ok()) return done(mapping.status());
+          adopt_boot(agent, mapping->boot);
+          if (mapping->boot == agents_[agent].hello.boot) read_maps_[{agent, region}] = *mapping;
+          done(*mapping);
+        });
+  });
+}
+
 std::optional<Mapping> RegionMapClient::cached_mapping(const std::string& agent,
                                                        std::uint64_t region) const {
   const RegionKey key{agent, region};

@@ -76,6 +76,17 @@ class RegionMapClient {
   // Frees an own region and forgets it (and that it had a map reply).
   void give_back(const std::string& agent, std::uint64_t region,
                  std::function<void(Status)> done = nullptr);
+  // Asks the agent whether `boot`, a location's, is still its boot: a read map
+  // under that epoch. The mapping when it is (this client was behind); else
+  // stale_epoch, and `boot` is gone for good: the boot-gone listener hears of
+  // it with the agent's boot now.
+  void check_location_boot(const std::string& agent, std::uint64_t region,
+                           const std::string& handle, const std::string& boot, Done<Mapping> done);
+  using BootGoneListener = std::function<void(const std::string& agent, const std::string& gone,
+                                              const std::string& now)>;
+  void set_boot_gone_listener(BootGoneListener listener) {
+    boot_gone_listener_ = std::move(listener);
+  }
   // Maps an own region again; a boot change shows in the reply (after an RDMA error).
   void recheck(const std::string& agent, std::uint64_t region);
   // A boot seen on another connection (hint, wait): ignored when it is one this
@@ -124,6 +135,7 @@ class RegionMapClient {
   std::map<RegionKey, std::vector<Done<Mapping>>> read_map_waiters_;
   BootListener boot_listener_;
   RegionLostListener region_lost_listener_;
+  BootGoneListener boot_gone_listener_;
   std::uint64_t boot_changes_ = 0;
   std::uint64_t regions_lost_ = 0;
   std::uint64_t own_maps_sent_ = 0;

@@ -204,6 +204,53 @@ TEST(Handler, R6_1_ABootTheMapConnectionReportsAgainIsAdopted) {
   EXPECT_EQ(rig.directory_server->directory().find("a"), std::nullopt);
 }
 
+// Keys stored under a boot that no live client saw end (their writer is gone;
+// the reader met the agent after the reset) used to stay in the directory for
+// good, ending every load's prefix there. The first reader to meet one asks the
+// agent; its stale_epoch answer tells the directory that boot is gone.
+TEST(Handler, R6_1_KeysOfABootNobodySawEndAreDroppedByTheFirstReader) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"generation_file", "/gen"}});
+  {
+    Handler& writer = rig.handler(rig.config());
+    ASSERT_EQ(rig.store(writer, {item("k", "old-bytes")})->stored, 1u);
+  }
+  rig.handlers.clear();  // the writer process is gone
+  mem.set_generation("2");
+  rig.world.run_for(300ms);
+  ASSERT_TRUE(rig.directory_server->directory().find("k").has_value());
+  Handler& reader = rig.handler(rig.config());
+  auto loaded = rig.load(reader, {"k"});
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_TRUE(loaded->values.empty());  // a miss, never the old bytes
+  rig.world.run_for(50ms);
+  EXPECT_FALSE(rig.directory_server->directory().find("k").has_value());
+  EXPECT_EQ(reader.regions().boot_changes(), 0u);  // it never believed the old boot
+}
+
+// A reader behind the agent (it believed an older boot) finds a key stored
+// under the agent's boot now: its map's stale_epoch brings it up to date, a hit.
+TEST(Handler, R6_1_AReaderBehindTheAgentCatchesUpInsteadOfMissing) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"generation_file", "/gen"}});
+  Handler& reader = rig.handler(rig.config());
+  Handler& writer = rig.handler(rig.config());
+  ASSERT_EQ(rig.store(writer, {item("before", "b")})->stored, 1u);
+  ASSERT_EQ(rig.load(reader, {"before"})->values.size(), 1u);  // reader knows boot :1
+  mem.set_generation("2");
+  rig.world.run_for(300ms);
+  for (int i = 0; i < 3 && !rig.directory_server->directory().find("new"); ++i) {
+    (void)rig.store(writer, {item("new", "fresh")});
+    rig.world.run_for(50ms);
+  }
+  ASSERT_TRUE(rig.directory_server->directory().find("new").has_value());
+  ASSERT_NE(reader.regions().known(mem.key())->boot,
+            rig.directory_server->directory().find("new")->boot);  // the reader is behind
+  auto loaded = rig.load(reader, {"new"});
+  ASSERT_EQ(loaded->values.size(), 1u);
+  EXPECT_EQ(text_of(loaded->values[0]), "fresh");
+}
+
 // An agent restarted without its region table (no --state-file: anon memory)
 // keeps its boot but knows none of the regions: the owner's remap answers
 // not_found. The owner gives such a region up and allocates anew, instead of
