@@ -60,6 +60,8 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
     if (alive.expired()) return;
     std::erase_if(free_pages_,
                   [&](const Page& p) { return p.agent == agent && p.region == r.region; });
+    // Its keys are unreadable now; the boot did not change, so nothing else drops them.
+    directory_->drop_region(agent, r.region, r.read_handle);
   });
   // SPEC R6.1: keys under a boot the agent has left go, even when no client
   // that saw it leave told the directory (its writer may be gone).

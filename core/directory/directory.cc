@@ -128,10 +128,14 @@ std::size_t Directory::erase(const std::vector<std::string>& keys) {
   return n;
 }
 
-std::size_t Directory::drop_region(const std::string& agent, std::uint64_t region) {
+std::size_t Directory::drop_region(const std::string& agent, std::uint64_t region,
+                                   const std::string& read_handle) {
   std::vector<std::string> doomed;
   for (const auto& [key, entry] : keys_) {
-    if (entry.location.agent == agent && entry.location.region == region) doomed.push_back(key);
+    if (entry.location.agent == agent && entry.location.region == region &&
+        (read_handle.empty() || entry.location.read_handle == read_handle)) {
+      doomed.push_back(key);
+    }
   }
   return erase(doomed);
 }

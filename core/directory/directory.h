@@ -51,8 +51,11 @@ class Directory {
   Status release(std::uint64_t lease_id);
   // Keys removed now; leased keys go when their last lease ends.
   std::size_t erase(const std::vector<std::string>& keys);
-  // The region went back to its agent: every key in it goes.
-  std::size_t drop_region(const std::string& agent, std::uint64_t region);
+  // The region went back to its agent: every key in it goes (only those
+  // stored under `read_handle` when one is given: a region id the agent gave
+  // out again holds another owner's keys under another handle).
+  std::size_t drop_region(const std::string& agent, std::uint64_t region,
+                          const std::string& read_handle = "");
   // R6.1. With `from`: the reporter saw the agent's boot `from` replaced by
   // `boot`; `from` is retired and its keys go (safe in any order of reports).
   // Without: the agent now runs `boot`, every other boot of it is retired and

@@ -131,10 +131,12 @@ void DirectoryClient::erase(const std::vector<std::string>& keys, Done<std::size
        reply_on);
 }
 
-void DirectoryClient::drop_region(std::string agent, std::uint64_t region, Done<std::size_t> done,
+void DirectoryClient::drop_region(std::string agent, std::uint64_t region, std::string read_handle,
+                                  Done<std::size_t> done,
                                   std::shared_ptr<runtime::StrandGate> reply_on) {
-  call({{"op", "drop_region"}, {"agent", agent}, {"region", region}},
-       count_reply(std::move(done), "dropped"), reply_on);
+  Json request = {{"op", "drop_region"}, {"agent", agent}, {"region", region}};
+  if (!read_handle.empty()) request["read_handle"] = read_handle;
+  call(std::move(request), count_reply(std::move(done), "dropped"), reply_on);
 }
 
 void DirectoryClient::boot_changed(std::string agent, std::string boot, std::string from,

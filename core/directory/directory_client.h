@@ -50,7 +50,9 @@ class DirectoryClient {
                std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
   void erase(const std::vector<std::string>& keys, Done<std::size_t> done,
              std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
-  void drop_region(std::string agent, std::uint64_t region, Done<std::size_t> done = nullptr,
+  // `read_handle`: only the keys stored under it (empty: every key of the region).
+  void drop_region(std::string agent, std::uint64_t region, std::string read_handle = "",
+                   Done<std::size_t> done = nullptr,
                    std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
   // `from`: the boot seen replaced by `boot` (empty: every other boot goes).
   void boot_changed(std::string agent, std::string boot, std::string from = "",

@@ -198,8 +198,15 @@ Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& messa
     if (!message.contains("region") || !message["region"].is_number_unsigned()) {
       return Error(ErrorCode::kBadRequest, "region must be an unsigned integer");
     }
-    return Json{
-        {"dropped", directory_.drop_region(*agent, message["region"].get<std::uint64_t>())}};
+    // `read_handle` (optional): only the keys stored under it.
+    std::string read_handle;
+    if (message.contains("read_handle")) {
+      auto h = string_field(message, "read_handle");
+      if (!h.ok()) return h.status();
+      read_handle = *h;
+    }
+    return Json{{"dropped", directory_.drop_region(*agent, message["region"].get<std::uint64_t>(),
+                                                   read_handle)}};
   }
   if (op == "boot_changed") {
     auto agent = string_field(message, "agent");

@@ -286,6 +286,10 @@ TEST(Handler, R6_1_AnOwnRegionTheAgentNoLongerKnowsIsGivenUp) {
   auto loaded = rig.load(owner, {"after-3"});
   ASSERT_EQ(loaded->values.size(), 1u);
   EXPECT_EQ(text_of(loaded->values[0]), "new-bytes");
+  // The given-up region's key went from the directory; the new region (which
+  // has the same id at the restarted agent) keeps its keys.
+  EXPECT_FALSE(rig.directory_server->directory().find("before").has_value());
+  EXPECT_TRUE(rig.directory_server->directory().find("after-3").has_value());
 }
 
 }  // namespace

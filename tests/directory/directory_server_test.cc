@@ -89,7 +89,7 @@ TEST(DirectoryServer, R6_1_BootChangeAndRegionDropOverTheWire) {
                             [&](auto r) { reg = std::move(r); });
   EXPECT_EQ(*rig.wait(reg), (std::vector<bool>{false, true}));  // the retired boot is refused
   dropped.reset();
-  rig.client->drop_region("mem:9000", 3, [&](auto r) { dropped = std::move(r); });
+  rig.client->drop_region("mem:9000", 3, "", [&](auto r) { dropped = std::move(r); });
   EXPECT_EQ(*rig.wait(dropped), 1u);
   EXPECT_EQ(rig.server.directory().size(), 0u);
 }

@@ -136,6 +136,23 @@ TEST(Directory, R1_1_DropRegionDropsEveryKeyOfIt) {
   EXPECT_TRUE(d.find("c"));
 }
 
+// A region id an agent gave out again (after a restart without its table)
+// holds another owner's keys under another read handle: only the old go.
+TEST(Directory, R6_1_DropRegionUnderAReadHandleKeepsAnotherOwnersKeys) {
+  Directory d;
+  Location old_owner = at("x:1", "b", 1, 0);
+  old_owner.read_handle = "old";
+  Location new_owner = at("x:1", "b", 1, 4096);
+  new_owner.read_handle = "new";
+  ASSERT_TRUE(d.register_key("a", old_owner).ok());
+  ASSERT_TRUE(d.register_key("b", new_owner).ok());
+  EXPECT_EQ(d.drop_region("x:1", 1, "old"), 1u);
+  EXPECT_FALSE(d.find("a"));
+  EXPECT_TRUE(d.find("b"));
+  EXPECT_EQ(d.drop_region("x:1", 1, "none"), 0u);
+  EXPECT_TRUE(d.find("b"));
+}
+
 TEST(Directory, R6_1_ANewBootDropsTheOldBootsKeysAndRetiresIt) {
   Directory d;
   ASSERT_TRUE(d.register_key("a", at("x:1", "b1", 1, 0)).ok());
