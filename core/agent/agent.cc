@@ -237,6 +237,12 @@ void Agent::stop() {
   // No hook may run during or after close() (c_abi.h: close once, destroy
   // last): wait for agent code inside one now; none starts after this.
   activity_->close_and_wait();
+  {
+    // Their close handlers no longer run: the connections are gone all the same.
+    std::lock_guard lock(mu_);
+    metrics_.connections_closed += conns_.size();
+    conns_.clear();
+  }
   if (ext_)
     (void)call_extension("close", [&] {
       ext_->close();

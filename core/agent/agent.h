@@ -70,9 +70,10 @@ class Agent {
   // Reads the generation (a failure is the error: the binary exits non-zero),
   // listens, starts the poll and the sweep.
   Status start();
-  // Stops listening, closes connections, deregisters every mapping, closes the
-  // extension. Idempotent. (The destructor also waits for agent code still
-  // running on other threads; never destroy the agent from one of its tasks.)
+  // Stops listening, closes connections, deregisters every mapping, waits for
+  // agent code still running on other threads, then closes the extension.
+  // Idempotent. Never call it (or destroy the agent) from one of the agent's
+  // tasks or an extension hook: it would wait for itself.
   void stop();
 
   // Where it listens (port 0 resolved).

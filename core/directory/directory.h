@@ -58,8 +58,9 @@ class Directory {
                           const std::string& read_handle = "");
   // R6.1. With `from`: the reporter saw the agent's boot `from` replaced by
   // `boot`; `from` is retired and its keys go (safe in any order of reports).
-  // Without: the agent now runs `boot`, every other boot of it is retired and
-  // its keys go; an already-retired `boot` is stale_epoch.
+  // Without: the agent now runs `boot`; unless it already was the current one,
+  // every other boot of it is retired and its keys go; an already-retired
+  // `boot` is stale_epoch.
   Result<std::size_t> boot_changed(const std::string& agent, const std::string& boot,
                                    const std::string& from = "");
   // Ends expired leases (called before each operation by the server).

@@ -12,10 +12,11 @@ namespace {
 
 using nlohmann::json;
 
-// `text` shown in a message: one line (control characters escaped), cut when long.
+// `text` shown in a message: one line, every control character (C1 too) and
+// other non-ASCII escaped as \uXXXX, cut when long.
 std::string shown(const std::string& text) {
   std::string s = json(text.size() > 60 ? text.substr(0, 60) + "..." : text)
-                      .dump(-1, ' ', false, json::error_handler_t::replace);
+                      .dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::replace);
   return s.substr(1, s.size() - 2);  // without the quotes
 }
 

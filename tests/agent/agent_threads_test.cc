@@ -193,8 +193,8 @@ TEST(AgentThreads, R2_2_RacingMapsOfOneRegionCallMappedOnceAndBothHold) {
 
 // A map that waited behind another connection's map of the region, whose own
 // connection closed meanwhile, must not hold the region: once the owner
-// releases it, it is deregistered (SPEC R2.4) and the gone connection counts nowhere.
-TEST(AgentThreads, R2_4_AMapWaitingWhenItsConnectionClosesHoldsNothing) {
+// releases it, it is deregistered (SPEC R6.6) and the gone connection counts nowhere.
+TEST(AgentThreads, R6_6_AMapWaitingWhenItsConnectionClosesHoldsNothing) {
   ThreadRig rig;
   auto a = rig.hello();
   auto b = rig.hello();
@@ -229,7 +229,7 @@ TEST(AgentThreads, R2_4_AMapWaitingWhenItsConnectionClosesHoldsNothing) {
 // A map still inside mapped() when the agent stops gets no reply with a code
 // PROTOCOL.md lacks: its registration goes and its connection closes, as every
 // other connection of a stopping agent does.
-TEST(AgentThreads, R2_4_AMapRunningWhenTheAgentStopsClosesUnanswered) {
+TEST(AgentThreads, R2_2_AMapRunningWhenTheAgentStopsClosesUnanswered) {
   ThreadRig rig;
   auto a = rig.hello();
   Json alloc = a->call({{"op", "alloc"}, {"id", 2}, {"size", 1 << 20}});
@@ -254,9 +254,9 @@ TEST(AgentThreads, R2_4_AMapRunningWhenTheAgentStopsClosesUnanswered) {
   EXPECT_EQ(rig.ext->mapped_calls.load(), 1);
 }
 
-// SPEC R2.4 / c_abi.h: stop() calls close() once no hook runs, and no hook
+// SPEC R2.2 / c_abi.h: stop() calls close() once no hook runs, and no hook
 // runs after it, even with requests still queued on a connection.
-TEST(AgentThreads, R2_4_StopClosesTheExtensionOnlyAfterEveryHookReturned) {
+TEST(AgentThreads, R2_2_StopClosesTheExtensionOnlyAfterEveryHookReturned) {
   auto order = std::make_unique<CloseOrderExtension>();
   auto* ext = order.get();
   ThreadRig rig(std::move(order));
