@@ -3,7 +3,8 @@
 // found at once with its location; first writer wins; lookups return a prefix
 // of what find() says; a leased key is never evicted; no key of a retired boot
 // is found; refusals (stale boot, unknown lease, bad input) change nothing;
-// capacity holds once no lease is open (SPEC R1.1, R3.4, R6.1).
+// capacity holds once no lease is open (SPEC R1.1, R3.4, R6.1); boot reports
+// come in any order, and registers come under boots nobody reported yet.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -26,10 +27,7 @@ constexpr int kSteps = 3000;
 
 class DirectoryProperty {
  public:
-  explicit DirectoryProperty(std::uint64_t seed) : random_(seed) {
-    boots_["a"] = 1;
-    boots_["b"] = 1;
-  }
+  explicit DirectoryProperty(std::uint64_t seed) : random_(seed) {}
 
   void run() {
     for (int step = 0; step < kSteps && !::testing::Test::HasFailure(); ++step) {
@@ -95,11 +93,25 @@ class DirectoryProperty {
 
   void do_register() {
     const std::string agent = pick(2) ? "a" : "b";
-    int boot = boots_[agent];
-    // Now and then a retired boot (one the directory saw before): refused.
-    const std::vector<int> retired = retired_boots(agent);
-    const bool stale = !retired.empty() && pick(5) == 0;
-    if (stale) boot = retired[pick(retired.size())];
+    Boots& b = boots_[agent];
+    // Mostly the newest boot; now and then one newer that nobody reported yet
+    // (a writer that saw a reset), an older live one (a late writer), or a
+    // retired one (refused).
+    int boot = b.newest;
+    const bool stale = !b.retired.empty() && pick(5) == 0;
+    if (stale) {
+      boot = *std::next(b.retired.begin(), static_cast<std::ptrdiff_t>(pick(b.retired.size())));
+    } else if (pick(6) == 0) {
+      boot = ++b.newest;
+    } else if (pick(4) == 0) {
+      for (int older = 1 + static_cast<int>(pick(static_cast<std::size_t>(b.newest)));
+           older <= b.newest; ++older) {
+        if (!b.retired.count(older)) {
+          boot = older;
+          break;
+        }
+      }
+    }
     Location l{agent, boot_name(agent, boot), 1 + pick(4), "h", pick(64) * 4096, 4096};
     const std::string k = pick(20) == 0 ? "" : any_key();
     const auto before = snapshot();
@@ -113,7 +125,7 @@ class DirectoryProperty {
       return;
     }
     ASSERT_TRUE(r.ok()) << at() << r.status().ToString();
-    seen_boots_[agent].insert(boot);
+    b.seen.insert(boot);
     if (existing && !purpose_.count(k)) {
       EXPECT_EQ(*r, RegisterOutcome::kAlreadyPresent) << at();
       EXPECT_EQ(dir_.find(k), existing) << at() << " first writer must win";
@@ -197,28 +209,58 @@ class DirectoryProperty {
     }
   }
 
+  // A report names the boot it saw replaced (`from`: only that boot goes) or
+  // only the new one (every other boot of the agent goes). Reports come in any
+  // order: `from` may be any boot not yet retired, however old.
   void do_boot_change() {
     const std::string agent = pick(2) ? "a" : "b";
-    const std::vector<int> retired = retired_boots(agent);
-    if (!retired.empty() && pick(4) == 0) {  // a retired boot: refused, nothing changes
-      const auto before = snapshot();
-      auto r = dir_.boot_changed(agent, boot_name(agent, retired[pick(retired.size())]));
+    Boots& b = boots_[agent];
+    const auto before = snapshot();
+    if (!b.retired.empty() && pick(5) == 0) {  // a retired boot as the new one: refused
+      const int old =
+          *std::next(b.retired.begin(), static_cast<std::ptrdiff_t>(pick(b.retired.size())));
+      auto r = dir_.boot_changed(agent, boot_name(agent, old));
       EXPECT_EQ(r.status().code(), ErrorCode::kStaleEpoch) << at();
       EXPECT_EQ(snapshot(), before) << at();
       return;
     }
+    if (pick(2)) {
+      const int from = 1 + static_cast<int>(pick(static_cast<std::size_t>(b.newest)));
+      const int to = from + 1 + static_cast<int>(pick(2));
+      b.newest = std::max(b.newest, to);
+      std::size_t under_from = 0;
+      for (int k = 0; k < kKeySpace; ++k) {
+        auto f = dir_.find(key(k));
+        if (f && f->agent == agent && f->boot == boot_name(agent, from)) {
+          ++under_from;
+          purpose_.insert(key(k));
+        }
+      }
+      const bool was_retired = b.retired.count(from) > 0;
+      auto r = dir_.boot_changed(agent, boot_name(agent, to), boot_name(agent, from));
+      ASSERT_TRUE(r.ok()) << at() << r.status().ToString();
+      EXPECT_EQ(*r, was_retired ? 0u : under_from) << at() << " only `from`'s keys go";
+      if (was_retired) return;  // a late report: nothing changes
+      b.retired.insert(from);
+      b.seen.erase(from);
+      if (b.current == from) b.current = 0;
+      if (!b.retired.count(to)) b.current = to;
+      return;
+    }
+    const int to = ++b.newest;
     std::size_t of_agent = 0;
     for (int k = 0; k < kKeySpace; ++k) {
       auto f = dir_.find(key(k));
       if (f && f->agent == agent) ++of_agent;
     }
     drops_of_other_boots(agent, "");
-    // Half the reports name the boot they saw replaced (`from`): the same keys go.
-    const std::string from = pick(2) ? boot_name(agent, boots_[agent]) : "";
-    auto r = dir_.boot_changed(agent, boot_name(agent, ++boots_[agent]), from);
+    auto r = dir_.boot_changed(agent, boot_name(agent, to));
     ASSERT_TRUE(r.ok()) << at();
-    seen_boots_[agent].insert(boots_[agent]);
-    EXPECT_EQ(*r, of_agent) << at() << " a boot change drops (and counts) its agent's keys";
+    EXPECT_EQ(*r, of_agent) << at() << " a report without from drops every other boot's keys";
+    if (b.current != 0) b.retired.insert(b.current);
+    for (int old : b.seen) b.retired.insert(old);
+    b.seen.clear();
+    b.current = to;
   }
 
   void forget_expired() {
@@ -233,8 +275,9 @@ class DirectoryProperty {
     EXPECT_EQ(dir_.open_leases(), leases_.size()) << at();
     for (int k = 0; k < kKeySpace; ++k) {
       auto f = dir_.find(key(k));
-      if (f) {
-        EXPECT_EQ(f->boot, boot_name(f->agent, boots_[f->agent]))
+      if (!f) continue;
+      for (int old : boots_[f->agent].retired) {
+        EXPECT_NE(f->boot, boot_name(f->agent, old))
             << at() << " " << key(k) << " of a retired boot is still found";
       }
     }
@@ -242,15 +285,6 @@ class DirectoryProperty {
     if (leases_.empty()) {
       EXPECT_LE(dir_.size(), kMaxKeys) << at();
     }
-  }
-
-  // Boots the directory has seen for `agent`, other than the current one.
-  std::vector<int> retired_boots(const std::string& agent) {
-    std::vector<int> out;
-    for (int b : seen_boots_[agent]) {
-      if (b != boots_[agent]) out.push_back(b);
-    }
-    return out;
   }
 
   void drops_of_other_boots(const std::string& agent, const std::string& boot) {
@@ -285,8 +319,15 @@ class DirectoryProperty {
   std::mt19937_64 random_;
   runtime::Instant now_{0};
   int step_ = 0;
-  std::map<std::string, int> boots_;  // the current boot's number per agent
-  std::map<std::string, std::set<int>> seen_boots_;
+  // Per agent, what the directory was told: boots are numbered in the order
+  // the agent had them.
+  struct Boots {
+    int newest = 1;         // the newest boot any writer used or report named
+    int current = 0;        // the last report's new boot (0: none)
+    std::set<int> seen;     // registered under, not retired
+    std::set<int> retired;  // reported gone: refused from then on
+  };
+  std::map<std::string, Boots> boots_;
   std::map<std::uint64_t, LeaseSeen> leases_;
   std::set<std::string> purpose_;  // keys this step may remove on purpose
 };
