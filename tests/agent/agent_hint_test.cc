@@ -64,6 +64,26 @@ TEST(AgentHints, R3_1_ReadHintReachesTheExtensionWithPoolOffsets) {
   EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 1u);
 }
 
+// The scheduler hints regions its worker holds: a range needs some connection
+// to hold its region, not the hinting one (PROTOCOL bad_range). Once the last
+// holder lets go, the same hint is bad_range and opens nothing.
+TEST(AgentHints, R3_1_AHintNeedsSomeHolderNotTheHintingConnection) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording({{"actions", kAllActions}})).ok());
+  auto holder = mapped_client(rig);
+  auto hinter = rig.hello_client();  // holds nothing
+  EXPECT_EQ(code_of(hinter->read_hint("q", holder.region)), "ok");
+  EXPECT_EQ(rig.agent->open_hint_requests(hinter->conn), 1u);
+  EXPECT_EQ(code_of(hinter->read_hint_end("q")), "ok");
+  Json release = holder.client->call({{"op", "release"},
+                                      {"id", 5},
+                                      {"region", holder.region.region},
+                                      {"handle", holder.region.handle}});
+  ASSERT_EQ(code_of(release), "ok") << release.dump();
+  EXPECT_EQ(code_of(hinter->read_hint("q2", holder.region)), "bad_range");
+  EXPECT_EQ(rig.agent->open_hint_requests(hinter->conn), 0u);
+}
+
 TEST(AgentHints, R3_1_RefusedHintsFollowTheCheckOrderAndChangeNothing) {
   AgentRig rig;
   auto mock = std::make_unique<NiceMock<MockExtension>>();
