@@ -60,6 +60,46 @@ TEST(AgentBoot, R6_3_AGenerationChangeDropsEveryMappingHoldAndHint) {
   EXPECT_NE(old_boot, c->boot);
 }
 
+// PROTOCOL Boot: the change closes the open hint requests of every connection,
+// and every action that carries an epoch (write hints and waits too) answers
+// stale_epoch with the boot, changing nothing.
+TEST(AgentBoot, R6_3_EveryConnectionAndEveryEpochActionSeesTheNewBoot) {
+  AgentRig rig;
+  rig.set_generation("7");
+  ASSERT_TRUE(rig.start(rig.recording({{"generation_file", "/gen"},
+                                       {"actions",
+                                        {"read_hint", "read_hint_end", "write_hint", "read_promote",
+                                         "write_wait"}}}))
+                  .ok());
+  auto owner = rig.hello_client();
+  auto a = owner->alloc();
+  ASSERT_EQ(code_of(owner->map(a.region, a.handle)), "ok");
+  auto other = rig.hello_client();
+  ASSERT_EQ(code_of(owner->read_hint("q1", a)), "ok");
+  ASSERT_EQ(code_of(other->read_hint("q2", a)), "ok");
+  rig.set_generation("8");
+  rig.run_for(150ms);
+  EXPECT_EQ(rig.agent->open_hint_requests(owner->conn), 0u);
+  EXPECT_EQ(rig.agent->open_hint_requests(other->conn), 0u);
+  EXPECT_EQ(rig.agent->metrics().open_hint_requests, 0u);
+  const Json ranges = Json::array({{a.region, 0, 4096}});
+  const Json handles = {{std::to_string(a.region), a.handle}};
+  Json write_hint = owner->hint("write_hint", "t1", ranges, handles);
+  EXPECT_EQ(code_of(write_hint), "stale_epoch") << write_hint.dump();
+  EXPECT_EQ(write_hint["boot"], kGenBoot + ":8");
+  Json wait = owner->call({{"op", "extension"},
+                           {"id", 9},
+                           {"action", "write_wait"},
+                           {"token", "t2"},
+                           {"epoch", owner->boot},
+                           {"ranges", ranges},
+                           {"handles", handles},
+                           {"timeout_ms", 10}});
+  EXPECT_EQ(code_of(wait), "stale_epoch") << wait.dump();
+  EXPECT_EQ(wait["boot"], kGenBoot + ":8");
+  EXPECT_EQ(rig.agent->metrics().write_waits, 0u);
+}
+
 TEST(AgentBoot, R6_3_BootChangeObserverSeesEachNewBootOnceInOrder) {
   AgentRig rig;
   rig.set_generation("1");
