@@ -127,6 +127,9 @@ Result<std::map<std::string, Profile>> reproduce_profiles(const ReproduceOptions
       return Error(ErrorCode::kBadRequest,
                    "--set " + spec + ": expected NAME=VALUE (e.g. idle_write_back=1)");
     }
+    if (auto s = check_profile_setting("--set", spec.substr(0, spec.find('='))); !s.ok()) {
+      return s;
+    }
     auto setting = parse_sweep_param(spec, "--set");
     if (!setting.ok()) return setting.status();
     if (setting->values.size() != 1) {

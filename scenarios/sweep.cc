@@ -504,6 +504,20 @@ Status check_seed_range(std::uint64_t first_seed, int count, const std::string& 
                    " and wrap to 0; give a --seed of at most " + std::to_string(last_ok));
 }
 
+Status check_profile_setting(const std::string& option, const std::string& name) {
+  const std::string what =
+      "only profile fields can be set here: /device/..., /nic/..., /engine/... or "
+      "/control_link/... (or a named one of them, e.g. flash_read_ns)";
+  auto t = target_of(option, name);
+  // An unknown name: say what this option takes, not every sweep parameter.
+  if (!t.ok() && !name.empty() && name[0] != '/') {
+    return bad_param(option, name, "unknown parameter; " + what);
+  }
+  if (!t.ok()) return t.status();
+  if (!t->profile) return bad_param(option, name, what);
+  return {};
+}
+
 Status apply_sweep_value(const SweepParam& param, std::size_t index, Json& scenario, Json& profile,
                          bool profile_only) {
   if (index >= param.values.size())

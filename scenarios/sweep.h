@@ -24,6 +24,10 @@ struct SweepParam {
   std::string option = "--param";      // the option that named it: errors say it
 };
 
+// `reproduce --set NAME=...`: NAME is a profile field (else the error says
+// what --set takes).
+Status check_profile_setting(const std::string& option, const std::string& name);
+
 // Parses "NAME=V1,V2,...". Values: true, false, or a number with an optional
 // binary suffix K, M, G, T (x 1024^n). Errors name the parameter and the fix.
 // `option` names the command-line option in errors ("--param", "--set").

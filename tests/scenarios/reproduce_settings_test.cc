@@ -66,6 +66,7 @@ TEST(ReproduceSettings, R8_BadSettingsAreRefusedNamingTheOption) {
       {"nope=1", "--set nope: unknown parameter"},
       {"/workload/turns=3", "only profile fields"},
       {"concurrency=8", "only profile fields"},
+      {"bogus=1", "--set bogus: unknown parameter; only profile fields can be set here"},
       {"idle_write_back=0,1", "takes one value"},
       {"flash_read_ns=3X", "K, M, G or T"},
       {"/device/channels=0", "/device/channels: must lie in"},
