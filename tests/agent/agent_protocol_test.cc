@@ -221,7 +221,10 @@ TEST(AgentProtocol, R1_2_BadFrameIsAnsweredWithoutIdAndCloses) {
   EXPECT_TRUE(oversize->wait_closed());
   auto array = rig.hello_client();
   array->send_raw(protocol::encode_frame("[1,2]"));
-  EXPECT_EQ(code_of(array->next()), "bad_frame");
+  Json not_object = array->next();
+  EXPECT_EQ(code_of(not_object), "bad_frame");
+  EXPECT_FALSE(not_object.contains("id"));
+  EXPECT_TRUE(array->wait_closed());
 }
 
 TEST(AgentProtocol, R1_2_RepliesComeInOrderWithIdsEchoed) {
@@ -245,6 +248,20 @@ TEST(AgentProtocol, R1_5_AllocMapReleaseFreeLifecycle) {
   EXPECT_GE(a.handle.size(), 32u);  // >= 128 bits of hex
   EXPECT_GE(a.read_handle.size(), 32u);
   EXPECT_NE(a.handle, a.read_handle);
+  EXPECT_EQ(rig.agent->free_bytes(), total - (1 << 20));
+  // PROTOCOL alloc reply: region, size (as asked), handle, read_handle.
+  Json raw = c->call({{"op", "alloc"}, {"id", 7}, {"size", 8192}});
+  ASSERT_EQ(code_of(raw), "ok") << raw.dump();
+  EXPECT_EQ(raw["size"], 8192);
+  EXPECT_TRUE(raw["region"].is_number_unsigned());
+  EXPECT_NE(raw["region"], a.region);
+  EXPECT_TRUE(raw["handle"].is_string());
+  EXPECT_TRUE(raw["read_handle"].is_string());
+  EXPECT_EQ(rig.agent->free_bytes(), total - (1 << 20) - 8192);
+  Json freed =
+      c->call({{"op", "free"}, {"id", 8}, {"region", raw["region"]}, {"handle", raw["handle"]}});
+  ASSERT_EQ(code_of(freed), "ok") << freed.dump();
+  rig.run_for(2s);  // the sweep retires it (never mapped: retire agrees)
   EXPECT_EQ(rig.agent->free_bytes(), total - (1 << 20));
 
   Json map = c->map(a.region, a.handle);
