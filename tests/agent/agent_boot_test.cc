@@ -168,6 +168,33 @@ TEST(AgentBoot, R6_2_HelloReadsTheGenerationAtOnce) {
   EXPECT_EQ(rig.hello_client()->boot, kGenBoot + ":2");
 }
 
+// R6.2's other readers, each alone: a map (its reply is stale_epoch with the
+// new boot), and the sweep (the boot moves with no request and no poll).
+TEST(AgentBoot, R6_2_AMapAndTheSweepEachReadTheGeneration) {
+  AgentRig rig;
+  rig.set_generation("1");
+  AgentConfig config = rig.config();
+  config.generation_poll = 1000s;
+  config.sweep_interval = 1000s;
+  ASSERT_TRUE(rig.start(rig.recording({{"generation_file", "/gen"}}), config).ok());
+  auto c = rig.hello_client();
+  auto a = c->alloc();
+  rig.set_generation("2");
+  Json map = c->map(a.region, a.handle);  // only the map can notice
+  EXPECT_EQ(code_of(map), "stale_epoch") << map.dump();
+  EXPECT_EQ(map["boot"], kGenBoot + ":2");
+
+  AgentRig swept;
+  swept.set_generation("1");
+  AgentConfig sweeping = swept.config();
+  sweeping.generation_poll = 1000s;
+  sweeping.sweep_interval = 100ms;  // only the sweep can notice
+  ASSERT_TRUE(swept.start(swept.recording({{"generation_file", "/gen"}}), sweeping).ok());
+  swept.set_generation("2");
+  swept.run_for(250ms);
+  EXPECT_EQ(swept.agent->boot(), kGenBoot + ":2");
+}
+
 // An extension whose mapped() resets the device (the generation moves on).
 class ResettingExtension : public NiceMock<MockExtension> {
  public:
