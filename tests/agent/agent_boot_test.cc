@@ -168,6 +168,20 @@ TEST(AgentBoot, R6_2_HelloReadsTheGenerationAtOnce) {
   EXPECT_EQ(rig.hello_client()->boot, kGenBoot + ":2");
 }
 
+// R6.4 as a client sees it: a hello during the unknown period answers the
+// `:unknown` boot; a new generation after it still carries the period count.
+TEST(AgentBoot, R6_4_AHelloDuringTheUnknownPeriodAndANewGenerationAfterIt) {
+  AgentRig rig;
+  rig.set_generation("5");
+  ASSERT_TRUE(rig.start(rig.recording({{"generation_file", "/gen"}})).ok());
+  rig.mem.files().remove("/gen");
+  rig.run_for(2200ms);  // past the 2 s grace
+  EXPECT_EQ(rig.hello_client()->boot, kGenBoot + ":unknown");
+  rig.set_generation("6");
+  rig.run_for(150ms);
+  EXPECT_EQ(rig.hello_client()->boot, kGenBoot + ":6~1");
+}
+
 // R6.2's other readers, each alone: a map (its reply is stale_epoch with the
 // new boot), and the sweep (the boot moves with no request and no poll).
 TEST(AgentBoot, R6_2_AMapAndTheSweepEachReadTheGeneration) {
