@@ -156,6 +156,10 @@ TEST(AgentHints, R3_3_PerConnectionHintLimit) {
             std::string::npos);
   EXPECT_EQ(rig.log_lines("hint").size(), hints_before);
   EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 3u);
+  // PROTOCOL's order: ranges are checked before the limit, so a bad range
+  // at the limit is bad_range; neither refusal opens anything.
+  EXPECT_EQ(code_of(m.client->read_hint("e", m.region, 1 << 20)), "bad_range");
+  EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 3u);
   // Another connection has a limit of its own.
   auto other = rig.hello_client();
   ASSERT_EQ(code_of(other->map(m.region.region, m.region.read_handle)), "ok");
