@@ -49,6 +49,22 @@ TEST(Handler, R4_3_TheWaitsOfOneStoreShareWriteWaitMs) {
   (void)t0;
 }
 
+// PROTOCOL: timeout_ms is 1..10000. A budget above that asks for 10000 (the
+// agent would refuse more as bad_request) and the store still goes through.
+TEST(Handler, R4_3_ABudgetAboveTenSecondsAsksForTheProtocolsMost) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"actions", kWaits}, {"write_wait_delay_ms", 1}});
+  Config c = rig.config();
+  c.read_hints = true;
+  c.write_wait_ms = 60000;
+  Handler& h = rig.handler(c);
+  ASSERT_EQ(rig.store(h, {item("1", "a")})->stored, 1u);
+  auto waits = mem.log("write_wait");
+  ASSERT_EQ(waits.size(), 1u);
+  EXPECT_EQ(waits[0]["timeout_ms"], 10000);
+  EXPECT_EQ(h.waits().stats().waits_answered, 1u);
+}
+
 // SPEC R4.1, R4.3: a write wait is part of the write hints; with them off (by
 // default, or explicitly with read hints on) a store asks nothing and waits for nothing.
 TEST(Handler, R4_3_NoWriteWaitWithWriteHintsOff) {
