@@ -281,26 +281,34 @@ void RegionMapClient::map_for_read(const std::string& agent, std::uint64_t regio
     read_map_waiters_.erase(key);
     for (auto& w : waiters) w(result);
   };
-  send_read_map(key, handle, /*retry_stale=*/true, finish);
+  send_read_map(key, handle, std::nullopt, /*retry_stale=*/true, finish);
 }
 
 void RegionMapClient::send_read_map(const RegionKey& key, const std::string& handle,
-                                    bool retry_stale, Done<Mapping> finish) {
+                                    std::optional<std::string> location_boot, bool retry_stale,
+                                    Done<Mapping> finish) {
   std::weak_ptr<bool> alive = alive_;
-  hello(key.first, [this, alive, key, handle, retry_stale,
+  hello(key.first, [this, alive, key, handle, location_boot, retry_stale,
                     finish = std::move(finish)](const Result<AgentHello>& hello) {
     if (alive.expired()) return;
     if (!hello.ok()) return finish(hello.status());
-    const std::string epoch = agents_[key.first].hello.boot;
+    const std::string epoch = location_boot.value_or(agents_[key.first].hello.boot);
     agents_[key.first].conn->call(
         {{"op", "map"}, {"region", key.second}, {"handle", handle}, {"epoch", epoch}},
-        [this, alive, key, handle, retry_stale, finish](const Status& status, const Json& reply) {
+        [this, alive, key, handle, location_boot, retry_stale, finish](const Status& status,
+                                                                       const Json& reply) {
           if (alive.expired()) return;
           if (!status.ok()) {
             if (status.code() == ErrorCode::kStaleEpoch) {
-              adopt_boot(key.first, boot_of(reply));
+              const std::string now = boot_of(reply);
+              adopt_boot(key.first, now);
+              // A location's boot the agent has left, fresh from it: boots move
+              // on, so it is gone (a boot this client believed, adopt_boot told).
+              if (location_boot && !now.empty() && now != *location_boot && boot_gone_listener_) {
+                boot_gone_listener_(key.first, *location_boot, now);
+              }
               // The location may be of the new boot: ask once more under it.
-              if (retry_stale) return send_read_map(key, handle, false, finish);
+              if (retry_stale) return send_read_map(key, handle, std::nullopt, false, finish);
             }
             return finish(status);
           }
@@ -317,31 +325,7 @@ void RegionMapClient::send_read_map(const RegionKey& key, const std::string& han
 void RegionMapClient::check_location_boot(const std::string& agent, std::uint64_t region,
                                           const std::string& handle, const std::string& boot,
                                           Done<Mapping> done) {
-  std::weak_ptr<bool> alive = alive_;
-  hello(agent, [this, alive, agent, region, handle, boot,
-                done = std::move(done)](const Result<AgentHello>& hello) {
-    if (alive.expired()) return;
-    if (!hello.ok()) return done(hello.status());
-    agents_[agent].conn->call(
-        {{"op", "map"}, {"region", region}, {"handle", handle}, {"epoch", boot}},
-        [this, alive, agent, region, boot, done](const Status& status, const Json& reply) {
-          if (alive.expired()) return;
-          if (!status.ok()) {
-            const std::string now = boot_of(reply);
-            if (status.code() == ErrorCode::kStaleEpoch && !now.empty() && now != boot) {
-              adopt_boot(agent, now);
-              // The agent's answer, fresh: `boot` is not its boot, and boots move on.
-              if (boot_gone_listener_) boot_gone_listener_(agent, boot, now);
-            }
-            return done(status);
-          }
-          auto mapping = mapping_from(reply, 0);
-          if (!mapping.ok()) return done(mapping.status());
-          adopt_boot(agent, mapping->boot);
-          if (mapping->boot == agents_[agent].hello.boot) read_maps_[{agent, region}] = *mapping;
-          done(*mapping);
-        });
-  });
+  send_read_map({agent, region}, handle, boot, /*retry_stale=*/false, std::move(done));
 }
 
 std::optional<Mapping> RegionMapClient::cached_mapping(const std::string& agent,

@@ -119,7 +119,10 @@ class RegionMapClient {
   void map_own(RegionKey key, int attempt, Done<Mapping> done);
   // Forgets an own region the agent no longer knows and tells the listener.
   void lose_own(const RegionKey& key);
-  void send_read_map(const RegionKey& key, const std::string& handle, bool retry_stale,
+  // A read map under `location_boot` (a location's), or under the boot this
+  // client believes; a stale_epoch retries once under the new boot if asked.
+  void send_read_map(const RegionKey& key, const std::string& handle,
+                     std::optional<std::string> location_boot, bool retry_stale,
                      Done<Mapping> finish);
   void allocate_once(const std::string& agent, std::uint64_t size, bool retry_on_boot,
                      Done<OwnRegion> done);

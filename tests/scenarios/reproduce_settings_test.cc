@@ -13,6 +13,7 @@
 
 #include "scenarios/embedded/embedded.h"
 #include "scenarios/reproduce.h"
+#include "tests/scratch_dir.h"
 
 namespace rcxl::scenarios {
 namespace {
@@ -169,13 +170,8 @@ TEST(ReproduceSettings, R8_SeedsThatWouldWrapAreRefused) {
                  "18446744073709551615 and wrap to 0");
 }
 
-// An empty directory of its own under the temp directory.
 std::filesystem::path fresh_dir(const std::string& tag) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("rcxl_reproduce_" + tag + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
+  return rcxl::testing::fresh_dir("rcxl_reproduce", tag);
 }
 
 // reproduce() into `dir` with one pair: kBadRequest saying `says`, nothing ran.

@@ -18,6 +18,7 @@
 
 #include "scenarios/embedded/embedded.h"
 #include "scenarios/out_dir.h"
+#include "tests/scratch_dir.h"
 
 namespace rcxl::scenarios {
 namespace {
@@ -444,13 +445,8 @@ TEST(Sweep, R8_AnOutputThatIsTheScenarioFileIsRefused) {
   std::filesystem::remove_all(dir);
 }
 
-// An empty directory of its own under the temp directory.
 std::filesystem::path fresh_dir(const std::string& tag) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("rcxl_sweep_" + tag + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
+  return rcxl::testing::fresh_dir("rcxl_sweep", tag);
 }
 
 // One short run writing its files into `dir`.
