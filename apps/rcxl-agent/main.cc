@@ -285,7 +285,9 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   rcxl::verbs::ThreadRuntime rt(rcxl::verbs::ThreadRuntime::Options{setup->log_level});
-  auto pool = rcxl::verbs::open_memory_pool(setup->memory);
+  // A created or grown file: pool goes back to how it was if the start fails.
+  rcxl::verbs::PoolFileUndo pool_file_undo;
+  auto pool = rcxl::verbs::open_memory_pool(setup->memory, {.file_undo = &pool_file_undo});
   if (!pool.ok()) return fail("--memory " + f.memory + ": " + pool.status().message());
   if ((*pool)->size() < rcxl::apps::agent::kMinPoolBytes) {
     return fail("--memory " + f.memory + ": holds " + std::to_string((*pool)->size()) +
@@ -311,6 +313,7 @@ int main(int argc, char** argv) {
     rt.set_log_level(std::max(setup->log_level, rcxl::runtime::LogLevel::kWarn));
     return fail(st.message());
   }
+  pool_file_undo.keep();
   for (const auto& address : agent->listen_addresses()) {
     std::cout << "rcxl-agent listening on " << address.ToString() << " boot " << agent->boot()
               << std::endl;

@@ -21,7 +21,7 @@ Result<std::unique_ptr<runtime::MemoryPool>> open_memory_pool(const MemorySpec& 
     case MemorySpec::Kind::kAnon:
       return upcast(AnonMemoryPool::create(spec.bytes, options.populate_anon));
     case MemorySpec::Kind::kFile:
-      return upcast(PmemMemoryPool::open_file(spec.path, spec.bytes));
+      return upcast(PmemMemoryPool::open_file(spec.path, spec.bytes, options.file_undo));
     case MemorySpec::Kind::kDax:
       return upcast(PmemMemoryPool::open_dax(spec.path));
   }

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "backends/verbs/memory_spec.h"
+#include "backends/verbs/pool_file_undo.h"
 
 namespace rcxl::verbs {
 
@@ -30,34 +31,6 @@ struct FdCloser {
   ~FdCloser() {
     if (fd >= 0) close(fd);
   }
-};
-
-// Undoes what a failed open_file did to the disk: removes a file it created,
-// or shrinks a file it grew back to its old size. keep() once the pool is open.
-class FileUndo {
- public:
-  FileUndo(std::string path, int fd, bool created)
-      : path_(std::move(path)), fd_(fd), created_(created) {}
-  FileUndo(const FileUndo&) = delete;
-  FileUndo& operator=(const FileUndo&) = delete;
-  ~FileUndo() {
-    if (keep_) return;
-    if (created_) {
-      unlink(path_.c_str());
-    } else if (old_size_ >= 0) {
-      // Best effort: the error to report is the open's, not this one's.
-      if (ftruncate(fd_, old_size_) != 0) return;
-    }
-  }
-  void growing_from(off_t old_size) { old_size_ = old_size; }
-  void keep() { keep_ = true; }
-
- private:
-  std::string path_;
-  int fd_;
-  bool created_;
-  off_t old_size_ = -1;
-  bool keep_ = false;
 };
 
 // Opens PATH read-write, creating it if missing; `created` says which happened.
@@ -117,12 +90,13 @@ Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::map_fd(int fd, std::uint
 }
 
 Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::open_file(const std::string& path,
-                                                                  std::uint64_t bytes) {
+                                                                  std::uint64_t bytes,
+                                                                  PoolFileUndo* undo_out) {
   if (bytes == 0) return Error(ErrorCode::kBadRequest, "file pool of 0 bytes");
   bool created = false;
   FdCloser fd{open_or_create(path, created)};
   if (fd.fd < 0) return os_error("open " + path);
-  FileUndo undo(path, fd.fd, created);
+  PoolFileUndo undo = created ? PoolFileUndo::created(path) : PoolFileUndo();
   struct stat st {};
   if (fstat(fd.fd, &st) != 0) return os_error("stat " + path);
   if (!S_ISREG(st.st_mode)) {
@@ -132,7 +106,7 @@ Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::open_file(const std::str
   const std::uint64_t file_bytes = (bytes + page - 1) / page * page;
   if (static_cast<std::uint64_t>(st.st_size) < file_bytes) {
     // Allocate blocks now: a sparse file would SIGBUS on a full disk instead of failing here.
-    undo.growing_from(st.st_size);
+    if (!created) undo = PoolFileUndo::grown(path, st.st_size);
     int rc = posix_fallocate(fd.fd, 0, static_cast<off_t>(file_bytes));
     if (rc == EOPNOTSUPP || rc == EINVAL) {
       rc = ftruncate(fd.fd, static_cast<off_t>(file_bytes)) == 0 ? 0 : errno;
@@ -143,7 +117,13 @@ Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::open_file(const std::str
     }
   }
   auto pool = map_fd(fd.fd, bytes, "file " + path);
-  if (pool.ok()) undo.keep();
+  if (!pool.ok()) return pool;
+  // The caller decides whether the growth stays; without one, it does.
+  if (undo_out) {
+    *undo_out = std::move(undo);
+  } else {
+    undo.keep();
+  }
   return pool;
 }
 

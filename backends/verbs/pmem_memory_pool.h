@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backends/verbs/mapped_memory_pool.h"
+#include "backends/verbs/pool_file_undo.h"
 
 struct pmem2_map;
 
@@ -15,8 +16,11 @@ namespace rcxl::verbs {
 class PmemMemoryPool final : public MappedMemoryPool {
  public:
   // Creates the file if missing and grows it (allocating blocks) to `bytes`.
+  // A failed open takes that back itself; after a good one, `undo` (if given)
+  // can still take it back, e.g. when the program then fails to start.
   static Result<std::unique_ptr<PmemMemoryPool>> open_file(const std::string& path,
-                                                           std::uint64_t bytes);
+                                                           std::uint64_t bytes,
+                                                           PoolFileUndo* undo = nullptr);
   // A device DAX character device (/dev/daxN.M): the whole device.
   static Result<std::unique_ptr<PmemMemoryPool>> open_dax(const std::string& path);
   ~PmemMemoryPool() override;

@@ -259,6 +259,32 @@ TEST(AgentProcess, R7_AFilePoolThatCannotBeMadeLeavesNoFileBehind) {
   fs::remove_all(dir);
 }
 
+// SPEC R7 (a failed start changes nothing): a file: pool opened before a later
+// setup step fails (here the listener) is removed again, or shrunk back with
+// its bytes intact, as docs/agent.md promises.
+TEST(AgentProcess, R7_AStartThatFailsAfterThePoolOpenedTakesThePoolFileBack) {
+  rcxl::testing::HeldPort held;
+  ASSERT_NE(held.port(), 0);
+  const fs::path dir = scratch_dir();
+  const std::string taken = "127.0.0.1:" + std::to_string(held.port());
+  const Outcome fresh = run_agent(
+      {"--listen", taken, "--auth", "none", "--memory", "file:" + (dir / "new").string() + ":16M"});
+  EXPECT_EQ(fresh.exit_code, 1);
+  EXPECT_TRUE(contains(fresh.err, "cannot listen on")) << fresh.err;
+  EXPECT_FALSE(fs::exists(dir / "new")) << fresh.err;
+
+  std::ofstream(dir / "old") << "kept bytes";
+  const Outcome grown = run_agent(
+      {"--listen", taken, "--auth", "none", "--memory", "file:" + (dir / "old").string() + ":16M"});
+  EXPECT_EQ(grown.exit_code, 1);
+  EXPECT_EQ(fs::file_size(dir / "old"), 10u) << grown.err;
+  std::ifstream in(dir / "old");
+  std::string back;
+  std::getline(in, back);
+  EXPECT_EQ(back, "kept bytes");
+  fs::remove_all(dir);
+}
+
 TEST(AgentProcess, R2_1_TheExtensionNameDefaultsFromTheEnvironment) {
   setenv("RCXL_AGENT_REGION_EXTENSION", "from_env_ext", 1);
   Child agent = Child::Start(

@@ -149,6 +149,36 @@ TEST(MemoryPool, R7_AnExistingFileThatCannotBeGrownKeepsItsSizeAndBytes) {
   EXPECT_EQ(std::filesystem::file_size(dir.file("small")), 4u);
 }
 
+// The agent takes a file: pool's creation back if it then fails to start.
+TEST(MemoryPool, R7_AnOpenedFilePoolsUndoRemovesOrShrinksUnlessKept) {
+  TempDir dir;
+  {
+    PoolFileUndo undo;
+    auto pool = PmemMemoryPool::open_file(dir.file("made"), 8192, &undo);
+    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+    pool->reset();
+    EXPECT_TRUE(std::filesystem::exists(dir.file("made")));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("made")));
+
+  std::ofstream(dir.file("small")) << "kept";
+  {
+    PoolFileUndo undo;
+    auto pool = PmemMemoryPool::open_file(dir.file("small"), 8192, &undo);
+    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+    EXPECT_GE(std::filesystem::file_size(dir.file("small")), 8192u);
+  }
+  EXPECT_EQ(std::filesystem::file_size(dir.file("small")), 4u);
+
+  {
+    PoolFileUndo undo;
+    auto pool = PmemMemoryPool::open_file(dir.file("kept"), 8192, &undo);
+    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+    undo.keep();
+  }
+  EXPECT_GE(std::filesystem::file_size(dir.file("kept")), 8192u);
+}
+
 TEST(MemoryPool, R7_DaxPathThatIsMissingFails) {
   auto spec = parse_memory_spec("dax:/dev/rcxl-no-such-dax");
   ASSERT_TRUE(spec.ok());
