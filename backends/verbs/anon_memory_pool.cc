@@ -18,8 +18,12 @@ Result<std::unique_ptr<AnonMemoryPool>> AnonMemoryPool::create(std::uint64_t byt
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0);
   void* base = mmap(nullptr, mapped_bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (base == MAP_FAILED) {
+    // ENOMEM: more than the kernel will commit (RAM + swap under its overcommit rule).
+    const int error = errno;
+    std::string fix =
+        error == ENOMEM ? "; give a smaller anon: size or a file:PATH:BYTES pool on a disk" : "";
     return Error(ErrorCode::kNoSpace,
-                 "mmap anon " + format_bytes(bytes) + ": " + std::strerror(errno));
+                 "mmap anon " + format_bytes(bytes) + ": " + std::strerror(error) + fix);
   }
   return std::unique_ptr<AnonMemoryPool>(
       new AnonMemoryPool(static_cast<std::byte*>(base), bytes, mapped_bytes));

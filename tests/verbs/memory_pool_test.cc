@@ -149,6 +149,16 @@ TEST(MemoryPool, R7_AnExistingFileThatCannotBeGrownKeepsItsSizeAndBytes) {
   EXPECT_EQ(std::filesystem::file_size(dir.file("small")), 4u);
 }
 
+// An anon pool larger than the kernel will give says what to give instead.
+TEST(MemoryPool, R7_AnAnonPoolTooBigForTheHostNamesTheFix) {
+  auto pool = AnonMemoryPool::create(std::uint64_t{1} << 50, false);
+  ASSERT_FALSE(pool.ok());
+  EXPECT_EQ(pool.status().code(), ErrorCode::kNoSpace);
+  EXPECT_NE(pool.status().message().find("smaller anon: size or a file:PATH:BYTES"),
+            std::string::npos)
+      << pool.status().ToString();
+}
+
 // The agent takes a file: pool's creation back if it then fails to start.
 TEST(MemoryPool, R7_AnOpenedFilePoolsUndoRemovesOrShrinksUnlessKept) {
   TempDir dir;
