@@ -223,6 +223,19 @@ Result<rcxl::ext::Json> extension_config(const Flags& f) {
   return config;
 }
 
+// The built-in recording extension reads its generation from a file: a start
+// refused for want of one names that file.
+std::string recording_generation_hint(const Flags& f, const rcxl::ext::Json& config,
+                                      const Status& start) {
+  const bool no_generation =
+      start.message().find("cannot tell the memory generation") != std::string::npos;
+  if (!no_generation || f.region_extension != "recording" || !config.is_object()) return {};
+  auto file = config.find("generation_file");
+  if (file == config.end() || !file->is_string()) return {};
+  return " (recording reads it from generation_file " + file->get<std::string>() +
+         ", which is missing or empty: write the generation into it)";
+}
+
 // Everything the flags say, checked before any pool, NIC or listener is opened.
 struct Setup {
   rcxl::agent::AgentConfig config;
@@ -311,7 +324,7 @@ int main(int argc, char** argv) {
   if (Status st = agent->start(); !st.ok()) {
     // It never came up: its teardown's info lines ("agent stopped") would mislead; warnings stay.
     rt.set_log_level(std::max(setup->log_level, rcxl::runtime::LogLevel::kWarn));
-    return fail(st.message());
+    return fail(st.message() + recording_generation_hint(f, setup->extension_config, st));
   }
   pool_file_undo.keep();
   for (const auto& address : agent->listen_addresses()) {

@@ -182,7 +182,9 @@ Status Agent::start() {
     if (!st.ok() || !generation || generation->empty()) {
       return Error(ErrorCode::kUnavailable,
                    "the region extension cannot tell the memory generation at start" +
-                       (st.ok() ? std::string() : ": " + st.message()));
+                       (st.ok() ? std::string(" (an unknown period); start the agent once the "
+                                              "memory can tell it")
+                                : ": " + st.message()));
     }
     std::lock_guard lock(mu_);
     boot_.start(*generation);

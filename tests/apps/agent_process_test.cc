@@ -285,6 +285,19 @@ TEST(AgentProcess, R7_AStartThatFailsAfterThePoolOpenedTakesThePoolFileBack) {
   fs::remove_all(dir);
 }
 
+// SPEC R6.2 (a failure to read the generation at start stops the agent): the refusal says where the
+// recording extension looks, so the user knows which file to write.
+TEST(AgentProcess, R6_2_AMissingGenerationFileIsNamedWhenTheStartIsRefused) {
+  const fs::path dir = scratch_dir();
+  const Json config = {{"generation_file", (dir / "gen").string()}};
+  const Outcome r = run_agent(with(kLoopbackNoAuth, {"--region-extension", "recording",
+                                                     "--region-extension-config", config.dump()}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "cannot tell the memory generation at start")) << r.err;
+  EXPECT_TRUE(contains(r.err, "generation_file " + (dir / "gen").string())) << r.err;
+  fs::remove_all(dir);
+}
+
 TEST(AgentProcess, R2_1_TheExtensionNameDefaultsFromTheEnvironment) {
   setenv("RCXL_AGENT_REGION_EXTENSION", "from_env_ext", 1);
   Child agent = Child::Start(
