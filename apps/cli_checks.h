@@ -112,6 +112,20 @@ inline CLI::Validator SecondsAtLeast(double min) {
       ">= " + detail::number_text(min));
 }
 
+// A program that needs a subcommand and got none: CLI11 says only "A
+// subcommand is required", even when the word given was a misspelt one.
+inline std::optional<std::string> subcommand_problem(CLI::App& app) {
+  if (app.get_require_subcommand_min() == 0 || !app.get_subcommands().empty()) return std::nullopt;
+  std::string names;
+  for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  for (const std::string& word : app.remaining()) {
+    if (!word.empty() && word[0] != '-') return "no subcommand '" + word + "'; one of: " + names;
+  }
+  return "name a subcommand, one of: " + names;
+}
+
 // Parses the command line. --help prints and answers 0; any other parse
 // error prints "PROGRAM: <CLI11's message>" and a pointer to --help on stderr
 // and answers `usage_exit_code`. nullopt: parsed, go on.
@@ -121,8 +135,8 @@ inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** arg
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    std::cerr << program << ": " << e.what() << "\nrun with --help for more information"
-              << std::endl;
+    std::cerr << program << ": " << subcommand_problem(app).value_or(e.what())
+              << "\nrun with --help for more information" << std::endl;
     return usage_exit_code;
   }
   return std::nullopt;

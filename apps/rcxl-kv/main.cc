@@ -278,6 +278,8 @@ int main(int argc, char** argv) {
       "or stale"};
   Flags f;
   app.require_subcommand(1);
+  // Global flags may follow the subcommand too (`bench --chunk-size 1M`).
+  app.fallthrough();
   app.add_option("--directory", f.directory, "rcxl-directory HOST:PORT")->required();
   app.add_option("--agent", f.agents, "rcxl-agent HOST:PORT of the pool (repeatable; for stores)");
   app.add_option("--nic", f.nic, "verbs:DEVICE, e.g. verbs:mlx5_0 or verbs:rxe0")->required();

@@ -99,6 +99,20 @@ TEST(KvProcess, R1_2_MissingModeOrRequiredFlagIsRefused) {
   EXPECT_TRUE(contains(no_nic.output, "--nic")) << no_nic.output;
 }
 
+// SPEC R1.2: a misspelt mode is named with the modes there are, and a global
+// flag given after the mode is taken, not refused as unexpected.
+TEST(KvProcess, R1_2_AnUnknownModeIsNamedAndGlobalFlagsMayFollowTheMode) {
+  const std::string base = std::string(kBase) + "--nic verbs:rxe0 --auth none ";
+  ProcessRun typo = run_kv(base + "frob");
+  EXPECT_EQ(typo.exit_code, 1) << typo.output;
+  EXPECT_TRUE(contains(typo.output, "no subcommand 'frob'; one of: store, load, bench"))
+      << typo.output;
+  ProcessRun after = run_kv(std::string(kBase) + "--auth none bench --chunk-size 1M --nic " +
+                            "verbs:no_such_dev0");
+  EXPECT_FALSE(contains(after.output, "not expected")) << after.output;
+  EXPECT_TRUE(contains(after.output, "no_such_dev0")) << after.output;
+}
+
 // Exit code 1 is the documented usage error (--help, docs/hardware.md), not
 // CLI11's 105/106/109, and the message says what the flag wants.
 TEST(KvProcess, R1_2_ABadFlagValueExitsOneSayingWhatIsWanted) {
