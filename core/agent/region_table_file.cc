@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/protocol/frame_json.h"
+
 namespace rcxl::agent {
 namespace {
 
@@ -106,7 +108,7 @@ std::string encode_region_table(const RegionTable& table) {
 }
 
 Result<RegionTable> decode_region_table(std::string_view input) {
-  Json doc = Json::parse(input, nullptr, /*allow_exceptions=*/false);
+  Json doc = protocol::parse_json_text(input);
   if (doc.is_discarded()) return bad("not valid JSON");
   if (!doc.is_object()) return bad("not a JSON object");
   auto version = u64(doc, "version");

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <utility>
 
+#include "core/protocol/frame_json.h"
+
 namespace rcxl::protocol {
 namespace {
 
@@ -241,7 +243,7 @@ std::optional<DecodedRequest> FastRequestDecoder::try_decode(std::string& frame)
 }
 
 Result<DecodedRequest> reference_decode(const std::string& frame) {
-  Json message = Json::parse(frame, nullptr, /*allow_exceptions=*/false);
+  Json message = parse_json_text(frame);
   if (message.is_discarded()) return Error(ErrorCode::kBadFrame, "frame is not valid UTF-8 JSON");
   if (!message.is_object()) return Error(ErrorCode::kBadFrame, "frame is not a JSON object");
   auto id = parse_request_id(message);

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "core/protocol/frame_json.h"
+
 namespace rcxl::protocol {
 
 std::shared_ptr<FramedConn> FramedConn::Make(std::shared_ptr<runtime::Conn> conn,
@@ -55,7 +57,7 @@ void FramedConn::on_bytes(std::string_view bytes) {
   for (auto& frame : frames) {
     if (failed_) return;
     if (frame_filter_ && frame_filter_(frame)) continue;
-    Json message = Json::parse(frame, nullptr, /*allow_exceptions=*/false);
+    Json message = parse_json_text(frame);
     if (message.is_discarded()) {
       fail(Error(ErrorCode::kBadFrame, "frame is not valid UTF-8 JSON"));
       return;

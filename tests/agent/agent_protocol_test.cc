@@ -227,6 +227,24 @@ TEST(AgentProtocol, R1_2_BadFrameIsAnsweredWithoutIdAndCloses) {
   EXPECT_TRUE(array->wait_closed());
 }
 
+// PROTOCOL "Framing": invalid JSON is bad_frame. nlohmann's lexer ends its
+// input at a NUL, so the valid alloc before one used to be acted on.
+TEST(AgentProtocol, R1_2_AFrameWithANulByteIsBadFrameAndChangesNothing) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(nullptr).ok());
+  const auto free_before = rig.agent->free_bytes();
+  auto c = rig.hello_client();
+  const std::string alloc = "{\"op\":\"alloc\",\"id\":1,\"size\":4096}";
+  c->send_raw(protocol::encode_frame(alloc + std::string("\0\xff\xfe", 3)));
+  Json reply = c->next();
+  EXPECT_EQ(code_of(reply), "bad_frame") << reply.dump();
+  EXPECT_TRUE(c->wait_closed());
+  EXPECT_EQ(rig.agent->free_bytes(), free_before);
+  EXPECT_FALSE(protocol::reference_decode(alloc + std::string("\0", 1)).ok());
+  EXPECT_EQ(protocol::reference_decode(alloc + std::string("\0", 1)).status().code(),
+            ErrorCode::kBadFrame);
+}
+
 TEST(AgentProtocol, R1_2_RepliesComeInOrderWithIdsEchoed) {
   AgentRig rig;
   ASSERT_TRUE(rig.start(nullptr).ok());

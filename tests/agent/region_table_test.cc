@@ -50,6 +50,14 @@ TEST(RegionTable, R7_RefusesBadTables) {
   EXPECT_FALSE(decode_region_table(encode_region_table(table)).ok());
 }
 
+// A table cut short by a NUL (a torn write on some filesystems) is refused,
+// not read as the valid JSON before the NUL.
+TEST(RegionTable, R7_ATableWithANulByteIsRefused) {
+  RegionTable table{"boot", 1 << 20, 9, {}};
+  EXPECT_TRUE(decode_region_table(encode_region_table(table)).ok());
+  EXPECT_FALSE(decode_region_table(encode_region_table(table) + std::string("\0\0", 2)).ok());
+}
+
 TEST(RegionAllocator, R7_ReserveTakesExactlyAFreeExtent) {
   RegionAllocator a(1 << 20);
   EXPECT_TRUE(a.reserve(8192, 4096));

@@ -106,12 +106,14 @@ TEST(DirectoryServer, R1_3_WrongSecretIsRefused) {
 struct RawClient {
   Rig& rig;
   std::shared_ptr<protocol::FramedConn> conn;
+  std::shared_ptr<runtime::Conn> raw_conn;  // for bytes no Json can make
   std::vector<Json> got;
   bool closed = false;
   explicit RawClient(Rig& r) : rig(r) {
     rig.client_node.transport().connect(
         {"dir", 7000}, *rig.client_strand, [this](Result<std::shared_ptr<runtime::Conn>> c) {
-          conn = protocol::FramedConn::Make(std::move(c).value());
+          raw_conn = std::move(c).value();
+          conn = protocol::FramedConn::Make(raw_conn);
           conn->start(
               *rig.client_strand, [this](Json m) { got.push_back(std::move(m)); },
               [this](const Status&) { closed = true; });
@@ -123,6 +125,20 @@ struct RawClient {
     conn->send(m);
     EXPECT_TRUE(rig.world.run_until([&] { return got.size() > before || closed; }).ok());
     return got.size() > before ? got.back() : Json();
+  }
+  Json ask_raw(const std::string& text) {
+    const std::size_t before = got.size();
+    raw_conn->send(protocol::encode_frame(text));
+    EXPECT_TRUE(rig.world.run_until([&] { return got.size() > before || closed; }).ok());
+    return got.size() > before ? got.back() : Json();
+  }
+  void hello() {
+    const std::string challenge = got[0]["challenge"];
+    auto reply = ask({{"op", "hello"},
+                      {"id", 1},
+                      {"version", 1},
+                      {"auth", protocol::hmac_sha256_hex("s3cret", challenge)}});
+    ASSERT_TRUE(reply["ok"].get<bool>()) << reply.dump();
   }
 };
 
@@ -164,6 +180,21 @@ TEST(DirectoryServer, R1_2_MalformedRequestsAreBadRequestsAndChangeNothing) {
   auto reply = raw.ask(
       {{"op", "register"}, {"id", 3}, {"entries", {{{"key", "a"}, {"location", zero_length}}}}});
   EXPECT_EQ(reply["error"]["code"], "bad_request");
+  EXPECT_EQ(rig.server.directory().size(), 0u);
+}
+
+// PROTOCOL "Framing": invalid JSON is bad_frame and closes. nlohmann's lexer
+// ends its input at a NUL, so the register before one used to be acted on.
+TEST(DirectoryServer, R1_2_AFrameWithANulByteIsBadFrameAndRegistersNothing) {
+  Rig rig;
+  RawClient raw(rig);
+  raw.hello();
+  const Json entry = {{"key", "a"}, {"location", to_json(loc(0))}};
+  const std::string text =
+      Json{{"op", "register"}, {"id", 2}, {"entries", {entry}}}.dump() + std::string("\0x", 2);
+  auto reply = raw.ask_raw(text);
+  EXPECT_EQ(reply["error"]["code"], "bad_frame") << reply.dump();
+  EXPECT_TRUE(rig.world.run_until([&] { return raw.closed; }).ok());
   EXPECT_EQ(rig.server.directory().size(), 0u);
 }
 
