@@ -561,6 +561,8 @@ Result<runtime::Registration> Agent::register_and_announce(const ext::RegionInfo
                                                            bool fresh) {
   if (ext_) {
     Status st = call_extension("validate_access", [&] { return ext_->validate_access(info); });
+    // A hook that threw or failed is extension_failed (retryable), not a "no".
+    if (st.code() == ErrorCode::kExtensionFailed) return st;
     if (!st.ok()) return Error(ErrorCode::kRefused, st.message());
   }
   auto reg = nic_.register_memory(pool_, info.pool_offset, info.size,

@@ -22,6 +22,27 @@ TEST(AgentRegions, R2_2_ValidateAccessRefusalIsRefusedAndMapsNothing) {
   EXPECT_EQ(code_of(c->map(b.region, b.handle)), "ok");
 }
 
+// PROTOCOL: `refused` is validate_access saying no; a hook that raised is
+// `extension_failed` (which a client retries), and maps nothing either way.
+TEST(AgentRegions, R2_2_AValidateAccessThatRaisesIsExtensionFailedNotRefused) {
+  AgentRig rig;
+  auto mock = std::make_unique<NiceMock<MockExtension>>();
+  auto* ext = mock.get();
+  ASSERT_TRUE(rig.start(std::move(mock)).ok());
+  EXPECT_CALL(*ext, validate_access(_))
+      .WillOnce([](const ext::RegionInfo&) -> Status { throw std::runtime_error("boom"); })
+      .WillOnce(Return(Error(ErrorCode::kRefused, "not this one")))
+      .WillRepeatedly(Return(Status()));
+  auto c = rig.hello_client();
+  auto a = c->alloc();
+  EXPECT_EQ(code_of(c->map(a.region, a.handle)), "extension_failed");
+  EXPECT_EQ(rig.mem_nic.registrations(), 0u);
+  EXPECT_FALSE(rig.agent->holds(c->conn, a.region));
+  EXPECT_EQ(code_of(c->map(a.region, a.handle)), "refused");
+  EXPECT_EQ(rig.mem_nic.registrations(), 0u);
+  EXPECT_EQ(code_of(c->map(a.region, a.handle)), "ok");
+}
+
 // The sim RNIC, but registrations fail while `full` (its MR table or the
 // locked-memory limit exhausted).
 class FullNic final : public runtime::Nic {
