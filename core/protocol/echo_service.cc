@@ -1,5 +1,7 @@
 #include "core/protocol/echo_service.h"
 
+#include "core/protocol/reply_fields.h"
+
 namespace rcxl::protocol {
 
 EchoServer::~EchoServer() {
@@ -19,7 +21,7 @@ Result<runtime::Address> EchoServer::start(const runtime::Address& address) {
               auto self = weak.lock();
               if (!self) return;
               const Json id = message.contains("id") ? message["id"] : Json();
-              if (message.value("op", "") != "ping") {
+              if (string_field(message, "op") != "ping") {
                 self->send(error_reply(id, Error(ErrorCode::kBadRequest, "unknown op")));
                 return;
               }
@@ -55,10 +57,11 @@ void EchoClient::run(const runtime::Address& server, int count, Done done) {
     conn_->start(
         strand_,
         [this](Json reply) {
-          if (!reply.value("ok", false)) {
+          auto data = string_field(reply, "data");
+          if (bool_field(reply, "ok") != true || !data) {
             return finish(Error(ErrorCode::kInternal, "ping refused: " + reply.dump()));
           }
-          echoes_.push_back(reply["data"].get<std::string>());
+          echoes_.push_back(std::move(*data));
           send_next();
         },
         [this](const Status& reason) {

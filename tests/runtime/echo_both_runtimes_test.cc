@@ -180,6 +180,8 @@ const std::vector<std::pair<std::string, std::string>>& bad_frames() {
       {"not JSON", protocol::encode_frame("{not json")},
       {"not an object", protocol::encode_frame("[1,2]")},
       {"invalid UTF-8", protocol::encode_frame("\"\xff\xfe\"")},
+      // nlohmann ends its input at a NUL: the ping before it must not be answered.
+      {"NUL byte", protocol::encode_frame(std::string("{\"op\":\"ping\",\"id\":1}\0", 21))},
   };
   return kFrames;
 }
@@ -224,6 +226,25 @@ TYPED_TEST(EchoOnBothRuntimes, R1_2_BadFrameGetsOneErrorReplyThenEof) {
   const auto expected = static_cast<std::uint64_t>(bad_frames().size());
   EXPECT_TRUE(eventually(this->ground, fixture.strand(),
                          [&] { return fixture.server().closed_with_bad_frame() == expected; }));
+}
+
+// SPEC R1.2 (bad input never crashes): a field of the wrong type is a
+// bad_request for that message; the connection goes on to the next frame.
+TYPED_TEST(EchoOnBothRuntimes, R1_2_AWronglyTypedOpIsABadRequest) {
+  ServerFixture<TypeParam> fixture(this->ground);
+  const std::string bytes = protocol::encode_frame(R"({"op":5,"id":1})") +
+                            protocol::encode_frame(R"({"op":"ping","id":2,"data":"x"})") +
+                            std::string("\0\0\0\0", 4);  // then a bad frame ends the stream
+  const RawExchange exchange = raw_exchange(this->ground, fixture.address(), bytes, false);
+  std::vector<std::string> frames;
+  protocol::FrameDecoder decoder;
+  ASSERT_TRUE(decoder.feed(exchange.reply, frames).ok());
+  ASSERT_EQ(frames.size(), 3u) << exchange.reply;
+  const auto typed = nlohmann::json::parse(frames[0]);
+  EXPECT_EQ(typed["error"]["code"], "bad_request");
+  EXPECT_EQ(typed["id"], 1);
+  EXPECT_EQ(nlohmann::json::parse(frames[1])["data"], "x");
+  EXPECT_EQ(nlohmann::json::parse(frames[2])["error"]["code"], "bad_frame");
 }
 
 // SPEC R1.2: a frame cut short by the client's close is dropped, and the server
