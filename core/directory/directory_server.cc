@@ -88,13 +88,17 @@ void DirectoryServer::on_message(std::uint64_t conn_id, const Json& message) {
   if (it == conns_.end()) return;
   Session& session = it->second;
   const Json id = message.contains("id") ? message["id"] : Json();
+  // SPEC R1.3 (as the agent): before a successful hello every refusal closes,
+  // so junk cannot keep an unauthenticated connection open.
+  auto refuse = [&session](const Json& reply_id, Status status) {
+    session.conn->send(protocol::error_reply(reply_id, status));
+    if (!session.authenticated) session.conn->close();
+  };
   if (!id.is_null() && !id.is_number_unsigned()) {
-    return session.conn->send(
-        protocol::error_reply(Json(), Error(ErrorCode::kBadRequest, "id must be unsigned")));
+    return refuse(Json(), Error(ErrorCode::kBadRequest, "id must be unsigned"));
   }
   if (!message.contains("op") || !message["op"].is_string()) {
-    return session.conn->send(
-        protocol::error_reply(id, Error(ErrorCode::kBadRequest, "op must be a string")));
+    return refuse(id, Error(ErrorCode::kBadRequest, "op must be a string"));
   }
   const std::string op = message["op"].get<std::string>();
   if (op == "hello") return handle_hello(session, message);
@@ -114,10 +118,13 @@ void DirectoryServer::on_message(std::uint64_t conn_id, const Json& message) {
 
 void DirectoryServer::handle_hello(Session& session, const Json& message) {
   const Json id = message.contains("id") ? message["id"] : Json();
-  if (!message.contains("version") || !message["version"].is_number_unsigned() ||
-      message["version"].get<std::uint64_t>() != 1) {
-    return session.conn->send(
+  // As the agent (docs/agent.md): `version`, if present, must be 1.
+  if (message.contains("version") &&
+      (!message["version"].is_number_unsigned() || message["version"].get<std::uint64_t>() != 1)) {
+    session.conn->send(
         protocol::error_reply(id, Error(ErrorCode::kBadRequest, "version must be 1")));
+    if (!session.authenticated) session.conn->close();
+    return;
   }
   if (options_.secret) {
     const bool has_auth = message.contains("auth") && message["auth"].is_string();

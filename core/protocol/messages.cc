@@ -4,6 +4,8 @@
 #include <charconv>
 #include <limits>
 
+#include "core/protocol/reply_fields.h"
+
 namespace rcxl::protocol {
 namespace {
 
@@ -52,9 +54,9 @@ Result<std::optional<std::string>> optional_string(const Json& message, const ch
 
 Result<HelloRequest> parse_hello(const Json& m) {
   HelloRequest hello;
-  auto auth = optional_string(m, "auth");
-  if (!auth.ok()) return auth.status();
-  hello.auth = std::move(auth).value();
+  // PROTOCOL: under --auth none any `auth` is taken; with a secret, one that is
+  // not a string proves nothing (auth_failed, as in the directory).
+  hello.auth = string_field(m, "auth");
   auto client = optional_string(m, "client");
   if (!client.ok()) return client.status();
   hello.client = client->value_or("");

@@ -86,6 +86,9 @@ TEST(AgentProtocol, R7_AuthNoneOnlyWithLoopbackListeners) {
   EXPECT_EQ(code_of(c->call({{"op", "hello"}, {"id", 1}})), "ok");
   auto any = loopback.client();
   EXPECT_EQ(code_of(any->call({{"op", "hello"}, {"id", 1}, {"auth", "anything"}})), "ok");
+  // PROTOCOL: "accepts a missing or any auth" -- not only strings.
+  auto number = loopback.client();
+  EXPECT_EQ(code_of(number->call({{"op", "hello"}, {"id", 1}, {"auth", 7}})), "ok");
 }
 
 TEST(AgentProtocol, R1_4_HelloWithoutExtensionHasNoRegionExtension) {

@@ -151,6 +151,31 @@ TEST(DirectoryServer, R1_3_OpsBeforeHelloAreRefusedAndTheConnectionClosed) {
   EXPECT_TRUE(rig.world.run_until([&] { return raw.closed; }).ok());
 }
 
+// SPEC R1.3, docs/directory.md: before a successful hello every refusal
+// closes the connection, a malformed request as much as a well-formed one.
+TEST(DirectoryServer, R1_3_AMalformedRequestBeforeHelloAlsoCloses) {
+  Rig rig;
+  for (Json bad :
+       {Json{{"op", "lookup"}, {"id", "x"}, {"keys", {"a"}}}, Json{{"id", 1}, {"keys", {"a"}}},
+        Json{{"op", "hello"}, {"id", 1}, {"version", 2}}}) {
+    RawClient raw(rig);
+    auto reply = raw.ask(bad);
+    EXPECT_EQ(reply["error"]["code"], "bad_request") << bad.dump();
+    EXPECT_TRUE(rig.world.run_until([&] { return raw.closed; }).ok()) << bad.dump();
+  }
+}
+
+// As the agent (docs/agent.md): `version`, if present, must be 1; a hello
+// without one is taken by both services alike.
+TEST(DirectoryServer, R1_3_AHelloWithoutVersionIsTakenAsTheAgentTakesIt) {
+  Rig rig;
+  RawClient raw(rig);
+  const std::string challenge = raw.got[0]["challenge"];
+  auto reply = raw.ask(
+      {{"op", "hello"}, {"id", 1}, {"auth", protocol::hmac_sha256_hex("s3cret", challenge)}});
+  EXPECT_EQ(reply["ok"], true) << reply.dump();
+}
+
 TEST(DirectoryServer, R1_2_MalformedRequestsAreBadRequestsAndChangeNothing) {
   Rig rig;
   RawClient raw(rig);
