@@ -56,6 +56,13 @@ void RpcConnection::start_connect() {
         }
         self->conn_ =
             protocol::FramedConn::Make(std::move(raw).value(), self->options_.max_frame_bytes);
+        // A bad frame from the server is not answered: an error object sent back
+        // would read there as a request without `op`.
+        self->conn_->set_bad_frame_handler([weak, generation](const Status& reason) {
+          auto s = weak.lock();
+          if (!s || generation != s->generation_) return;
+          s->fail_all(Error(ErrorCode::kClosed, "bad reply frame: " + reason.message()));
+        });
         self->conn_->start(
             self->strand_,
             [weak, generation](Json message) {

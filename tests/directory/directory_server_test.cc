@@ -223,5 +223,57 @@ TEST(DirectoryServer, R1_2_AFrameWithANulByteIsBadFrameAndRegistersNothing) {
   EXPECT_EQ(rig.server.directory().size(), 0u);
 }
 
+// A server that greets, takes the hello, and answers the next request with a
+// frame that is not JSON; it keeps every frame it gets.
+struct GarblingServer {
+  sim::SimWorld& world;
+  std::unique_ptr<runtime::Listener> listener;
+  std::shared_ptr<runtime::Conn> conn;
+  protocol::FrameDecoder decoder;
+  std::vector<std::string> frames;
+  GarblingServer(sim::SimNode& node, runtime::Strand& strand, sim::SimWorld& w) : world(w) {
+    listener = node.transport()
+                   .listen({"dir", 7100}, strand,
+                           [this, &strand](std::shared_ptr<runtime::Conn> c) {
+                             conn = std::move(c);
+                             conn->start(
+                                 strand, [this](std::string_view bytes) { on_bytes(bytes); },
+                                 [](const Status&) {});
+                             send({{"op", "greeting"}, {"version", 1}, {"challenge", kChallenge}});
+                           })
+                   .value();
+  }
+  void send(const Json& m) { conn->send(protocol::encode_frame(m.dump())); }
+  void on_bytes(std::string_view bytes) {
+    const std::size_t before = frames.size();
+    ASSERT_TRUE(decoder.feed(bytes, frames).ok());
+    for (std::size_t i = before; i < frames.size(); ++i) {
+      const Json m = Json::parse(frames[i]);
+      if (i == 0) {
+        send({{"id", m["id"]}, {"ok", true}, {"service", "rcxl-directory"}, {"version", 1}});
+      } else if (i == 1) {
+        conn->send(protocol::encode_frame("{not json"));
+      }
+    }
+  }
+  static constexpr char kChallenge[] =
+      "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+};
+
+// SPEC R1.2: a client that gets a bad frame fails its calls and sends the
+// server nothing back (an error object would read there as a request).
+TEST(DirectoryServer, R1_2_AClientAnswersABadReplyFrameByClosingNotByReplying) {
+  Rig rig;
+  GarblingServer garbling(rig.server_node, *rig.server_strand, rig.world);
+  DirectoryClient client(rig.client_node, *rig.client_strand,
+                         RpcConnection::Options{.address = {"dir", 7100}, .secret = "s3cret"});
+  std::optional<Result<LookupReply>> look;
+  client.lookup({"k"}, [&](auto r) { look = std::move(r); });
+  auto r = rig.wait(look);
+  EXPECT_EQ(r.status().code(), ErrorCode::kClosed) << r.status().ToString();
+  rig.world.run_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(garbling.frames.size(), 2u) << garbling.frames.back();  // hello, lookup: no more
+}
+
 }  // namespace
 }  // namespace rcxl::directory
