@@ -3,6 +3,7 @@
 // named constants here (after eRPC).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -73,6 +74,11 @@ struct Config {
   // Where the agent's NIC is reached; default: the agent's host (sim: its node).
   std::function<std::string(const runtime::Address&)> nic_endpoint;
 
+  // What a hint or wait message carries at most: 1 .. the protocol's 4096 (R3.4),
+  // whatever the field says (0 would split forever, more is refused).
+  std::size_t ranges_per_message() const {
+    return std::clamp<std::size_t>(max_ranges_per_message, 1, kMaxRangesPerMessage);
+  }
   bool effective_write_hints() const { return write_hints.value_or(read_hints); }
   bool effective_read_promotes() const { return read_promotes.value_or(read_hints); }
   bool effective_hint_loads() const { return hint_loads.value_or(read_hints); }

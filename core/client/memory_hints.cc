@@ -215,7 +215,7 @@ void MemoryHints::send_ranged(const std::string& action, const char* name_field,
         // (and count against its limit, R3.3) until the connection closes.
         if (action == "read_hint" && !peer->hello.advertises("read_hint_end")) return;
         auto epoch = epochs.find(agent);
-        for (const auto& piece : shared->at(agent).split(config_.max_ranges_per_message)) {
+        for (const auto& piece : shared->at(agent).split(config_.ranges_per_message())) {
           Json message = {{"op", "extension"},
                           {"action", action},
                           {"epoch", epoch == epochs.end() ? peer->hello.boot : epoch->second},

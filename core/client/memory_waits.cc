@@ -97,7 +97,7 @@ void MemoryWaits::wait(const std::string& token, const RangesByAgent& ranges,
                        runtime::Instant deadline, std::function<void(std::set<std::string>)> done) {
   auto pieces = std::make_shared<std::vector<std::pair<std::string, RangeList>>>();
   for (const auto& [agent, list] : ranges) {
-    for (auto& piece : list.split(config_.max_ranges_per_message)) {
+    for (auto& piece : list.split(config_.ranges_per_message())) {
       pieces->emplace_back(agent, std::move(piece));
     }
   }
@@ -160,7 +160,7 @@ void MemoryWaits::gate(const std::string& agent, const std::string& token, Range
     // client sends it no action it does not advertise (R4.2).
     if (!p.hello.advertises("read_hint") || !p.hello.advertises("read_hint_end")) return done();
     auto pieces =
-        std::make_shared<std::vector<RangeList>>(ranges.split(config_.max_ranges_per_message));
+        std::make_shared<std::vector<RangeList>>(ranges.split(config_.ranges_per_message()));
     gate_next(agent, token, pieces, 0, std::move(done));
   });
 }

@@ -1,9 +1,12 @@
 #include "core/client/ranges.h"
 
+#include <algorithm>
+
 namespace rcxl::client {
 
 std::vector<RangeList> RangeList::split(std::size_t max_ranges) const {
   std::vector<RangeList> out;
+  max_ranges = std::max<std::size_t>(max_ranges, 1);  // 0 would never advance
   for (std::size_t i = 0; i < ranges.size(); i += max_ranges) {
     RangeList piece;
     for (std::size_t j = i; j < ranges.size() && j < i + max_ranges; ++j) {

@@ -96,6 +96,19 @@ TEST(MemoryHints, R3_4_AtMost4096RangesPerMessage) {
   EXPECT_EQ(h.hints().stats().messages.at("read_hint"), 2u);
 }
 
+// A Config is code's to set: 0 ranges per message would split forever and
+// more than 4096 would be refused by the agent, so both are clamped (R3.4).
+TEST(MemoryHints, R3_4_RangesPerMessageIsClampedToOneThroughTheProtocolsMost) {
+  Config c;
+  c.max_ranges_per_message = 0;
+  EXPECT_EQ(c.ranges_per_message(), 1u);
+  c.max_ranges_per_message = 100000;
+  EXPECT_EQ(c.ranges_per_message(), 4096u);
+  RangeList list;
+  for (std::uint64_t i = 0; i < 3; ++i) list.add({1, i * 4096, 4096}, "h");
+  EXPECT_EQ(list.split(0).size(), 3u);
+}
+
 TEST(MemoryHints, R3_5_AtMost1024QueuedHintsAndEndsAreNeverDropped) {
   ClientRig rig;
   auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
