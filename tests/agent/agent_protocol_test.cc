@@ -59,6 +59,9 @@ TEST(AgentProtocol, R1_3_WrongAuthIsAuthFailedAndTheConnectionClosed) {
   EXPECT_TRUE(c->wait_closed());
   auto missing = rig.client();
   EXPECT_EQ(code_of(missing->call({{"op", "hello"}, {"id", 1}})), "auth_failed");
+  auto number = rig.client();  // as the directory answers it
+  EXPECT_EQ(code_of(number->call({{"op", "hello"}, {"id", 1}, {"auth", 5}})), "auth_failed");
+  EXPECT_TRUE(number->wait_closed());
 }
 
 TEST(AgentProtocol, R1_3_UppercaseHexAuthIsAccepted) {

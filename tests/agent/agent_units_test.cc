@@ -34,7 +34,6 @@ TEST(Messages, R1_2_FieldErrorsAreBadRequest) {
           R"({"op":"map","region":1,"handle":"h"})",
           R"({"op":"map","region":1.0,"handle":"h","epoch":"e"})",
           R"({"op":"hello","version":2})",
-          R"({"op":"hello","auth":5})",
           R"({"op":"extension","action":"read_hint_end"})",
           R"({"op":"extension","action":"read_hint_end","request":"q","epoch":5})",
           R"({"op":"extension","action":"read_hint","request":"q","epoch":"e","ranges":[[1,0,1]],"handles":{"01":"h"}})",
@@ -47,6 +46,11 @@ TEST(Messages, R1_2_FieldErrorsAreBadRequest) {
   EXPECT_EQ(protocol::parse_request_id(Json::parse(R"({"id":-1})")).status().code(),
             ErrorCode::kBadRequest);
   EXPECT_TRUE(protocol::parse_request_id(Json::parse(R"({})"))->is_null());
+  // PROTOCOL: --auth none takes any auth; with a secret a non-string one is
+  // auth_failed (no auth to check), not a field error.
+  auto number_auth = protocol::parse_request(Json::parse(R"({"op":"hello","auth":5})"));
+  ASSERT_TRUE(number_auth.ok());
+  EXPECT_FALSE(std::get<protocol::HelloRequest>(*number_auth).auth.has_value());
 }
 
 TEST(Messages, R3_1_ReadHintEndAndPromoteNeedNoEpochOrRanges) {
