@@ -18,7 +18,7 @@ struct Handler::LoadJob {
   std::vector<std::string> keys;
   std::vector<directory::Location> locations;
   std::vector<Mapping> mappings;  // per location, once resolved
-  std::uint64_t lease = 0;
+  std::vector<std::uint64_t> leases;
   std::size_t valid = 0;  // leading locations that are readable
   std::vector<std::vector<std::byte>> buffers;
   std::vector<Status> read;  // per valid location
@@ -376,7 +376,7 @@ void Handler::load(std::vector<std::string> keys, LoadDone done, bool engine_hin
           if (alive.expired()) return;
           if (!reply.ok()) return job->done(reply.status());
           job->locations = std::move(reply->locations);
-          job->lease = reply->lease;
+          job->leases = std::move(reply->leases);
           job->mappings.resize(job->locations.size());
           resolve_locations(job, 0);
         },
@@ -537,7 +537,7 @@ void Handler::gated_reads(const std::string& agent, std::shared_ptr<runtime::Que
 
 void Handler::finish_load(std::shared_ptr<LoadJob> job) {
   if (!job->hint_name.empty()) hints_->end_read_hint(job->hint_name);
-  if (job->lease != 0) directory_->release(job->lease);
+  for (std::uint64_t lease : job->leases) directory_->release(lease);
   LoadResult result;
   for (std::size_t i = 0; i < job->read.size(); ++i) {
     if (!job->read[i].ok()) break;  // prefix: a failed READ is a miss, never stale bytes

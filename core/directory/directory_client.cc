@@ -1,18 +1,26 @@
 #include "core/directory/directory_client.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+
+#include "core/directory/directory_server.h"
+#include "core/directory/request_batches.h"
 #include "core/protocol/reply_fields.h"
 
 namespace rcxl::directory {
 
 DirectoryClient::DirectoryClient(runtime::Runtime& rt, runtime::Strand& strand,
                                  RpcConnection::Options options)
-    : strand_(strand), conn_(RpcConnection::Make(rt, strand, std::move(options))) {}
+    : request_budget_bytes_(options.max_frame_bytes / 2),
+      strand_(strand),
+      conn_(RpcConnection::Make(rt, strand, std::move(options))) {}
 
 DirectoryClient::~DirectoryClient() = default;
 
 void DirectoryClient::call(Json request, RawDone done,
                            std::shared_ptr<runtime::StrandGate> reply_on) {
-  ++calls_;
+  ++*calls_;
   std::weak_ptr<RpcConnection> weak = conn_;
   // The connection is confined to strand_: every use goes through a post.
   strand_.post([weak, request = std::move(request), done = std::move(done),
@@ -44,64 +52,185 @@ Result<std::vector<Location>> parse_locations(const Json& reply) {
   return out;
 }
 
-std::vector<Json> keys_json(const std::vector<std::string>& keys) {
-  return std::vector<Json>(keys.begin(), keys.end());
+std::vector<Json> keys_json(const std::vector<std::string>& keys, std::size_t begin = 0,
+                            std::size_t end = SIZE_MAX) {
+  end = std::min(end, keys.size());
+  return std::vector<Json>(keys.begin() + static_cast<std::ptrdiff_t>(begin),
+                           keys.begin() + static_cast<std::ptrdiff_t>(end));
+}
+
+// A JSON string is at most 6 bytes per byte (\u00XX) plus quotes and a comma.
+std::size_t rough_string_bytes(const std::string& text) {
+  return 6 * text.size() + 3;
+}
+
+std::size_t exact_bytes(const Json& item) {
+  return item.dump().size() + 1;
 }
 
 }  // namespace
 
+DirectoryClient::Batches DirectoryClient::key_batches(const std::vector<std::string>& keys) const {
+  return request_batches(
+      keys.size(), request_budget_bytes_, kMaxKeysPerRequest,
+      [&](std::size_t i) { return rough_string_bytes(keys[i]); },
+      [&](std::size_t i) { return exact_bytes(Json(keys[i])); });
+}
+
 void DirectoryClient::register_keys(const std::vector<std::pair<std::string, Location>>& entries,
                                     Done<std::vector<bool>> done,
                                     std::shared_ptr<runtime::StrandGate> reply_on) {
-  Json list = Json::array();
-  for (const auto& [key, location] : entries) {
-    list.push_back({{"key", key}, {"location", to_json(location)}});
-  }
-  call(
-      {{"op", "register"}, {"entries", list}},
-      [done = std::move(done)](const Status& status, const Json& reply) {
-        if (!done) return;
-        if (!status.ok()) return done(status);
-        std::vector<bool> out;
-        if (reply.contains("registered") && reply["registered"].is_array()) {
-          for (const auto& r : reply["registered"]) out.push_back(r.is_boolean() && r.get<bool>());
-        }
-        done(std::move(out));
+  auto entry_json = [&](std::size_t i) {
+    return Json{{"key", entries[i].first}, {"location", to_json(entries[i].second)}};
+  };
+  const Batches batches = request_batches(
+      entries.size(), request_budget_bytes_, kMaxKeysPerRequest,
+      [&](std::size_t i) {
+        const auto& [key, l] = entries[i];
+        return rough_string_bytes(key + l.agent + l.boot + l.read_handle) + 160;
       },
-      reply_on);
+      [&](std::size_t i) { return exact_bytes(entry_json(i)); });
+  // The requests go out together; the answer is theirs in order, or the first error.
+  struct Gather {
+    std::vector<std::optional<Result<std::vector<bool>>>> parts;
+    std::size_t waiting = 0;
+    Done<std::vector<bool>> done;
+  };
+  auto gather = std::make_shared<Gather>();
+  gather->parts.resize(batches.size());
+  gather->waiting = batches.size();
+  gather->done = std::move(done);
+  for (std::size_t b = 0; b < batches.size(); ++b) {
+    Json list = Json::array();
+    for (std::size_t i = batches[b].first; i < batches[b].second; ++i)
+      list.push_back(entry_json(i));
+    call(
+        {{"op", "register"}, {"entries", std::move(list)}},
+        [gather, b](const Status& status, const Json& reply) {
+          if (!status.ok()) {
+            gather->parts[b] = status;
+          } else {
+            std::vector<bool> out;
+            if (reply.contains("registered") && reply["registered"].is_array()) {
+              for (const auto& r : reply["registered"]) {
+                out.push_back(r.is_boolean() && r.get<bool>());
+              }
+            }
+            gather->parts[b] = std::move(out);
+          }
+          if (--gather->waiting > 0 || !gather->done) return;
+          std::vector<bool> all;
+          for (auto& part : gather->parts) {
+            if (!part->ok()) return gather->done(part->status());
+            all.insert(all.end(), (*part)->begin(), (*part)->end());
+          }
+          gather->done(std::move(all));
+        },
+        reply_on);
+  }
+}
+
+namespace {
+
+template <typename T>
+void deliver(const std::shared_ptr<runtime::StrandGate>& reply_on,
+             const DirectoryClient::Done<T>& done, Result<T> result) {
+  if (!done) return;
+  if (reply_on == nullptr || reply_on->running_here()) return done(std::move(result));
+  reply_on->post([done, result = std::move(result)]() mutable { done(std::move(result)); });
+}
+
+}  // namespace
+
+// A lookup or probe of more keys than one request takes asks batch after batch,
+// on the client's strand, while every key so far hit: its answer is the leading
+// hits either way. A later batch that fails only shortens them.
+template <typename Reply>
+struct DirectoryClient::Chain {
+  std::weak_ptr<RpcConnection> conn;
+  std::shared_ptr<std::atomic<std::uint64_t>> calls;
+  std::vector<std::string> keys;
+  Batches batches;
+  std::size_t next = 0;
+  Reply out;
+  Done<Reply> done;
+  std::shared_ptr<runtime::StrandGate> reply_on;
+  // Adds one batch's reply to `out`; false when the batch did not all hit.
+  std::function<Result<bool>(const Json& reply, std::size_t wanted, Reply& out)> take;
+  std::function<Json(std::vector<Json> keys)> request;
+
+  static void step(std::shared_ptr<Chain> chain) {
+    auto conn = chain->conn.lock();
+    if (!conn) return;  // the client is gone: nobody waits
+    const auto [begin, end] = chain->batches[chain->next++];
+    if (chain->next > 1) ++*chain->calls;
+    conn->call(chain->request(keys_json(chain->keys, begin, end)),
+               [chain, wanted = end - begin](const Status& status, const Json& reply) {
+                 Result<bool> all_hit =
+                     status.ok() ? chain->take(reply, wanted, chain->out) : Result<bool>(status);
+                 if (!all_hit.ok() && chain->next == 1) {
+                   return deliver<Reply>(chain->reply_on, chain->done, all_hit.status());
+                 }
+                 if (all_hit.ok() && *all_hit && chain->next < chain->batches.size()) {
+                   return step(chain);
+                 }
+                 deliver<Reply>(chain->reply_on, chain->done, std::move(chain->out));
+               });
+  }
+};
+
+template <typename Reply>
+void DirectoryClient::start_chain(std::shared_ptr<Chain<Reply>> chain) {
+  chain->conn = conn_;
+  chain->calls = calls_;
+  chain->batches = key_batches(chain->keys);
+  ++*calls_;
+  strand_.post([chain] { Chain<Reply>::step(chain); });
 }
 
 void DirectoryClient::lookup(const std::vector<std::string>& keys, Done<LookupReply> done,
                              std::shared_ptr<runtime::StrandGate> reply_on) {
-  call(
-      {{"op", "lookup"}, {"keys", keys_json(keys)}},
-      [done = std::move(done)](const Status& status, const Json& reply) {
-        if (!status.ok()) return done(status);
-        auto locations = parse_locations(reply);
-        if (!locations.ok()) return done(locations.status());
-        LookupReply out{std::move(locations).value(),
-                        protocol::u64_field(reply, "lease").value_or(0)};
-        done(std::move(out));
-      },
-      reply_on);
+  auto chain = std::make_shared<Chain<LookupReply>>();
+  chain->keys = keys;
+  chain->done = std::move(done);
+  chain->reply_on = std::move(reply_on);
+  chain->request = [](std::vector<Json> batch) {
+    return Json{{"op", "lookup"}, {"keys", std::move(batch)}};
+  };
+  chain->take = [](const Json& reply, std::size_t wanted, LookupReply& out) -> Result<bool> {
+    auto locations = parse_locations(reply);
+    if (!locations.ok()) return locations.status();
+    if (auto lease = protocol::u64_field(reply, "lease"); lease && *lease != 0) {
+      out.leases.push_back(*lease);
+    }
+    const bool all_hit = locations->size() == wanted;
+    for (auto& l : *locations) out.locations.push_back(std::move(l));
+    return all_hit;
+  };
+  start_chain(std::move(chain));
 }
 
 void DirectoryClient::probe(const std::vector<std::string>& keys, bool with_locations,
                             Done<ProbeReply> done, std::shared_ptr<runtime::StrandGate> reply_on) {
-  call(
-      {{"op", "probe"}, {"keys", keys_json(keys)}, {"with_locations", with_locations}},
-      [done = std::move(done), with_locations](const Status& status, const Json& reply) {
-        if (!status.ok()) return done(status);
-        ProbeReply out;
-        out.hits = protocol::u64_field(reply, "hits").value_or(0);
-        if (with_locations) {
-          auto locations = parse_locations(reply);
-          if (!locations.ok()) return done(locations.status());
-          out.locations = std::move(locations).value();
-        }
-        done(std::move(out));
-      },
-      reply_on);
+  auto chain = std::make_shared<Chain<ProbeReply>>();
+  chain->keys = keys;
+  chain->done = std::move(done);
+  chain->reply_on = std::move(reply_on);
+  chain->request = [with_locations](std::vector<Json> batch) {
+    return Json{{"op", "probe"}, {"keys", std::move(batch)}, {"with_locations", with_locations}};
+  };
+  chain->take = [with_locations](const Json& reply, std::size_t wanted,
+                                 ProbeReply& out) -> Result<bool> {
+    const std::size_t hits = protocol::u64_field(reply, "hits").value_or(0);
+    if (with_locations) {
+      auto locations = parse_locations(reply);
+      if (!locations.ok()) return locations.status();
+      for (auto& l : *locations) out.locations.push_back(std::move(l));
+    }
+    out.hits += hits;
+    return hits == wanted;
+  };
+  start_chain(std::move(chain));
 }
 
 void DirectoryClient::release(std::uint64_t lease, StatusDone done,
@@ -127,8 +256,30 @@ std::function<void(const Status&, const Json&)> count_reply(DirectoryClient::Don
 
 void DirectoryClient::erase(const std::vector<std::string>& keys, Done<std::size_t> done,
                             std::shared_ptr<runtime::StrandGate> reply_on) {
-  call({{"op", "delete"}, {"keys", keys_json(keys)}}, count_reply(std::move(done), "deleted"),
-       reply_on);
+  const Batches batches = key_batches(keys);
+  // Every request goes out; the answer is their sum, or the first error.
+  struct Sum {
+    std::size_t waiting = 0;
+    std::size_t deleted = 0;
+    Status failed;
+    Done<std::size_t> done;
+  };
+  auto sum = std::make_shared<Sum>();
+  sum->waiting = batches.size();
+  sum->done = std::move(done);
+  for (const auto& [begin, end] : batches) {
+    call({{"op", "delete"}, {"keys", keys_json(keys, begin, end)}},
+         count_reply(
+             [sum](Result<std::size_t> part) {
+               if (part.ok()) sum->deleted += *part;
+               if (!part.ok() && sum->failed.ok()) sum->failed = part.status();
+               if (--sum->waiting > 0 || !sum->done) return;
+               if (!sum->failed.ok()) return sum->done(sum->failed);
+               sum->done(sum->deleted);
+             },
+             "deleted"),
+         reply_on);
+  }
 }
 
 void DirectoryClient::drop_region(std::string agent, std::uint64_t region, std::string read_handle,

@@ -20,8 +20,8 @@
 namespace rcxl::directory {
 
 struct LookupReply {
-  std::vector<Location> locations;  // leading hits
-  std::uint64_t lease = 0;          // 0 when nothing hit
+  std::vector<Location> locations;    // leading hits
+  std::vector<std::uint64_t> leases;  // one per request that hit (release each); none: no hit
 };
 
 struct ProbeReply {
@@ -60,15 +60,25 @@ class DirectoryClient {
                     std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
 
   // Requests sent so far (tests count round trips).
-  std::uint64_t calls() const { return calls_; }
+  std::uint64_t calls() const { return *calls_; }
 
  private:
   using RawDone = std::function<void(const Status&, const Json&)>;
+  using Batches = std::vector<std::pair<std::size_t, std::size_t>>;
+  template <typename Reply>
+  struct Chain;
   void call(Json request, RawDone done, std::shared_ptr<runtime::StrandGate> reply_on);
+  Batches key_batches(const std::vector<std::string>& keys) const;
+  template <typename Reply>
+  void start_chain(std::shared_ptr<Chain<Reply>> chain);
 
+  // Half the frame limit: a request's envelope and escapes stay well inside it.
+  std::size_t request_budget_bytes_;
   runtime::Strand& strand_;
   std::shared_ptr<RpcConnection> conn_;
-  std::atomic<std::uint64_t> calls_{0};
+  // Shared with batch chains that run on after a call returned.
+  std::shared_ptr<std::atomic<std::uint64_t>> calls_ =
+      std::make_shared<std::atomic<std::uint64_t>>(0);
 };
 
 }  // namespace rcxl::directory

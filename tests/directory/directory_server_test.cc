@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "backends/sim/sim_world.h"
 #include "core/directory/directory_client.h"
 #include "core/protocol/auth.h"
@@ -57,7 +59,8 @@ TEST(DirectoryServer, R1_1_RegisterLookupProbeReleaseOverTheWire) {
   ASSERT_TRUE(hits.ok());
   ASSERT_EQ(hits->locations.size(), 2u);
   EXPECT_EQ(hits->locations[0], loc(0));
-  EXPECT_NE(hits->lease, 0u);
+  ASSERT_EQ(hits->leases.size(), 1u);
+  EXPECT_NE(hits->leases[0], 0u);
   EXPECT_EQ(rig.server.directory().open_leases(), 1u);
 
   std::optional<Result<ProbeReply>> probe;
@@ -69,7 +72,7 @@ TEST(DirectoryServer, R1_1_RegisterLookupProbeReleaseOverTheWire) {
   EXPECT_EQ(rig.server.directory().open_leases(), 1u);  // probes take no lease
 
   std::optional<Status> released;
-  rig.client->release(hits->lease, [&](Status s) { released = s; });
+  rig.client->release(hits->leases[0], [&](Status s) { released = s; });
   EXPECT_TRUE(rig.wait(released).ok());
   EXPECT_EQ(rig.server.directory().open_leases(), 0u);
 }
@@ -221,6 +224,79 @@ TEST(DirectoryServer, R1_2_AFrameWithANulByteIsBadFrameAndRegistersNothing) {
   EXPECT_EQ(reply["error"]["code"], "bad_frame") << reply.dump();
   EXPECT_TRUE(rig.world.run_until([&] { return raw.closed; }).ok());
   EXPECT_EQ(rig.server.directory().size(), 0u);
+}
+
+// A call of more keys than one frame holds (long keys, a big load) is cut
+// into requests that fit: before, one register of 4000 entries exceeded the
+// directory's 1 MiB frame and the connection closed with bad_frame.
+TEST(DirectoryServer, R1_1_CallsLargerThanAFrameAreCutIntoRequestsThatFit) {
+  sim::SimWorld world{3};
+  sim::SimNode& server_node = world.add_node("dir");
+  sim::SimNode& client_node = world.add_node("gpu");
+  auto server_strand = server_node.make_strand("dir");
+  auto client_strand = client_node.make_strand("client");
+  DirectoryServer server{server_node,
+                         *server_strand,
+                         {.directory = {.max_keys = 10000, .lease_ttl = 5s}, .secret = "s3cret"}};
+  ASSERT_TRUE(server.start({"dir", 7000}).ok());
+  DirectoryClient client(client_node, *client_strand,
+                         RpcConnection::Options{.address = {"dir", 7000}, .secret = "s3cret"});
+  auto wait = [&](auto& slot) {
+    EXPECT_TRUE(world.run_until([&] { return slot.has_value(); }).ok());
+    return std::move(*slot);
+  };
+  constexpr std::size_t kKeys = 4000;  // x ~310 bytes per entry: > 1 MiB
+  std::vector<std::string> keys;
+  std::vector<std::pair<std::string, Location>> entries;
+  for (std::size_t i = 0; i < kKeys; ++i) {
+    keys.push_back(std::string(200, 'k') + std::to_string(i));
+    entries.emplace_back(keys.back(), loc(i * 4096));
+  }
+  std::optional<Result<std::vector<bool>>> reg;
+  client.register_keys(entries, [&](auto r) { reg = std::move(r); });
+  auto registered = wait(reg);
+  ASSERT_TRUE(registered.ok()) << registered.status().ToString();
+  EXPECT_EQ(registered->size(), kKeys);
+  EXPECT_EQ(std::count(registered->begin(), registered->end(), true), std::ptrdiff_t(kKeys));
+  EXPECT_GE(client.calls(), 3u);  // the hello is not counted: 3 requests of <= 512 KiB
+  EXPECT_EQ(server.directory().size(), kKeys);
+
+  // The leading hits over every request, with a lease from each.
+  std::vector<std::string> asked = keys;
+  asked.push_back("missing");
+  asked.push_back(keys[0]);  // after a miss: not a leading hit
+  std::optional<Result<LookupReply>> look;
+  client.lookup(asked, [&](auto r) { look = std::move(r); });
+  auto hits = wait(look);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  ASSERT_EQ(hits->locations.size(), kKeys);
+  EXPECT_EQ(hits->locations[kKeys - 1], loc((kKeys - 1) * 4096));
+  EXPECT_GT(hits->leases.size(), 1u);
+  EXPECT_EQ(server.directory().open_leases(), hits->leases.size());
+
+  std::optional<Result<ProbeReply>> probe;
+  client.probe(asked, false, [&](auto r) { probe = std::move(r); });
+  auto probed = wait(probe);
+  ASSERT_TRUE(probed.ok());
+  EXPECT_EQ(probed->hits, kKeys);
+
+  // A miss in the first request ends the lookup there: no later request.
+  std::vector<std::string> first_missing = keys;
+  first_missing[0] = "missing";
+  const auto before = client.calls();
+  std::optional<Result<LookupReply>> none;
+  client.lookup(first_missing, [&](auto r) { none = std::move(r); });
+  auto no_hits = wait(none);
+  ASSERT_TRUE(no_hits.ok());
+  EXPECT_TRUE(no_hits->locations.empty());
+  EXPECT_TRUE(no_hits->leases.empty());
+  EXPECT_EQ(client.calls(), before + 1);
+
+  std::optional<Result<std::size_t>> erased;
+  client.erase(keys, [&](auto r) { erased = std::move(r); });
+  auto deleted = wait(erased);
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(*deleted, kKeys);
 }
 
 // A server that greets, takes the hello, and answers the next request with a

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/directory/request_batches.h"
+
 namespace rcxl::directory {
 namespace {
 
@@ -233,6 +235,29 @@ TEST(Directory, R1_2_BadKeysAreRefused) {
   Directory d;
   EXPECT_EQ(d.register_key("", at("x:1", "b", 1, 0)).status().code(), ErrorCode::kBadRequest);
   EXPECT_EQ(d.size(), 0u);
+}
+
+}  // namespace
+}  // namespace rcxl::directory
+
+namespace rcxl::directory {
+namespace {
+
+// The cut of a big call: in order, within the byte budget and item cap, an
+// oversize item alone, and the usual small call is one request.
+TEST(RequestBatches, R1_1_CutsInOrderWithinBudgetAndCap) {
+  auto size_of = [](const std::vector<std::size_t>& sizes) {
+    return [&sizes](std::size_t i) { return sizes[i]; };
+  };
+  const std::vector<std::size_t> sizes = {40, 40, 40, 200, 10, 10, 10};
+  using Cuts = std::vector<std::pair<std::size_t, std::size_t>>;
+  EXPECT_EQ(request_batches(sizes.size(), 100, 100, size_of(sizes), size_of(sizes)),
+            (Cuts{{0, 2}, {2, 3}, {3, 4}, {4, 7}}));
+  EXPECT_EQ(request_batches(sizes.size(), 10000, 3, size_of(sizes), size_of(sizes)),
+            (Cuts{{0, 3}, {3, 6}, {6, 7}}));
+  EXPECT_EQ(request_batches(sizes.size(), 10000, 100, size_of(sizes), size_of(sizes)),
+            (Cuts{{0, 7}}));
+  EXPECT_EQ(request_batches(0, 100, 100, size_of(sizes), size_of(sizes)), (Cuts{{0, 0}}));
 }
 
 }  // namespace
