@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -66,8 +67,12 @@ Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::map_fd(int fd, std::uint
   }
   // The mapping covers whole alignment units; size() stays what was asked.
   const std::uint64_t wanted = length ? length : source_size;
-  const std::uint64_t map_length = (wanted + alignment - 1) / alignment * alignment;
-  if (wanted == 0 || map_length > source_size) {
+  // Rounding up must not wrap: a size near 2^64 would round to 0 and map "all".
+  const bool too_big = alignment == 0 || wanted > source_size ||
+                       wanted > std::numeric_limits<std::uint64_t>::max() - alignment;
+  const std::uint64_t map_length =
+      too_big ? wanted : (wanted + alignment - 1) / alignment * alignment;
+  if (wanted == 0 || too_big || map_length > source_size) {
     pmem2_source_delete(&source);
     return Error(ErrorCode::kNoSpace, what + " holds " + std::to_string(source_size) +
                                           " bytes, need " + std::to_string(map_length));
@@ -103,6 +108,11 @@ Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::open_file(const std::str
     return Error(ErrorCode::kBadRequest, path + " is not a regular file (use dax:PATH)");
   }
   const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  // off_t is signed: beyond its range the size would wrap (and round to 0).
+  if (bytes > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()) - page) {
+    return Error(ErrorCode::kNoSpace,
+                 "file pool of " + std::to_string(bytes) + " bytes is larger than a file can be");
+  }
   const std::uint64_t file_bytes = (bytes + page - 1) / page * page;
   if (static_cast<std::uint64_t>(st.st_size) < file_bytes) {
     // Allocate blocks now: a sparse file would SIGBUS on a full disk instead of failing here.

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -147,6 +148,23 @@ TEST(MemoryPool, R7_AnExistingFileThatCannotBeGrownKeepsItsSizeAndBytes) {
   ASSERT_FALSE(pool.ok());
   ASSERT_TRUE(std::filesystem::exists(dir.file("small")));
   EXPECT_EQ(std::filesystem::file_size(dir.file("small")), 4u);
+}
+
+// A size near 2^64 used to wrap to 0 when rounded up to whole pages, and the
+// pool then claimed 2^64 bytes over a mapping of the existing file.
+TEST(MemoryPool, R7_AFilePoolSizeThatWouldWrapIsRefused) {
+  TempDir dir;
+  {
+    auto made = PmemMemoryPool::open_file(dir.file("pool"), 1 << 20);
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+  }
+  for (std::uint64_t bytes :
+       {std::numeric_limits<std::uint64_t>::max(), std::numeric_limits<std::uint64_t>::max() - 100,
+        std::uint64_t{1} << 63}) {
+    auto pool = PmemMemoryPool::open_file(dir.file("pool"), bytes);
+    EXPECT_FALSE(pool.ok()) << bytes;
+    EXPECT_EQ(std::filesystem::file_size(dir.file("pool")), 1u << 20);
+  }
 }
 
 // An anon pool larger than the kernel will give says what to give instead.
