@@ -30,8 +30,30 @@ Result<Address> Address::Parse(std::string_view text) {
   return Address{std::string(host), static_cast<std::uint16_t>(value)};
 }
 
+namespace {
+
+// A dotted-quad IPv4 literal in 127.0.0.0/8. A name such as
+// "127.evil.example" starts with "127." too but resolves anywhere.
+bool is_ipv4_loopback_literal(std::string_view host) {
+  int octets = 0;
+  while (true) {
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(host.data(), host.data() + host.size(), value);
+    const auto digits = static_cast<std::size_t>(end - host.data());
+    if (ec != std::errc() || digits == 0 || digits > 3 || value > 255) return false;
+    if (octets == 0 && value != 127) return false;
+    ++octets;
+    host.remove_prefix(digits);
+    if (host.empty()) return octets == 4;
+    if (host.front() != '.' || octets == 4) return false;
+    host.remove_prefix(1);
+  }
+}
+
+}  // namespace
+
 bool Address::is_loopback() const {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  return host == "localhost" || host == "::1" || is_ipv4_loopback_literal(host);
 }
 
 }  // namespace rcxl::runtime

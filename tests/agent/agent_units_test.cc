@@ -7,6 +7,7 @@
 #include "core/agent/region_allocator.h"
 #include "core/protocol/auth.h"
 #include "core/protocol/messages.h"
+#include "core/runtime/transport.h"
 
 namespace rcxl::agent {
 namespace {
@@ -129,3 +130,21 @@ TEST(AgentMetrics, R3_3_PrometheusTextHasLabelsAndValues) {
 
 }  // namespace
 }  // namespace rcxl::agent
+
+namespace rcxl::runtime {
+namespace {
+
+// SPEC R1.3: --auth none only on loopback. A name that starts like a loopback
+// literal can resolve to any address, so only literals (and localhost) count.
+TEST(Address, R1_3_OnlyLoopbackLiteralsAreLoopback) {
+  for (const char* host : {"127.0.0.1", "127.1.2.3", "::1", "localhost"}) {
+    EXPECT_TRUE((Address{host, 1}).is_loopback()) << host;
+  }
+  for (const char* host : {"127.evil.example", "127.0.0.1.evil.example", "127.0.0", "127.0.0.256",
+                           "127..0.1", "1127.0.0.1", "10.0.0.1", "0127.0.0.1x", ""}) {
+    EXPECT_FALSE((Address{host, 1}).is_loopback()) << host;
+  }
+}
+
+}  // namespace
+}  // namespace rcxl::runtime
