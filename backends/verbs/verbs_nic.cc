@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <rdma/rdma_cma.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +32,22 @@ namespace {
 
 Status os_error(ErrorCode code, const std::string& what, int err = errno) {
   return Error(code, what + ": " + std::strerror(err));
+}
+
+// ibv_reg_mr pins the pages: ENOMEM is nearly always RLIMIT_MEMLOCK (8 MiB by
+// default), so the error says the limit and how to raise it.
+Status reg_mr_error(const std::string& what, std::uint64_t bytes) {
+  const int err = errno;
+  std::string hint;
+  rlimit limit{};
+  if (err == ENOMEM && getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    hint = " (" + std::to_string(bytes) + " bytes to pin; the locked-memory limit is " +
+           std::to_string(limit.rlim_cur) +
+           " bytes: raise it with `ulimit -l unlimited` or systemd's LimitMEMLOCK=infinity)";
+  } else if (err == ENOMEM) {
+    hint = " (locked memory limit? see ulimit -l)";
+  }
+  return os_error(ErrorCode::kIoError, "ibv_reg_mr " + what + hint, err);
 }
 
 // "HOST", "HOST:PORT", "[IPv6]:PORT" or a bare IPv6 address into a sockaddr.
@@ -388,6 +405,7 @@ void NicCore::shutdown() {
   for (auto& task : late) task();
   while (!connections_.empty()) {
     Connection& conn = *connections_.begin()->second;
+    destroy_queue_pair(conn);  // before the ops are reported done (see close_connection)
     fail_all(conn, Error(ErrorCode::kUnavailable, "RDMA NIC is closed"));
     if (conn.first_connect) {
       auto done = std::move(conn.first_connect);
@@ -553,13 +571,7 @@ Result<runtime::Registration> NicCore::register_memory(runtime::MemoryPool& pool
   std::byte* base = pool.mapped();
   if (!base) return Error(ErrorCode::kBadRequest, "pool " + pool.describe() + " is not mapped");
   ibv_mr* mr = ibv_reg_mr(pd_, base + offset, length, static_cast<int>(verbs_access(access)));
-  if (!mr) {
-    const int err = errno;
-    return os_error(ErrorCode::kIoError,
-                    "ibv_reg_mr " + std::to_string(length) + " bytes" +
-                        (err == ENOMEM ? " (locked memory limit? see ulimit -l)" : ""),
-                    err);
-  }
+  if (!mr) return reg_mr_error(std::to_string(length) + " bytes", length);
   std::lock_guard lock(mr_mu_);
   remote_mrs_[mr->rkey] = mr;
   return runtime::Registration{reinterpret_cast<std::uint64_t>(base + offset), mr->rkey, length};
@@ -575,9 +587,12 @@ Status NicCore::deregister(const runtime::Registration& registration) {
                    "no registration with rkey " + std::to_string(registration.rkey));
     }
     mr = it->second;
-    remote_mrs_.erase(it);
+    remote_mrs_.erase(it);  // taken: a concurrent deregister cannot free it twice
   }
   if (int err = ibv_dereg_mr(mr); err != 0) {
+    // Still live on the NIC: keep it known (to retry, and for shutdown), not leaked (R6.3).
+    std::lock_guard lock(mr_mu_);
+    remote_mrs_.emplace(registration.rkey, mr);
     return os_error(ErrorCode::kIoError, "ibv_dereg_mr", err);
   }
   return {};
@@ -587,7 +602,7 @@ Status NicCore::register_local(std::span<std::byte> buffer) {
   if (buffer.empty()) return Error(ErrorCode::kBadRequest, "empty local buffer");
   ibv_mr* mr =
       ibv_reg_mr(pd_, buffer.data(), buffer.size(), static_cast<int>(IBV_ACCESS_LOCAL_WRITE));
-  if (!mr) return os_error(ErrorCode::kIoError, "ibv_reg_mr (local buffer)");
+  if (!mr) return reg_mr_error("(local buffer)", buffer.size());
   std::lock_guard lock(mr_mu_);
   auto& slot = local_mrs_[reinterpret_cast<std::uintptr_t>(buffer.data())];
   if (slot.second) ibv_dereg_mr(slot.second);
@@ -719,7 +734,7 @@ Status NicCore::create_queue_pair(Connection& conn) {
     conn.bounce = static_cast<std::byte*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
     if (!conn.bounce) return Error(ErrorCode::kNoSpace, "staging buffer");
     conn.bounce_mr = ibv_reg_mr(pd_, conn.bounce, bytes, static_cast<int>(IBV_ACCESS_LOCAL_WRITE));
-    if (!conn.bounce_mr) return os_error(ErrorCode::kIoError, "ibv_reg_mr (staging buffer)");
+    if (!conn.bounce_mr) return reg_mr_error("(staging buffer)", bytes);
   }
   // A CQ per QP sized to its send queue: it can never overflow.
   conn.cq = ibv_create_cq(ctx_, static_cast<int>(qp_depth_ + 1),
@@ -790,8 +805,12 @@ void NicCore::destroy_connection(Connection& conn) {
 void NicCore::close_connection(std::uint64_t token) {
   auto it = connections_.find(token);
   if (it == connections_.end()) return;
-  fail_all(*it->second, Error(ErrorCode::kClosed, "queue pair closed"));
-  destroy_connection(*it->second);
+  // The QP goes first: once ops are reported done their buffers may be freed,
+  // and a live QP could still DMA into them (as connection_failed does it).
+  Connection& conn = *it->second;
+  destroy_queue_pair(conn);
+  fail_all(conn, Error(ErrorCode::kClosed, "queue pair closed"));
+  destroy_connection(conn);
 }
 
 // --------------------------------------------------------------- data path
