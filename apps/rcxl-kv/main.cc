@@ -241,6 +241,10 @@ int run_store(rcxl::kv::KvClient& kv, std::vector<rcxl::client::StoreItem> items
   if (!r.ok()) return fail("store: " + r.status().ToString());
   std::cout << "stored " << r->stored << " already_present " << r->already_present << " failed "
             << r->failed << std::endl;
+  if (!r->first_failure.ok()) {
+    std::cerr << "rcxl-kv: store: the first failed key failed with: " << r->first_failure.ToString()
+              << std::endl;
+  }
   return r->failed == 0 ? 0 : kExitError;
 }
 
@@ -250,6 +254,10 @@ int run_load(rcxl::kv::KvClient& kv, const Flags& f) {
   if (ec) return fail("--out " + f.out_dir + ": " + ec.message());
   auto r = kv.load(f.load_keys, f.client_name + "-load");
   if (!r.ok()) return fail("load: " + r.status().ToString());
+  if (!r->stopped_by.ok()) {
+    std::cerr << "rcxl-kv: load: the hits end at key " << f.load_keys[r->values.size()]
+              << ", stored but not read: " << r->stopped_by.ToString() << std::endl;
+  }
   for (std::size_t i = 0; i < f.load_keys.size(); ++i) {
     // Keys may hold '/': the file name is the key with those made '_'.
     std::string name = f.load_keys[i];

@@ -327,6 +327,11 @@ void Handler::register_written(std::shared_ptr<StoreJob> job) {
     auto own = regions_->own_regions().find({page.agent, page.region});
     if (!job->written[i].ok() || own == regions_->own_regions().end()) {
       ++result->failed;
+      if (result->first_failure.ok()) {
+        result->first_failure = !job->written[i].ok()
+                                    ? job->written[i]
+                                    : Error(ErrorCode::kBootChanged, "the region went back");
+      }
       if (own != regions_->own_regions().end()) free_pages_.push_back(page);
       continue;
     }
@@ -540,7 +545,10 @@ void Handler::finish_load(std::shared_ptr<LoadJob> job) {
   for (std::uint64_t lease : job->leases) directory_->release(lease);
   LoadResult result;
   for (std::size_t i = 0; i < job->read.size(); ++i) {
-    if (!job->read[i].ok()) break;  // prefix: a failed READ is a miss, never stale bytes
+    if (!job->read[i].ok()) {  // prefix: a failed READ is a miss, never stale bytes
+      result.stopped_by = job->read[i];
+      break;
+    }
     result.values.push_back(std::move(job->buffers[i]));
   }
   job->done(std::move(result));

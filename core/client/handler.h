@@ -40,10 +40,14 @@ struct StoreResult {
   std::size_t stored = 0;           // written and registered
   std::size_t already_present = 0;  // another writer was first; our page went back
   std::size_t failed = 0;           // the WRITE failed (e.g. the agent's boot changed)
+  Status first_failure;             // why the first failed item failed (ok: none failed)
 };
 
 struct LoadResult {
   std::vector<std::vector<std::byte>> values;  // the leading hits, in key order
+  // Why the hits end at a key the directory had (its READ or queue pair
+  // failed); ok when they end at a plain miss.
+  Status stopped_by;
 };
 
 struct HandlerStats {

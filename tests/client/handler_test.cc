@@ -146,6 +146,34 @@ TEST(Handler, R6_1_AfterABootChangeReadersMissAndOwnersAllocateAnew) {
   EXPECT_FALSE(rig.directory_server->directory().find("old").has_value());
 }
 
+// SPEC R6.3: a READ through a dropped registration fails, and the load says
+// why its hits ended there (rcxl-kv prints it), not only that they did.
+TEST(Handler, R6_3_ALoadWhoseReadFailedSaysWhyTheHitsEnded) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"generation_file", "/gen"}});
+  Handler& owner = rig.handler(rig.config());
+  Handler& reader = rig.handler(rig.config());
+  ASSERT_EQ(rig.store(owner, {item("k", "bytes")})->stored, 1u);
+  auto warm = rig.load(reader, {"k"});  // maps the region: the next load reads at once
+  ASSERT_EQ(warm->values.size(), 1u);
+  EXPECT_TRUE(warm->stopped_by.ok());
+  auto plain_miss = rig.load(reader, {"nothing"});
+  EXPECT_TRUE(plain_miss->stopped_by.ok());
+
+  mem.set_generation("2");  // the agent drops its registrations on its next poll
+  rig.world.run_for(150ms);
+  auto after = rig.load(reader, {"k"});
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->values.empty());
+  EXPECT_EQ(after->stopped_by.code(), ErrorCode::kRemoteAccess) << after->stopped_by.ToString();
+
+  // The owner's WRITE through the dropped registration: counted and explained.
+  auto store = rig.store(owner, {item("k2", "more")});
+  ASSERT_TRUE(store.ok());
+  EXPECT_EQ(store->failed, 1u);
+  EXPECT_FALSE(store->first_failure.ok());
+}
+
 // News of a boot that was already replaced (e.g. a reply another connection
 // got before the change, handled after it) changes nothing: no regions go back
 // and the directory is not told to drop the live boot's keys.
