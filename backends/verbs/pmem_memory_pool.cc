@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <libpmem2.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,13 +27,27 @@ Status os_error(const std::string& what) {
   return Error(ErrorCode::kIoError, what + ": " + std::strerror(errno));
 }
 
-// Closes the fd when mapping is done: a pmem2 mapping does not need it open.
+// Closes the fd unless the pool took it (to hold its lock).
 struct FdCloser {
   int fd;
   ~FdCloser() {
     if (fd >= 0) close(fd);
   }
+  int release() { return std::exchange(fd, -1); }
 };
+
+// Two agents carving regions from one file or device would corrupt each
+// other's KV: the pool holds an exclusive lock for as long as it is mapped.
+Status lock_exclusively(int fd, const std::string& path) {
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) return {};
+  if (errno == EWOULDBLOCK) {
+    return Error(ErrorCode::kUnavailable,
+                 path +
+                     " is in use by another process (another rcxl-agent on this pool?); "
+                     "give each agent a pool of its own");
+  }
+  return os_error("lock " + path);
+}
 
 // Opens PATH read-write, creating it if missing; `created` says which happened.
 int open_or_create(const std::string& path, bool& created) {
@@ -51,6 +66,7 @@ PmemMemoryPool::PmemMemoryPool(pmem2_map* map, std::uint64_t bytes, std::string 
 
 PmemMemoryPool::~PmemMemoryPool() {
   pmem2_map_delete(&map_);
+  if (lock_fd_ >= 0) close(lock_fd_);  // the lock goes with it
 }
 
 Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::map_fd(int fd, std::uint64_t length,
@@ -107,6 +123,7 @@ Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::open_file(const std::str
   if (!S_ISREG(st.st_mode)) {
     return Error(ErrorCode::kBadRequest, path + " is not a regular file (use dax:PATH)");
   }
+  if (Status locked = lock_exclusively(fd.fd, path); !locked.ok()) return locked;
   const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
   // off_t is signed: beyond its range the size would wrap (and round to 0).
   if (bytes > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()) - page) {
@@ -128,6 +145,7 @@ Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::open_file(const std::str
   }
   auto pool = map_fd(fd.fd, bytes, "file " + path);
   if (!pool.ok()) return pool;
+  (*pool)->lock_fd_ = fd.release();
   // The caller decides whether the growth stays; without one, it does.
   if (undo_out) {
     *undo_out = std::move(undo);
@@ -140,7 +158,10 @@ Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::open_file(const std::str
 Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::open_dax(const std::string& path) {
   FdCloser fd{open(path.c_str(), O_RDWR | O_CLOEXEC)};
   if (fd.fd < 0) return os_error("open " + path);
-  return map_fd(fd.fd, 0, "dax " + path);
+  if (Status locked = lock_exclusively(fd.fd, path); !locked.ok()) return locked;
+  auto pool = map_fd(fd.fd, 0, "dax " + path);
+  if (pool.ok()) (*pool)->lock_fd_ = fd.release();
+  return pool;
 }
 
 std::string PmemMemoryPool::describe() const {

@@ -38,6 +38,7 @@ class PmemMemoryPool final : public MappedMemoryPool {
 
   pmem2_map* map_;
   std::string what_;
+  int lock_fd_ = -1;  // holds the exclusive flock on the file or device
 };
 
 }  // namespace rcxl::verbs

@@ -63,9 +63,12 @@ Status PosixFileSystem::append_file(const std::string& path, std::string_view da
 
 Status PosixFileSystem::write_file(const std::string& path, std::string_view data) {
   const std::string temporary = path + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // 0600: the agent's state file holds every region's handles (capabilities).
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return io_error("cannot create", temporary, errno);
-  const int error = write_all(fd, data);
+  int error = write_all(fd, data);
+  // On disk before the rename: a power cut must leave the old file or the new, not an empty one.
+  if (error == 0 && ::fdatasync(fd) != 0) error = errno;
   ::close(fd);
   if (error != 0) {
     ::unlink(temporary.c_str());

@@ -106,6 +106,17 @@ TEST(ThreadRuntime, WriteReplacesAndAppendAdds) {
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
 }
 
+// The agent's --state-file holds every region's handles: only its owner reads it.
+TEST(ThreadRuntime, R7_AWrittenFileIsReadableByItsOwnerOnly) {
+  ThreadRuntime rt;
+  TempDir dir;
+  const std::string path = dir.file("state.json");
+  ASSERT_TRUE(rt.file_system().write_file(path, "{}").ok());
+  const auto perms = std::filesystem::status(path).permissions();
+  EXPECT_EQ(perms & (std::filesystem::perms::group_all | std::filesystem::perms::others_all),
+            std::filesystem::perms::none);
+}
+
 TEST(ThreadRuntime, AppendCreatesTheFile) {
   ThreadRuntime rt;
   TempDir dir;

@@ -150,6 +150,23 @@ TEST(MemoryPool, R7_AnExistingFileThatCannotBeGrownKeepsItsSizeAndBytes) {
   EXPECT_EQ(std::filesystem::file_size(dir.file("small")), 4u);
 }
 
+// Two agents on one pool file would carve regions from the same bytes: the
+// second open is refused while the first pool lives, and changes nothing.
+TEST(MemoryPool, R7_APoolFileInUseIsRefusedUntilItsPoolIsGone) {
+  TempDir dir;
+  auto first = PmemMemoryPool::open_file(dir.file("pool"), 1 << 20);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto second = PmemMemoryPool::open_file(dir.file("pool"), 2 << 20);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(second.status().message().find("in use by another process"), std::string::npos)
+      << second.status().ToString();
+  EXPECT_EQ(std::filesystem::file_size(dir.file("pool")), 1u << 20);  // not grown
+  first->reset();
+  auto again = PmemMemoryPool::open_file(dir.file("pool"), 1 << 20);
+  EXPECT_TRUE(again.ok()) << again.status().ToString();
+}
+
 // A size near 2^64 used to wrap to 0 when rounded up to whole pages, and the
 // pool then claimed 2^64 bytes over a mapping of the existing file.
 TEST(MemoryPool, R7_AFilePoolSizeThatWouldWrapIsRefused) {
