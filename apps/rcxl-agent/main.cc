@@ -40,6 +40,7 @@ struct Flags {
   std::uint32_t max_hint_requests = 4096;
   double generation_poll_s = 0.1;
   double generation_grace_s = 2;
+  double hello_timeout_s = 10;
   double sweep_interval_s = 1;
   std::uint32_t max_frame_bytes = 1u << 20;
   std::uint32_t max_connections = 0;
@@ -121,6 +122,10 @@ void add_flags(CLI::App& app, Flags& f) {
                      " (512 KiB), so a hint of 4096 ranges (PROTOCOL.md's most) fits")
       ->capture_default_str()
       ->transform(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(limits::kMinMaxFrameBytes));
+  app.add_option("--hello-timeout-s", f.hello_timeout_s,
+                 "seconds a connection may take to authenticate before it is closed (0 = never)")
+      ->capture_default_str()
+      ->check(rcxl::apps::Seconds(/*zero_ok=*/true));
   app.add_option("--max-connections", f.max_connections, "0 = no limit")
       ->capture_default_str()
       ->transform(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(0));
@@ -261,6 +266,7 @@ Result<Setup> setup_from_flags(const Flags& f) {
   s.config.max_hint_requests = f.max_hint_requests;
   s.config.generation_poll = rcxl::runtime::from_seconds(f.generation_poll_s);
   s.config.generation_grace = rcxl::runtime::from_seconds(f.generation_grace_s);
+  s.config.hello_timeout = rcxl::runtime::from_seconds(f.hello_timeout_s);
   s.config.sweep_interval = rcxl::runtime::from_seconds(f.sweep_interval_s);
   s.config.max_frame_bytes = f.max_frame_bytes;
   s.config.max_connections = f.max_connections;

@@ -53,6 +53,7 @@ class Agent::Session {
   bool pumping = false;
   bool closing = false;
   bool authenticated = false;
+  std::optional<runtime::TimerId> hello_deadline;  // pending until the first good hello
 };
 
 class Agent::Activity {
@@ -333,9 +334,20 @@ void Agent::accept(std::shared_ptr<runtime::Conn> raw) {
     challenge = challenge_random_->next_hex(256);
     conns_[id];
   }
+  std::unique_ptr<runtime::Strand> strand;
+  try {
+    strand = rt_.make_strand("agent-conn-" + std::to_string(id));
+  } catch (const std::exception& e) {
+    // Out of threads (thread runtime): refuse this connection, keep serving the rest.
+    log_.warn("refusing a connection from ", raw->peer().ToString(),
+              ": cannot start its strand: ", e.what());
+    std::lock_guard lock(mu_);
+    conns_.erase(id);
+    raw->abort();
+    return;
+  }
   auto framed = protocol::FramedConn::Make(std::move(raw), config_.max_frame_bytes);
-  auto session = std::make_shared<Session>(id, rt_.make_strand("agent-conn-" + std::to_string(id)),
-                                           framed, challenge);
+  auto session = std::make_shared<Session>(id, std::move(strand), framed, challenge);
   {
     std::lock_guard lock(mu_);
     sessions_[id] = session;
@@ -368,6 +380,25 @@ void Agent::accept(std::shared_ptr<runtime::Conn> raw) {
       });
   framed->send(
       {{"op", "greeting"}, {"version", protocol::kProtocolVersion}, {"challenge", challenge}});
+  if (config_.hello_timeout > runtime::Duration::zero()) {
+    session->strand->post([this, weak, activity = activity_] {
+      Activity::Scope scope(activity);
+      auto s = weak.lock();
+      if (!scope || !s || s->authenticated) return;
+      s->hello_deadline =
+          s->strand->post_after(config_.hello_timeout, [this, weak, activity = activity_] {
+            Activity::Scope scope(activity);
+            auto s = weak.lock();
+            if (!scope || !s || s->authenticated || s->closing) return;
+            log_.info("connection ", s->id, " from ", s->conn->peer().ToString(),
+                      ": no successful hello within the hello timeout; closed");
+            s->conn->send(error_reply(
+                Json(), Error(ErrorCode::kUnauthenticated, "no successful hello in time")));
+            s->closing = true;
+            s->conn->close();
+          });
+    });
+  }
 }
 
 bool Agent::decode_fast(const SessionPtr& s, std::string& frame) {
@@ -512,6 +543,7 @@ void Agent::handle_hello(const SessionPtr& s, const Json& id, const protocol::He
     return complete(s, error_reply(id, Error(ErrorCode::kAuthFailed, "wrong auth")), true);
   }
   s->authenticated = true;
+  if (s->hello_deadline) s->strand->cancel(*std::exchange(s->hello_deadline, std::nullopt));
   read_generation();
   Json fields = {{"boot", boot()}, {"conn", s->id}};
   if (ext_) {

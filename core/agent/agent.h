@@ -50,6 +50,9 @@ struct AgentConfig {
   runtime::Duration sweep_interval = 1s;
   std::uint32_t max_frame_bytes = protocol::kDefaultMaxFrameBytes;
   std::uint32_t max_connections = 0;  // 0 = no limit
+  // A connection without a successful hello by then is closed (0 = never), so
+  // silent peers cannot hold connection threads and slots for good.
+  runtime::Duration hello_timeout = 10s;
   // The region table, rewritten (file_system().write_file) whenever it changes
   // and loaded at start, so regions survive an agent restart that keeps the
   // memory. Empty: no persistence.

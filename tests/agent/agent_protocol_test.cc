@@ -1,6 +1,7 @@
 // SPEC R1: the wire protocol as the agent speaks it (PROTOCOL.md), each refusal
 // checked to leave state as it was.
 #include <cstring>
+#include <system_error>
 
 #include "tests/agent/agent_rig.h"
 
@@ -48,6 +49,66 @@ TEST(AgentProtocol, R1_3_AMalformedRequestBeforeHelloClosesTheConnection) {
     EXPECT_EQ(code_of(reply), "bad_request") << request.dump();
     EXPECT_TRUE(c->wait_closed()) << request.dump();
   }
+}
+
+// SPEC R1.3: a peer that never says hello cannot keep a connection (a thread
+// and a --max-connections slot) for good; one that did is not timed out.
+TEST(AgentProtocol, R1_3_AConnectionWithoutHelloIsClosedAfterTheHelloTimeout) {
+  AgentRig rig;
+  AgentConfig config = rig.config();
+  config.hello_timeout = std::chrono::seconds(2);
+  ASSERT_TRUE(rig.start(nullptr, config).ok());
+  auto silent = rig.client();
+  auto greeted = rig.hello_client();
+  rig.run_for(std::chrono::milliseconds(1900));
+  EXPECT_FALSE(silent->closed());
+  rig.run_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(silent->wait_closed());
+  EXPECT_EQ(code_of(silent->next()), "unauthenticated");
+  rig.run_for(std::chrono::seconds(10));
+  EXPECT_FALSE(greeted->closed());
+  EXPECT_EQ(code_of(greeted->call({{"op", "alloc"}, {"id", 2}, {"size", 4096}})), "ok");
+  EXPECT_EQ(rig.agent->metrics().connections, 1u);
+}
+
+// The thread runtime's make_strand throws when the process is out of threads:
+// that connection is refused, the agent lives on and serves the others.
+class StrandLimitRuntime final : public runtime::Runtime {
+ public:
+  StrandLimitRuntime(runtime::Runtime& inner, int strands) : inner_(inner), left_(strands) {}
+  runtime::Clock& clock() override { return inner_.clock(); }
+  std::unique_ptr<runtime::Strand> make_strand(std::string name) override {
+    if (left_-- <= 0)
+      throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
+    return inner_.make_strand(std::move(name));
+  }
+  runtime::Transport& transport() override { return inner_.transport(); }
+  std::unique_ptr<runtime::RandomSource> random(std::string_view stream) override {
+    return inner_.random(stream);
+  }
+  runtime::LogSink& log_sink() override { return inner_.log_sink(); }
+  runtime::FileSystem& file_system() override { return inner_.file_system(); }
+  void allow(int strands) { left_ = strands; }
+
+ private:
+  runtime::Runtime& inner_;
+  int left_;
+};
+
+TEST(AgentProtocol, R1_3_AConnectionWhoseStrandCannotStartIsRefusedAndTheAgentServesOn) {
+  AgentRig rig;
+  StrandLimitRuntime limited(rig.mem, 1000);
+  rig.agent = std::make_unique<Agent>(limited, rig.pool, rig.mem_nic, nullptr, rig.config());
+  ASSERT_TRUE(rig.agent->start().ok());
+  auto first = rig.hello_client();
+  limited.allow(0);
+  auto refused = rig.client();
+  EXPECT_TRUE(refused->wait_closed());
+  EXPECT_EQ(rig.agent->metrics().connections, 1u);
+  EXPECT_EQ(code_of(first->call({{"op", "alloc"}, {"id", 2}, {"size", 4096}})), "ok");
+  limited.allow(1000);
+  auto later = rig.hello_client();
+  EXPECT_EQ(rig.agent->metrics().connections, 2u);
 }
 
 TEST(AgentProtocol, R1_3_WrongAuthIsAuthFailedAndTheConnectionClosed) {
