@@ -24,6 +24,7 @@ struct Flags {
   std::string auth;
   std::uint64_t max_keys = 1u << 20;
   double lease_ttl_s = 10;
+  double hello_timeout_s = 10;
   std::uint32_t max_frame_bytes = 1u << 20;
   std::string log_level = "info";
 };
@@ -61,6 +62,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-keys", f.max_keys, "keys kept before LRU eviction")
       ->capture_default_str()
       ->transform(rcxl::apps::WholeNumberAtLeast<std::uint64_t>(1));
+  app.add_option("--hello-timeout-s", f.hello_timeout_s,
+                 "seconds a connection may take to authenticate before it is closed (0 = never)")
+      ->capture_default_str()
+      ->check(rcxl::apps::Seconds(/*zero_ok=*/true));
   app.add_option("--lease-ttl-s", f.lease_ttl_s, "seconds a lookup's lease lasts unreleased")
       ->capture_default_str()
       ->check(rcxl::apps::SecondsAtLeast(kMinLeaseTtlSeconds));
@@ -80,6 +85,7 @@ int main(int argc, char** argv) {
   rcxl::directory::DirectoryServerOptions options;
   options.directory.max_keys = f.max_keys;
   options.directory.lease_ttl = rcxl::runtime::from_seconds(f.lease_ttl_s);
+  options.hello_timeout = rcxl::runtime::from_seconds(f.hello_timeout_s);
   options.max_frame_bytes = f.max_frame_bytes;
   if (f.auth == "none") {
     if (!f.auth_secret_file.empty()) {

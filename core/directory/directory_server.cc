@@ -1,5 +1,7 @@
 #include "core/directory/directory_server.h"
 
+#include <utility>
+
 #include "core/protocol/auth.h"
 
 namespace rcxl::directory {
@@ -31,7 +33,17 @@ void DirectoryServer::stop() {
   listener_.reset();
   auto conns = std::move(conns_);
   conns_.clear();
-  for (auto& [id, session] : conns) session.conn->abort();
+  for (auto& [id, session] : conns) {
+    if (session.hello_deadline) strand_.cancel(*session.hello_deadline);
+    session.conn->abort();
+  }
+}
+
+void DirectoryServer::end_session(std::uint64_t conn_id) {
+  auto it = conns_.find(conn_id);
+  if (it == conns_.end()) return;
+  if (it->second.hello_deadline) strand_.cancel(*it->second.hello_deadline);
+  conns_.erase(it);
 }
 
 void DirectoryServer::on_accept(std::shared_ptr<runtime::Conn> raw) {
@@ -42,8 +54,19 @@ void DirectoryServer::on_accept(std::shared_ptr<runtime::Conn> raw) {
   session.challenge = random_->next_hex(256);
   conn->start(
       strand_, [this, id](const Json& message) { on_message(id, message); },
-      [this, id](const Status&) { conns_.erase(id); });
+      [this, id](const Status&) { end_session(id); });
   conn->send({{"op", "greeting"}, {"version", 1}, {"challenge", session.challenge}});
+  if (options_.hello_timeout > runtime::Duration::zero()) {
+    // Silent peers would hold their fds (and slots) for good.
+    session.hello_deadline = strand_.post_after(options_.hello_timeout, [this, id] {
+      auto it = conns_.find(id);
+      if (it == conns_.end() || it->second.authenticated) return;
+      it->second.hello_deadline.reset();
+      it->second.conn->send(protocol::error_reply(
+          Json(), Error(ErrorCode::kUnauthenticated, "no successful hello in time")));
+      it->second.conn->close();
+    });
+  }
 }
 
 namespace {
@@ -135,6 +158,7 @@ void DirectoryServer::handle_hello(Session& session, const Json& message) {
     }
   }
   session.authenticated = true;
+  if (session.hello_deadline) strand_.cancel(*std::exchange(session.hello_deadline, std::nullopt));
   Json reply = {{"ok", true}, {"service", "rcxl-directory"}, {"version", 1}};
   if (!id.is_null()) reply["id"] = id;
   session.conn->send(reply);

@@ -21,6 +21,8 @@ struct DirectoryServerOptions {
   DirectoryOptions directory;
   std::optional<std::string> secret;  // nullopt: --auth none (any or no auth)
   std::uint32_t max_frame_bytes = protocol::kDefaultMaxFrameBytes;
+  // A connection without a successful hello by then is closed (zero: never).
+  runtime::Duration hello_timeout = std::chrono::seconds(10);
 };
 
 class DirectoryServer {
@@ -38,7 +40,9 @@ class DirectoryServer {
     std::shared_ptr<protocol::FramedConn> conn;
     std::string challenge;
     bool authenticated = false;
+    std::optional<runtime::TimerId> hello_deadline;
   };
+  void end_session(std::uint64_t conn_id);
   void on_accept(std::shared_ptr<runtime::Conn> raw);
   void on_message(std::uint64_t conn_id, const protocol::Json& message);
   void handle_hello(Session& session, const protocol::Json& message);

@@ -154,6 +154,23 @@ TEST(DirectoryServer, R1_3_OpsBeforeHelloAreRefusedAndTheConnectionClosed) {
   EXPECT_TRUE(rig.world.run_until([&] { return raw.closed; }).ok());
 }
 
+// SPEC R1.3: a peer that never says hello cannot keep its connection (an fd)
+// for good; one that did is not timed out.
+TEST(DirectoryServer, R1_3_AConnectionWithoutHelloIsClosedAfterTheHelloTimeout) {
+  Rig rig;  // the default hello timeout, 10 s
+  RawClient silent(rig);
+  RawClient greeted(rig);
+  greeted.hello();
+  rig.world.run_for(std::chrono::milliseconds(9900));
+  EXPECT_FALSE(silent.closed);
+  rig.world.run_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(silent.closed);
+  EXPECT_EQ(silent.got.back()["error"]["code"], "unauthenticated");
+  rig.world.run_for(std::chrono::seconds(30));
+  EXPECT_FALSE(greeted.closed);
+  EXPECT_EQ(rig.server.connections(), 1u);  // `greeted` (the Rig's client connects on use)
+}
+
 // SPEC R1.3, docs/directory.md: before a successful hello every refusal
 // closes the connection, a malformed request as much as a well-formed one.
 TEST(DirectoryServer, R1_3_AMalformedRequestBeforeHelloAlsoCloses) {
