@@ -1,8 +1,10 @@
 // rcxl-agent: the memory-node agent (SPEC R1–R7) on the thread runtime.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -23,6 +25,9 @@
 #include "core/protocol/auth.h"
 
 namespace {
+
+// How long a clean stop may take (packaging/rcxl-agent.service promises 5 s).
+constexpr std::chrono::seconds kStopLimit{5};
 
 using rcxl::ErrorCode;
 using rcxl::Result;
@@ -347,6 +352,26 @@ int main(int argc, char** argv) {
     }
     break;
   }
+  // A stop that hangs (an extension hook that never returns) must still end:
+  // a second SIGTERM/SIGINT, or kStopLimit, exits at once with 1.
+  std::thread([signals] {
+    const auto deadline = std::chrono::steady_clock::now() + kStopLimit;
+    for (;;) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::nanoseconds(0)) break;
+      const auto s = std::chrono::duration_cast<std::chrono::seconds>(left);
+      timespec wait{static_cast<time_t>(s.count()),
+                    static_cast<long>(std::chrono::nanoseconds(left - s).count())};
+      siginfo_t info{};
+      const int got = sigtimedwait(&signals, &info, &wait);
+      if (got == SIGTERM || got == SIGINT) break;
+    }
+    std::fprintf(stderr,
+                 "rcxl-agent: the stop did not finish within %lld s or was interrupted (a hung "
+                 "extension hook?); exiting without it\n",
+                 static_cast<long long>(kStopLimit.count()));
+    std::_Exit(1);
+  }).detach();
   agent->stop();
   // Let the connection strands deliver their closes before the threads go.
   std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "apps/cli_checks.h"
@@ -321,6 +322,32 @@ int stop_agent(Child& agent) {
   const int code = agent.wait_exit(std::chrono::seconds(5));
   if (code == -1) kill(agent.pid, SIGKILL);
   return code;
+}
+
+// SPEC R7 (packaging/rcxl-agent.service: exit within 5 s of SIGTERM): an
+// extension whose close() hangs cannot hold the agent; a second signal ends
+// it at once. Both exit 1, saying why.
+TEST(AgentProcess, R7_AStopThatHangsEndsAfterFiveSecondsOrASecondSignal) {
+  for (const bool second_signal : {false, true}) {
+    SCOPED_TRACE(second_signal ? "second signal" : "time limit");
+    Child agent =
+        Child::Start({RCXL_AGENT_BINARY, "--listen", "127.0.0.1:0", "--auth", "none", "--memory",
+                      "anon:1M", "--extension-path", RCXL_TEST_PLUGIN_DIR, "--region-extension",
+                      "testplug", "--region-extension-config", R"({"close_sleep_s":60,"generation":"1"})"});
+    ASSERT_NE(start_and_read_port(agent), 0) << agent.read_all_err();
+    const auto start = std::chrono::steady_clock::now();
+    kill(agent.pid, SIGTERM);
+    if (second_signal) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      kill(agent.pid, SIGINT);
+    }
+    const int code = agent.wait_exit(std::chrono::seconds(20));
+    const auto took = std::chrono::steady_clock::now() - start;
+    if (code == -1) kill(agent.pid, SIGKILL);
+    EXPECT_EQ(code, 1);
+    EXPECT_LT(took, second_signal ? std::chrono::seconds(3) : std::chrono::seconds(9));
+    EXPECT_TRUE(contains(agent.read_all_err(), "exiting without it"));
+  }
 }
 
 // SPEC R7: a poll or sweep interval under 1 ms only spins a core (1e-12 s

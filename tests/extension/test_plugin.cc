@@ -1,10 +1,13 @@
 // A tiny region-extension plugin speaking the C ABI (core/extension/c_abi.h):
-// config {"refuse":[ids], "generation":"g"}; a hint named "fail" fails; write_wait
+// config {"refuse":[ids], "generation":"g", "close_sleep_s":N (close() hangs N s)};
+// a hint named "fail" fails; write_wait
 // answers {"ranges":N} at once. Built twice: as is, and with a wrong ABI version.
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/extension/c_abi.h"
@@ -14,6 +17,7 @@ namespace {
 struct Plugin {
   std::vector<unsigned long long> refuse;
   std::string generation;
+  int close_sleep_s = 0;
 };
 
 void put(char* out, size_t size, const std::string& text) {
@@ -29,6 +33,7 @@ void* create(const char* config_text, char* error, size_t error_size) {
   }
   auto* p = new Plugin();
   p->generation = config.value("generation", "");
+  p->close_sleep_s = config.value("close_sleep_s", 0);
   for (const auto& id : config.value("refuse", nlohmann::json::array())) {
     p->refuse.push_back(id.get<unsigned long long>());
   }
@@ -64,7 +69,10 @@ int hint(void*, const rcxl_hint* hint, char* error, size_t size) {
   return 0;
 }
 
-void close_plugin(void*) {}
+void close_plugin(void* self) {
+  // A device driver call that hangs: the agent's stop must not hang with it.
+  std::this_thread::sleep_for(std::chrono::seconds(static_cast<Plugin*>(self)->close_sleep_s));
+}
 
 int memory_generation(void* self, char* out, size_t size) {
   auto* p = static_cast<Plugin*>(self);
