@@ -31,10 +31,10 @@ Status status_from_errno(int error) {
 }  // namespace
 
 std::shared_ptr<ConnState> ConnState::Adopt(const std::shared_ptr<Reactor>& reactor, int fd,
-                                            runtime::Duration close_linger) {
+                                            TcpConnOptions options) {
   const int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // frames are small requests
-  std::shared_ptr<ConnState> state(new ConnState(reactor, fd, close_linger));
+  std::shared_ptr<ConnState> state(new ConnState(reactor, fd, options));
   state->registration_ = reactor->add(fd, kReadEvents, state);
   if (state->registration_ == 0) {
     state->end(Error(ErrorCode::kIoError, "cannot watch socket"));
@@ -43,14 +43,13 @@ std::shared_ptr<ConnState> ConnState::Adopt(const std::shared_ptr<Reactor>& reac
   return state;
 }
 
-ConnState::ConnState(const std::shared_ptr<Reactor>& reactor, int fd,
-                     runtime::Duration close_linger)
+ConnState::ConnState(const std::shared_ptr<Reactor>& reactor, int fd, TcpConnOptions options)
     : reactor_(reactor),
       loop_(reactor.get()),
       id_(next_conn_id++),
       local_(local_address(fd)),
       peer_(peer_address(fd)),
-      close_linger_(close_linger),
+      options_(options),
       fd_(fd) {}
 
 ConnState::~ConnState() {
@@ -155,6 +154,10 @@ void ConnState::deliver(std::string bytes) {
 
 void ConnState::queue_bytes(const std::string& bytes) {
   if (phase_ != Phase::kOpen || fd_ < 0) return;
+  if (out_.size() - out_sent_ + bytes.size() > options_.max_unsent_bytes) {
+    // A peer that sends requests but never reads the replies.
+    return reset("the peer does not read: too many unsent bytes");
+  }
   out_.append(bytes);
   if (!watching_writable_) flush();
 }
@@ -186,7 +189,7 @@ void ConnState::begin_close() {
   if (phase_ != Phase::kOpen || fd_ < 0) return;
   phase_ = Phase::kFlushing;
   std::weak_ptr<ConnState> weak = shared_from_this();
-  linger_timer_ = loop_->call_after(close_linger_, [weak] {
+  linger_timer_ = loop_->call_after(options_.close_linger, [weak] {
     auto self = weak.lock();
     if (!self) return;
     self->linger_timer_.reset();

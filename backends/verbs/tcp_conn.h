@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -15,11 +16,19 @@
 
 namespace rcxl::verbs {
 
+struct TcpConnOptions {
+  // How long close() may take to flush and see the peer's end before a reset.
+  runtime::Duration close_linger = std::chrono::seconds(5);
+  // Bytes queued for a peer that does not read them: past this the connection
+  // is reset, not grown without end.
+  std::size_t max_unsent_bytes = std::size_t{64} << 20;
+};
+
 class ConnState final : public Reactor::Handler, public std::enable_shared_from_this<ConnState> {
  public:
   // Reactor thread: takes a connected non-blocking socket and starts reading it.
   static std::shared_ptr<ConnState> Adopt(const std::shared_ptr<Reactor>& reactor, int fd,
-                                          runtime::Duration close_linger);
+                                          TcpConnOptions options);
   ~ConnState() override;
 
   std::uint64_t id() const { return id_; }
@@ -42,7 +51,7 @@ class ConnState final : public Reactor::Handler, public std::enable_shared_from_
  private:
   enum class Phase { kOpen, kFlushing, kLingering, kDone };
 
-  ConnState(const std::shared_ptr<Reactor>& reactor, int fd, runtime::Duration close_linger);
+  ConnState(const std::shared_ptr<Reactor>& reactor, int fd, TcpConnOptions options);
   void begin_delivery();
   void read_some();
   void deliver(std::string bytes);
@@ -62,7 +71,7 @@ class ConnState final : public Reactor::Handler, public std::enable_shared_from_
   const std::uint64_t id_;
   const runtime::Address local_;
   const runtime::Address peer_;
-  const runtime::Duration close_linger_;
+  const TcpConnOptions options_;
 
   // Any thread.
   std::atomic<bool> user_ended_{false};  // close/abort/release called: sends are ignored

@@ -34,13 +34,13 @@ class ListenerState final : public Reactor::Handler,
                             public std::enable_shared_from_this<ListenerState> {
  public:
   ListenerState(const std::shared_ptr<Reactor>& reactor, int fd, runtime::Strand& strand,
-                runtime::Transport::AcceptHandler on_accept, runtime::Duration close_linger)
+                runtime::Transport::AcceptHandler on_accept, TcpConnOptions conn_options)
       : reactor_(reactor),
         loop_(reactor.get()),
         fd_(fd),
         post_(make_strand_poster(strand)),
         on_accept_(std::move(on_accept)),
-        close_linger_(close_linger) {}
+        conn_options_(conn_options) {}
   ~ListenerState() override {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -67,7 +67,7 @@ class ListenerState final : public Reactor::Handler,
         if (errno != EAGAIN && errno != EWOULDBLOCK) pause();
         return;
       }
-      auto conn = std::make_shared<TcpConn>(ConnState::Adopt(reactor, fd, close_linger_));
+      auto conn = std::make_shared<TcpConn>(ConnState::Adopt(reactor, fd, conn_options_));
       post_([self = shared_from_this(), conn] {
         if (!self->closed_) self->on_accept_(conn);
       });
@@ -95,7 +95,7 @@ class ListenerState final : public Reactor::Handler,
   std::uint64_t registration_ = 0;
   StrandPoster post_;
   runtime::Transport::AcceptHandler on_accept_;
-  runtime::Duration close_linger_;
+  TcpConnOptions conn_options_;
   std::atomic<bool> closed_{false};
 };
 
@@ -158,7 +158,7 @@ class Connector final : public Reactor::Handler, public std::enable_shared_from_
     auto reactor = reactor_.lock();
     const int fd = std::exchange(fd_, -1);
     finish(std::shared_ptr<runtime::Conn>(
-        std::make_shared<TcpConn>(ConnState::Adopt(reactor, fd, options_.close_linger))));
+        std::make_shared<TcpConn>(ConnState::Adopt(reactor, fd, options_.conn))));
   }
   void on_stop() override {
     registration_ = 0;
@@ -252,8 +252,8 @@ Result<std::unique_ptr<runtime::Listener>> TcpTransport::listen(const Address& a
   auto fd = open_listening_socket(address);
   if (!fd.ok()) return fd.status();
   Address bound = local_address(*fd);
-  auto state = std::make_shared<ListenerState>(reactor_, *fd, strand, std::move(on_accept),
-                                               options_.close_linger);
+  auto state =
+      std::make_shared<ListenerState>(reactor_, *fd, strand, std::move(on_accept), options_.conn);
   if (!reactor_->run([state] { state->watch(); })) {
     return Error(ErrorCode::kUnavailable,
                  "cannot listen on " + address.ToString() + ": transport stopped");

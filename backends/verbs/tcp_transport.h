@@ -12,6 +12,7 @@
 #include <chrono>
 #include <memory>
 
+#include "backends/verbs/tcp_conn.h"
 #include "core/runtime/transport.h"
 
 namespace rcxl::verbs {
@@ -23,9 +24,8 @@ class TcpTransport final : public runtime::Transport {
   struct Options {
     // A connect that has not completed by then fails with kTimeout.
     runtime::Duration connect_timeout = std::chrono::seconds(10);
-    // How long close() may take to flush and see the peer's end before the socket
-    // is reset.
-    runtime::Duration close_linger = std::chrono::seconds(5);
+    // How each connection closes and how much it queues for a slow reader.
+    TcpConnOptions conn;
   };
 
   TcpTransport() : TcpTransport(Options{}) {}

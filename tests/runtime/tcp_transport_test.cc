@@ -3,8 +3,12 @@
 // one close handler call, never inline), and clean shutdown.
 #include "backends/verbs/tcp_transport.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <future>
@@ -393,6 +397,45 @@ TEST(TcpTransport, BytesBeforeStartAreDeliveredAtStart) {
   EXPECT_EQ(get_or_abort(received, "early bytes"), "early");
   run_on(server_strand, [&] { server.reset(); });
   run_on(client_strand, [&] { client.reset(); });
+}
+
+// A peer that never reads what it is sent (a client that pipelines requests
+// and ignores the replies) must not grow the sender's memory without end:
+// past max_unsent_bytes the connection is reset and its close handler says why.
+TEST(TcpTransport, APeerThatNeverReadsIsResetPastTheUnsentLimit) {
+  TcpTransport::Options options;
+  options.conn.max_unsent_bytes = std::size_t{1} << 20;
+  TcpTransport transport(options);
+  ThreadStrand server_strand("server");
+  std::promise<std::shared_ptr<Conn>> accepted;
+  auto accepted_conn = accepted.get_future();
+  auto listener = transport.listen({"127.0.0.1", 0}, server_strand,
+                                   [&](std::shared_ptr<Conn> c) { accepted.set_value(c); });
+  ASSERT_TRUE(listener.ok());
+  // A raw client with a small receive buffer that never reads.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  const int small = 4096;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons((*listener)->address().port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+  auto server = get_or_abort(accepted_conn, "accept");
+  std::promise<Status> ended;
+  auto end = ended.get_future();
+  run_on(server_strand, [&] {
+    server->start(
+        server_strand, [](std::string_view) {}, [&](const Status& why) { ended.set_value(why); });
+    const std::string chunk(64 * 1024, 'x');
+    for (int i = 0; i < 256; ++i) server->send(chunk);  // 16 MiB, far past 1 MiB + socket buffers
+  });
+  const Status why = get_or_abort(end, "reset of a peer that does not read");
+  EXPECT_EQ(why.code(), ErrorCode::kClosed);
+  EXPECT_NE(why.message().find("does not read"), std::string::npos) << why.ToString();
+  run_on(server_strand, [&] { server.reset(); });
+  ::close(fd);
 }
 
 }  // namespace
