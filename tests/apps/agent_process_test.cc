@@ -330,10 +330,10 @@ int stop_agent(Child& agent) {
 TEST(AgentProcess, R7_AStopThatHangsEndsAfterFiveSecondsOrASecondSignal) {
   for (const bool second_signal : {false, true}) {
     SCOPED_TRACE(second_signal ? "second signal" : "time limit");
-    Child agent =
-        Child::Start({RCXL_AGENT_BINARY, "--listen", "127.0.0.1:0", "--auth", "none", "--memory",
-                      "anon:1M", "--extension-path", RCXL_TEST_PLUGIN_DIR, "--region-extension",
-                      "testplug", "--region-extension-config", R"({"close_sleep_s":60,"generation":"1"})"});
+    Child agent = Child::Start({RCXL_AGENT_BINARY, "--listen", "127.0.0.1:0", "--auth", "none",
+                                "--memory", "anon:1M", "--extension-path", RCXL_TEST_PLUGIN_DIR,
+                                "--region-extension", "testplug", "--region-extension-config",
+                                R"({"close_sleep_s":60,"generation":"1"})"});
     ASSERT_NE(start_and_read_port(agent), 0) << agent.read_all_err();
     const auto start = std::chrono::steady_clock::now();
     kill(agent.pid, SIGTERM);
