@@ -539,8 +539,9 @@ void Agent::handle(const SessionPtr& s, Incoming& message) {
 void Agent::handle_hello(const SessionPtr& s, const Json& id, const protocol::HelloRequest& r) {
   if (config_.auth_secret &&
       (!r.auth || !protocol::verify_auth(*config_.auth_secret, s->challenge, *r.auth))) {
-    log_.warn("connection ", s->id, " from ", s->conn->peer().ToString(), ": auth failed");
-    return complete(s, error_reply(id, Error(ErrorCode::kAuthFailed, "wrong auth")), true);
+    log_.warn("connection ", s->id, " from ", s->conn->peer().ToString(),
+              ": auth failed (its secret is not this agent's --auth-secret-file)");
+    return complete(s, error_reply(id, Error(ErrorCode::kAuthFailed, protocol::kWrongAuth)), true);
   }
   s->authenticated = true;
   if (s->hello_deadline) s->strand->cancel(*std::exchange(s->hello_deadline, std::nullopt));

@@ -14,7 +14,8 @@ DirectoryServer::DirectoryServer(runtime::Runtime& rt, runtime::Strand& strand,
       strand_(strand),
       options_(std::move(options)),
       directory_(options_.directory),
-      random_(rt.random("directory-challenge")) {}
+      random_(rt.random("directory-challenge")),
+      log_(rt.log_sink(), "directory") {}
 
 DirectoryServer::~DirectoryServer() {
   stop();
@@ -153,7 +154,10 @@ void DirectoryServer::handle_hello(Session& session, const Json& message) {
     const bool has_auth = message.contains("auth") && message["auth"].is_string();
     if (!has_auth || !protocol::verify_auth(*options_.secret, session.challenge,
                                             message["auth"].get<std::string>())) {
-      session.conn->send(protocol::error_reply(id, Error(ErrorCode::kAuthFailed, "wrong auth")));
+      log_.warn("a hello from ", session.conn->peer().ToString(),
+                " failed auth (its secret is not this directory's --auth-secret-file)");
+      session.conn->send(
+          protocol::error_reply(id, Error(ErrorCode::kAuthFailed, protocol::kWrongAuth)));
       return session.conn->close();
     }
   }

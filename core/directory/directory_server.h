@@ -10,6 +10,7 @@
 
 #include "core/directory/directory.h"
 #include "core/protocol/framed_conn.h"
+#include "core/runtime/logger.h"
 #include "core/runtime/random.h"
 #include "core/runtime/runtime.h"
 
@@ -55,6 +56,7 @@ class DirectoryServer {
   std::unique_ptr<runtime::RandomSource> random_;
   std::unique_ptr<runtime::Listener> listener_;
   std::map<std::uint64_t, Session> conns_;
+  runtime::Logger log_;
 };
 
 }  // namespace rcxl::directory

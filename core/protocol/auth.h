@@ -7,6 +7,11 @@
 
 namespace rcxl::protocol {
 
+// The auth_failed message: what a person reading it should check.
+inline constexpr char kWrongAuth[] =
+    "wrong auth: the hello's HMAC does not match this service's secret; use the same secret "
+    "file as the service's --auth-secret-file";
+
 // Lowercase hex of HMAC-SHA256(key, message).
 std::string hmac_sha256_hex(std::string_view key, std::string_view message);
 

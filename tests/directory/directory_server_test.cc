@@ -103,6 +103,10 @@ TEST(DirectoryServer, R1_3_WrongSecretIsRefused) {
   rig.client->lookup({"k"}, [&](auto r) { look = std::move(r); });
   auto r = rig.wait(look);
   EXPECT_EQ(r.status().code(), ErrorCode::kAuthFailed);
+  // The person reading it learns what to check.
+  EXPECT_NE(r.status().message().find("same secret file as the service's --auth-secret-file"),
+            std::string::npos)
+      << r.status().ToString();
 }
 
 // Raw frames for the refusals a well-behaved client never sends.
