@@ -7,6 +7,8 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "apps/cli_checks.h"
 #include "apps/secret_file.h"
@@ -19,7 +21,7 @@ namespace {
 using rcxl::Result;
 
 struct Flags {
-  std::string listen;
+  std::vector<std::string> listen;  // one; a vector so that two get a clear refusal
   std::string auth_secret_file;
   std::string auth;
   std::uint64_t max_keys = 1u << 20;
@@ -79,7 +81,11 @@ int main(int argc, char** argv) {
 
   auto level = rcxl::runtime::parse_log_level(f.log_level);
   if (!level.ok()) return fail(level.status().message());
-  auto address = rcxl::runtime::Address::Parse(f.listen);
+  if (f.listen.size() != 1) {
+    return fail("--listen is given " + std::to_string(f.listen.size()) +
+                " times; the directory serves one address (give --listen once)");
+  }
+  auto address = rcxl::runtime::Address::Parse(f.listen.front());
   if (!address.ok()) return fail("--listen: " + address.status().message());
 
   rcxl::directory::DirectoryServerOptions options;

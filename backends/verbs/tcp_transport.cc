@@ -233,8 +233,16 @@ Result<int> open_listening_socket(const Address& address) {
     last_error = errno;
     ::close(fd);
   }
+  std::string fix;
+  if (last_error == EADDRINUSE) {
+    fix = "; another process holds that port (`ss -ltnp` names it): stop it or pick another port";
+  } else if (last_error == EADDRNOTAVAIL) {
+    fix = "; no interface of this host has that address (`ip addr` lists them)";
+  } else if (last_error == EACCES) {
+    fix = "; ports below 1024 need root or CAP_NET_BIND_SERVICE";
+  }
   return Error(ErrorCode::kUnavailable,
-               "cannot listen on " + address.ToString() + ": " + errno_text(last_error));
+               "cannot listen on " + address.ToString() + ": " + errno_text(last_error) + fix);
 }
 
 }  // namespace

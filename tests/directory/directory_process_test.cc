@@ -108,6 +108,12 @@ TEST(DirectoryProcess, R1_2_ABadFlagValueExitsOneSayingWhatIsWanted) {
   const Outcome missing = run_directory({"--auth", "none"});
   EXPECT_EQ(missing.exit_code, 1) << missing.err;
   EXPECT_TRUE(contains(missing.err, "--listen")) << missing.err;
+  // The agent takes several --listen; the directory says it takes one.
+  const Outcome twice =
+      run_directory({"--listen", "127.0.0.1:0", "--listen", "127.0.0.1:0", "--auth", "none"});
+  EXPECT_EQ(twice.exit_code, 1) << twice.err;
+  EXPECT_TRUE(contains(twice.err, "the directory serves one address (give --listen once)"))
+      << twice.err;
 }
 
 TEST(DirectoryProcess, R1_3_AMissingSecretFileNamesTheFlag) {

@@ -285,6 +285,8 @@ TEST(TcpTransport, ListenOnATakenPortFails) {
   auto second = transport.listen((*first)->address(), strand, [](std::shared_ptr<Conn>) {});
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(second.status().message().find("stop it or pick another port"), std::string::npos)
+      << second.status().ToString();
 }
 
 TEST(TcpTransport, Ipv6Loopback) {
