@@ -99,14 +99,16 @@ void add_flags(CLI::App& app, Flags& f) {
                      std::to_string(limits::kMinPoolBytes) + ", K/M/G suffixes")
       ->required();
   app.add_option("--nic", f.nic, "none | verbs:DEVICE")->capture_default_str();
-  app.add_option("--region-extension", f.region_extension, "region extension name")
+  app.add_option("--region-extension", f.region_extension,
+                 "region extension name: built in none or recording, or a plugin's name")
       ->envname("RCXL_AGENT_REGION_EXTENSION")
       ->capture_default_str();
   app.add_option("--region-extension-config", f.region_extension_config,
                  "region extension config (JSON; the extension none takes none)")
       ->envname("RCXL_AGENT_REGION_EXTENSION_CONFIG");
   app.add_option("--extension-path", f.extension_path,
-                 "directories with librcxl_ext_<name>.so plugins (also RCXL_EXTENSION_PATH)");
+                 "directories with librcxl_ext_<name>.so plugins (also RCXL_EXTENSION_PATH)")
+      ->check(CLI::ExistingDirectory);
   app.add_option("--max-hint-requests", f.max_hint_requests, "open hint requests per connection")
       ->capture_default_str()
       ->transform(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(1));
@@ -326,8 +328,12 @@ int main(int argc, char** argv) {
       rcxl::verbs::plugin_fallback(rcxl::verbs::extension_search_path(f.extension_path)));
   auto extension = registry.create(f.region_extension, {&rt, nullptr}, setup->extension_config);
   if (!extension.ok()) {
+    std::string built_in;
+    for (const auto& name : registry.names()) built_in += (built_in.empty() ? "" : ", ") + name;
+    const bool unknown = extension.status().code() == rcxl::ErrorCode::kNotFound;
     return fail("cannot load region extension '" + f.region_extension +
-                "': " + extension.status().message());
+                "': " + extension.status().message() +
+                (unknown ? " (built in: " + built_in + ")" : std::string()));
   }
 
   auto agent = std::make_unique<rcxl::agent::Agent>(rt, **pool, **nic, std::move(extension).value(),

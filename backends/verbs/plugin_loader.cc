@@ -78,8 +78,11 @@ Result<std::unique_ptr<ext::RegionExtension>> load_plugin_extension(
   std::string searched;
   for (const auto& dir : dirs) searched += (searched.empty() ? "" : ", ") + dir;
   return Error(ErrorCode::kNotFound,
-               "no region extension named '" + name + "' (built-in or " + file + " in " +
-                   (searched.empty() ? "no --extension-path" : searched) + ")");
+               "no region extension named '" + name + "': it is not built in, and " +
+                   (searched.empty() ? "no --extension-path (or $RCXL_EXTENSION_PATH) was given "
+                                       "to look for " +
+                                           file + " in"
+                                     : file + " is in none of " + searched));
 }
 
 ext::ExtensionRegistry::Fallback plugin_fallback(std::vector<std::string> dirs) {

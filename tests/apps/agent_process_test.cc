@@ -128,7 +128,11 @@ TEST(AgentProcess, R2_1_AnExtensionThatCannotBeLoadedExitsNonZeroNamingIt) {
   Child agent = Child::Start({RCXL_AGENT_BINARY, "--listen", "127.0.0.1:0", "--auth", "none",
                               "--memory", "anon:1M", "--region-extension", "no_such_ext"});
   EXPECT_EQ(agent.wait_exit(std::chrono::seconds(5)), 1);
-  EXPECT_NE(agent.read_all_err().find("no_such_ext"), std::string::npos);
+  const std::string err = agent.read_all_err();
+  EXPECT_NE(err.find("no_such_ext"), std::string::npos);
+  // What there is to name instead, and where plugins were looked for.
+  EXPECT_NE(err.find("(built in: none, recording)"), std::string::npos) << err;
+  EXPECT_NE(err.find("no --extension-path"), std::string::npos) << err;
 }
 
 TEST(AgentProcess, R7_ABadLogLevelExitsNonZeroNamingTheChoices) {
@@ -235,6 +239,22 @@ TEST(AgentProcess, R7_AListenAddressInUseIsNamedOnce) {
   const auto first = r.err.find("cannot listen on " + address);
   ASSERT_NE(first, std::string::npos) << r.err;
   EXPECT_EQ(r.err.find(address, first + 17 + address.size()), std::string::npos) << r.err;
+}
+
+TEST(AgentProcess, R2_1_AnExtensionPathThatIsNoDirectoryIsRefused) {
+  const Outcome r = run_agent(with(kLoopbackNoAuth, {"--extension-path", "/nonexistent/plugins"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "--extension-path")) << r.err;
+  EXPECT_TRUE(contains(r.err, "/nonexistent/plugins")) << r.err;
+}
+
+TEST(AgentProcess, R2_1_AnUnknownRecordingKeyListsTheKeysItTakes) {
+  const Outcome r =
+      run_agent(with(kLoopbackNoAuth, {"--region-extension", "recording",
+                                       "--region-extension-config", R"({"generation_fil":"/x"})"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "unknown key 'generation_fil'; it takes actions, generation_file"))
+      << r.err;
 }
 
 // SPEC R2.1: the config may come from the flag or the environment (a systemd
