@@ -321,7 +321,11 @@ int main(int argc, char** argv) {
                 std::to_string(rcxl::apps::agent::kMinPoolBytes));
   }
   auto nic = open_nic(f.nic);
-  if (!nic.ok()) return fail("--nic " + f.nic + ": " + nic.status().message());
+  if (!nic.ok()) {
+    // Without RDMA the control plane still runs: say so where the NIC is missing.
+    return fail("--nic " + f.nic + ": " + nic.status().message() +
+                "; --nic none serves the control plane only (maps answer rkey 0, no data moves)");
+  }
 
   auto registry = rcxl::ext::ExtensionRegistry::WithBuiltins();
   registry.set_fallback(

@@ -335,8 +335,11 @@ Status NicCore::open_device() {
       known +=
           std::string(known.empty() ? "" : ", ") + ibv_get_device_name(device_list_[i]->device);
     }
-    return Error(ErrorCode::kUnavailable, "no RDMA device '" + options_.device +
-                                              "' (have: " + (known.empty() ? "none" : known) + ")");
+    return Error(ErrorCode::kUnavailable,
+                 "no RDMA device '" + options_.device +
+                     "' (have: " + (known.empty() ? "none" : known) +
+                     "); pick one from ibv_devices, bring up SoftRoCE (rdma link add rxe0 type "
+                     "rxe netdev IFACE), or try it in the VM: ci/rxe-vm (docs/hardware.md)");
   }
   if (ibv_query_device(ctx_, &attr_) != 0) {
     return os_error(ErrorCode::kIoError, "ibv_query_device " + options_.device);

@@ -241,6 +241,16 @@ TEST(AgentProcess, R7_AListenAddressInUseIsNamedOnce) {
   EXPECT_EQ(r.err.find(address, first + 17 + address.size()), std::string::npos) << r.err;
 }
 
+// SPEC R7: on a host without the named RDMA device the refusal says what to
+// do: another device, SoftRoCE, the VM, or --nic none for the control plane.
+TEST(AgentProcess, R7_AMissingRdmaDeviceSaysWhatToDoInstead) {
+  const Outcome r = run_agent(with(kLoopbackNoAuth, {"--nic", "verbs:no_such_dev0"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "no RDMA device 'no_such_dev0'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "ibv_devices")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--nic none serves the control plane only")) << r.err;
+}
+
 TEST(AgentProcess, R2_1_AnExtensionPathThatIsNoDirectoryIsRefused) {
   const Outcome r = run_agent(with(kLoopbackNoAuth, {"--extension-path", "/nonexistent/plugins"}));
   EXPECT_EQ(r.exit_code, 1);
