@@ -12,6 +12,11 @@
 
 namespace rcxl::apps {
 
+// The fix for a missing or empty secret, as every binary says it.
+inline constexpr char kWriteASecret[] =
+    "; write one: (umask 077; openssl rand -hex 32 > FILE), the same file for every service "
+    "and client";
+
 // A shared secret is a line of text; 4 KiB is far more than any key needs.
 inline constexpr std::uint64_t kMaxSecretFileBytes = 4096;
 

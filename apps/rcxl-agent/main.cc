@@ -172,7 +172,8 @@ Result<std::optional<std::string>> auth_secret(const Flags& f) {
   if (!file->warning.empty()) std::cerr << "rcxl-agent: warning: " << file->warning << std::endl;
   std::string secret = rcxl::protocol::secret_from_file_contents(file->contents);
   if (secret.empty()) {
-    return bad("--auth-secret-file: " + f.auth_secret_file + " holds an empty secret");
+    return bad("--auth-secret-file: " + f.auth_secret_file + " holds an empty secret" +
+               std::string(rcxl::apps::kWriteASecret));
   }
   return std::optional<std::string>(std::move(secret));
 }

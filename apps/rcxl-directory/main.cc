@@ -111,7 +111,8 @@ int main(int argc, char** argv) {
     }
     options.secret = rcxl::protocol::secret_from_file_contents(secret->contents);
     if (options.secret->empty()) {
-      return fail("--auth-secret-file: " + f.auth_secret_file + " holds an empty secret");
+      return fail("--auth-secret-file: " + f.auth_secret_file + " holds an empty secret" +
+                  std::string(rcxl::apps::kWriteASecret));
     }
   }
 

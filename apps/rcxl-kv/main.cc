@@ -142,7 +142,8 @@ Result<rcxl::client::Config> make_config(const Flags& f, bool needs_agents) {
     if (!file->warning.empty()) std::cerr << "rcxl-kv: warning: " << file->warning << std::endl;
     c.secret = rcxl::protocol::secret_from_file_contents(file->contents);
     if (c.secret.empty()) {
-      return rcxl::Error(ErrorCode::kBadRequest, f.secret_file + " holds an empty secret");
+      return rcxl::Error(ErrorCode::kBadRequest, f.secret_file + " holds an empty secret" +
+                                                     std::string(rcxl::apps::kWriteASecret));
     }
   }
   auto chunk = rcxl::verbs::parse_byte_size(f.chunk_size);

@@ -513,6 +513,19 @@ TEST(AgentProcess, R7_APoolSmallerThanOneRegionIsRefused) {
   fs::remove_all(dir);
 }
 
+// SPEC R7: an empty secret says how to make one.
+TEST(AgentProcess, R7_AnEmptySecretFileSaysHowToWriteOne) {
+  const fs::path dir = scratch_dir();
+  { std::ofstream(dir / "empty") << "\n"; }
+  chmod((dir / "empty").c_str(), 0600);
+  const Outcome r = run_agent({"--listen", "127.0.0.1:0", "--auth-secret-file",
+                               (dir / "empty").string(), "--memory", "anon:1M"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "holds an empty secret; write one: (umask 077; openssl rand -hex 32"))
+      << r.err;
+  fs::remove_all(dir);
+}
+
 // SPEC R7 (--auth-secret-file): a secret is a small regular file; /dev/zero
 // (read 2 GB before), a FIFO (would block) or a 5000-byte file is refused.
 TEST(AgentProcess, R7_ASecretFileThatIsNotASmallRegularFileIsRefused) {
