@@ -345,6 +345,11 @@ int main(int argc, char** argv) {
                   "the command resets the node: round 1 keys must miss afterwards");
   bench->add_flag("--zero-copy-reader", f.bench_zero_copy_reader,
                   "zero copy for the reader only (both paths in one run)");
+  for (auto* mode : {store, load, bench}) {
+    mode->footer(
+        "Global flags (--directory, --nic, --agent, --secret-file, ...: rcxl-kv --help) go\n"
+        "before or after the mode.");
+  }
   if (auto code = rcxl::apps::parse_command_line(app, argc, argv, "rcxl-kv", kExitError)) {
     return *code;
   }

@@ -31,6 +31,13 @@ constexpr char kExitCodes[] =
     "Exit codes: 0 the run passed; 1 the run failed (deadlock, time limit) or an expectation or\n"
     "invariant was violated; 2 bad input (file, flag or value), refused before anything ran.";
 
+constexpr char kReproduceExitCodes[] =
+    "Exit codes: 0 the table was made (a figure outside the seed's interval is a result, not a\n"
+    "failure); 1 a run failed; 2 bad input (flag or value), refused before anything ran.";
+constexpr char kSweepExitCodes[] =
+    "Exit codes: 0 every point ran and passed; 1 a point failed (its reproduce line is printed);\n"
+    "2 bad input (file, flag or value), refused before anything ran.";
+
 // A seed is a decimal unsigned 64-bit integer; CLI11 alone would wrap -1 to 2^64-1.
 const CLI::Validator kSeed(
     [](std::string& text) -> std::string {
@@ -459,6 +466,7 @@ int run_cli(int argc, char** argv) {
   demo->add_option("--seed", seed, "the run's seed (same seed => same trace hash)")
       ->transform(kSeed)
       ->capture_default_str();
+  demo->footer(kExitCodes);
   demo->add_option("--pings", pings, "how many pings")
       ->transform(rcxl::apps::WholeNumberIn(1, 1000000))
       ->capture_default_str();
@@ -497,6 +505,7 @@ int run_cli(int argc, char** argv) {
   bool repro_json = false, quiet = false;
   auto* reproduce = app.add_subcommand(
       "reproduce", "run the seed's measurements P1-P6 (PAPER.md) and print the table");
+  reproduce->footer(kReproduceExitCodes);
   reproduce->add_flag("--json", repro_json, "print one JSON object keyed P1..P6");
   reproduce->add_option("--out", repro.out_dir, "where the SVG pictures and reproduce.json go")
       ->capture_default_str();
@@ -533,6 +542,7 @@ int run_cli(int argc, char** argv) {
   bool sweep_json = false, sweep_quiet = false;
   int sweep_conversations = 0, sweep_turns = 0;
   auto* sweep = app.add_subcommand("sweep", sweep_description());
+  sweep->footer(kSweepExitCodes);
   sweep->add_option("--param", sweep_params,
                     "NAME=V1,V2,... one grid axis (repeat for more; the first is the charts' x "
                     "axis); values: numbers with K/M/G/T (binary) or true/false, each once; at "

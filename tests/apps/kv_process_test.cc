@@ -107,6 +107,8 @@ TEST(KvProcess, R1_2_AnUnknownModeIsNamedAndGlobalFlagsMayFollowTheMode) {
   EXPECT_EQ(typo.exit_code, 1) << typo.output;
   EXPECT_TRUE(contains(typo.output, "no subcommand 'frob'; one of: store, load, bench"))
       << typo.output;
+  ProcessRun help = run_kv("bench --help");
+  EXPECT_TRUE(contains(help.output, "before or after the mode")) << help.output;
   ProcessRun after = run_kv(std::string(kBase) + "--auth none bench --chunk-size 1M --nic " +
                             "verbs:no_such_dev0");
   EXPECT_FALSE(contains(after.output, "not expected")) << after.output;

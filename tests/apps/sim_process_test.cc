@@ -419,3 +419,19 @@ TEST_F(SimRun, R8_AFaultThatNeverHappenedFailsTheRun) {
 }
 
 }  // namespace
+
+namespace {
+
+// SPEC R8 (--help on every binary): every subcommand says what its exit codes
+// mean; reproduce's 0 covers a figure outside (a result, not a failure).
+TEST(SimProcess, R8_EverySubcommandsHelpSaysItsExitCodes) {
+  for (const std::string sub : {"demo", "run", "replay", "reproduce", "sweep"}) {
+    auto child = rcxl::testing::ChildProcess::Start({RCXL_SIM_BINARY, sub, "--help"});
+    EXPECT_EQ(child.wait_exit(std::chrono::seconds(10)), 0) << sub;
+    const std::string help = rcxl::testing::ChildProcess::read_all(child.out);
+    EXPECT_NE(help.find("Exit codes: 0 "), std::string::npos) << sub << "\n" << help;
+    EXPECT_NE(help.find("2 bad input"), std::string::npos) << sub << "\n" << help;
+  }
+}
+
+}  // namespace
