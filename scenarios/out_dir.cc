@@ -76,6 +76,15 @@ Status write_out_file(const std::string& dir, const std::string& path, const std
 Status prepare_out_dir(const std::string& dir, const std::vector<std::string>& outputs) {
   if (dir.empty()) return refuse(dir, "empty path");
   std::error_code ec;
+  // An existing non-directory is named as what it is, not as an errno.
+  if (const auto type = fs::status(dir, ec).type();
+      type != fs::file_type::not_found && type != fs::file_type::directory && !ec) {
+    return Error(ErrorCode::kBadRequest,
+                 "--out " + dir + ": it is " +
+                     (type == fs::file_type::regular ? std::string("a file") : kind_of(type)) +
+                     ", not a directory; choose a directory (it is made if missing)");
+  }
+  ec.clear();
   fs::create_directories(dir, ec);
   if (ec) return refuse(dir, ec.message());
   if (!fs::is_directory(dir, ec)) return refuse(dir, "it exists and is not a directory");

@@ -485,7 +485,9 @@ int run_cli(int argc, char** argv) {
   path_options.push_back(run->add_option(
       "--profiles", profiles, "read profiles from this directory instead of the built-in ones"));
   bool run_quiet = false;
-  run->add_flag("--quiet", run_quiet, "no progress lines on stderr");
+  run->add_flag("--quiet", run_quiet,
+                "no progress lines on stderr (the simulated services' warnings, e.g. a boot "
+                "change, still show)");
   run->footer(kExitCodes);
   std::string replay_name;
   auto* replay =
@@ -498,7 +500,9 @@ int run_cli(int argc, char** argv) {
       "--trace", trace,
       "write the trace lines to this file (a regular file or /dev/null, not a pipe)"));
   replay->add_flag("--json", json, "print the result as one JSON object");
-  replay->add_flag("--quiet", run_quiet, "no progress lines on stderr");
+  replay->add_flag("--quiet", run_quiet,
+                   "no progress lines on stderr (the simulated services' warnings, e.g. a boot "
+                   "change, still show)");
   replay->footer(kExitCodes);
 
   rcxl::scenarios::ReproduceOptions repro;
@@ -618,6 +622,10 @@ int run_cli(int argc, char** argv) {
       return 2;
     }
     if (list) {
+      if (json) {
+        std::printf("%s\n", Json(names).dump().c_str());  // ["name", ...]
+        return 0;
+      }
       for (const auto& n : names) std::printf("%s\n", n.c_str());
       return 0;
     }

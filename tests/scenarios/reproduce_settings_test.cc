@@ -105,6 +105,14 @@ TEST(ReproduceSettings, R8_AnUnwritableOutDirIsRefusedBeforeAnyRun) {
   EXPECT_EQ(m.rfind("--out /proc/rcxl-no-such-dir: cannot create directory (", 0), 0u) << m;
   EXPECT_TRUE(m.ends_with("); choose a writable directory")) << m;
   EXPECT_EQ(runs, 0);
+  // A file where the directory should be is named as a file.
+  options.out_dir = "/proc/self/status";
+  auto file = reproduce(options);
+  ASSERT_FALSE(file.ok());
+  EXPECT_EQ(file.status().message(),
+            "--out /proc/self/status: it is a file, not a directory; choose a directory (it is "
+            "made if missing)");
+  EXPECT_EQ(runs, 0);
 }
 
 // SPEC R8: one field set twice (or by its two names) kept the last value.
