@@ -144,7 +144,17 @@ rcxl::Result<std::string> check_profile_name(const std::string& origin, const st
 // --profiles must name a directory; the profiles in it are read later.
 rcxl::Status check_profiles_dir(const std::string& dir) {
   std::error_code ec;
-  if (dir.empty() || std::filesystem::is_directory(dir, ec)) return {};
+  if (dir.empty()) return {};
+  if (std::filesystem::is_directory(dir, ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      if (entry.path().extension() == ".json") return {};
+    }
+    return rcxl::Error(rcxl::ErrorCode::kBadRequest,
+                       "--profiles " + dir +
+                           ": holds no <profile>.json files; put your profiles there (start from "
+                           "copies of scenarios/profiles/*.json) or drop --profiles for the "
+                           "built-in ones");
+  }
   const bool exists = std::filesystem::exists(dir, ec);
   return rcxl::Error(rcxl::ErrorCode::kBadRequest,
                      "--profiles " + dir + (exists ? ": not a directory" : ": no such directory") +
