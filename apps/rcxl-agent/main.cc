@@ -1,6 +1,7 @@
 // rcxl-agent: the memory-node agent (SPEC R1–R7) on the thread runtime.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -313,9 +314,11 @@ int main(int argc, char** argv) {
 
   rcxl::verbs::ThreadRuntime rt(rcxl::verbs::ThreadRuntime::Options{setup->log_level});
   // A created or grown file: pool goes back to how it was if the start fails.
-  rcxl::verbs::PoolFileUndo pool_file_undo;
-  auto pool = rcxl::verbs::open_memory_pool(setup->memory, {.file_undo = &pool_file_undo});
+  rcxl::verbs::PoolFileUndo opened_file;
+  auto pool = rcxl::verbs::open_memory_pool(setup->memory, {.file_undo = &opened_file});
   if (!pool.ok()) return fail("--memory " + f.memory + ": " + pool.status().message());
+  // Declared after the pool, so it is taken back while the pool still holds its lock.
+  rcxl::verbs::PoolFileUndo pool_file_undo = std::move(opened_file);
   if ((*pool)->size() < rcxl::apps::agent::kMinPoolBytes) {
     return fail("--memory " + f.memory + ": holds " + std::to_string((*pool)->size()) +
                 " bytes, no region; a pool needs at least " +
@@ -364,7 +367,9 @@ int main(int argc, char** argv) {
     break;
   }
   // A stop that hangs (an extension hook that never returns) must still end:
-  // a second SIGTERM/SIGINT, or kStopLimit, exits at once with 1.
+  // a second SIGTERM/SIGINT, or kStopLimit before agent->stop() returned,
+  // exits at once with 1. The teardown after stop() (NIC, pool) is not timed.
+  static std::atomic<bool> stop_returned{false};
   std::thread([signals] {
     const auto deadline = std::chrono::steady_clock::now() + kStopLimit;
     for (;;) {
@@ -377,6 +382,7 @@ int main(int argc, char** argv) {
       const int got = sigtimedwait(&signals, &info, &wait);
       if (got == SIGTERM || got == SIGINT) break;
     }
+    if (std::chrono::steady_clock::now() >= deadline && stop_returned) return;
     std::fprintf(stderr,
                  "rcxl-agent: the stop did not finish within %lld s or was interrupted (a hung "
                  "extension hook?); exiting without it\n",
@@ -384,6 +390,7 @@ int main(int argc, char** argv) {
     std::_Exit(1);
   }).detach();
   agent->stop();
+  stop_returned = true;
   // Let the connection strands deliver their closes before the threads go.
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::cerr << agent->metrics_text() << std::flush;

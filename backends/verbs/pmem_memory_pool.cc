@@ -117,13 +117,16 @@ Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::open_file(const std::str
   bool created = false;
   FdCloser fd{open_or_create(path, created)};
   if (fd.fd < 0) return os_error("open " + path);
-  PoolFileUndo undo = created ? PoolFileUndo::created(path) : PoolFileUndo();
+  PoolFileUndo undo;
   struct stat st {};
   if (fstat(fd.fd, &st) != 0) return os_error("stat " + path);
   if (!S_ISREG(st.st_mode)) {
     return Error(ErrorCode::kBadRequest, path + " is not a regular file (use dax:PATH)");
   }
+  // Locked before anything is undone: a file another agent holds (even one we
+  // just created, if it locked it first) is never removed or shrunk.
   if (Status locked = lock_exclusively(fd.fd, path); !locked.ok()) return locked;
+  if (created) undo = PoolFileUndo::created(path);
   const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
   // off_t is signed: beyond its range the size would wrap (and round to 0).
   if (bytes > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()) - page) {

@@ -1,6 +1,7 @@
 #include "backends/verbs/posix_file_system.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -66,7 +67,9 @@ Status PosixFileSystem::write_file(const std::string& path, std::string_view dat
   // 0600: the agent's state file holds every region's handles (capabilities).
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return io_error("cannot create", temporary, errno);
-  int error = write_all(fd, data);
+  // O_CREAT keeps the mode of a temporary left behind (older build, crash).
+  int error = ::fchmod(fd, 0600) == 0 ? 0 : errno;
+  if (error == 0) error = write_all(fd, data);
   // On disk before the rename: a power cut must leave the old file or the new, not an empty one.
   if (error == 0 && ::fdatasync(fd) != 0) error = errno;
   ::close(fd);

@@ -154,7 +154,8 @@ void ConnState::deliver(std::string bytes) {
 
 void ConnState::queue_bytes(const std::string& bytes) {
   if (phase_ != Phase::kOpen || fd_ < 0) return;
-  if (out_.size() - out_sent_ + bytes.size() > options_.max_unsent_bytes) {
+  // Only what is already waiting counts: one large message to a reader is fine.
+  if (out_.size() - out_sent_ > options_.max_unsent_bytes) {
     // A peer that sends requests but never reads the replies.
     return reset("the peer does not read: too many unsent bytes");
   }

@@ -19,8 +19,8 @@ namespace rcxl::verbs {
 struct TcpConnOptions {
   // How long close() may take to flush and see the peer's end before a reset.
   runtime::Duration close_linger = std::chrono::seconds(5);
-  // Bytes queued for a peer that does not read them: past this the connection
-  // is reset, not grown without end.
+  // Bytes still queued for a peer that does not read them: a send while more
+  // than this waits resets the connection, rather than growing it without end.
   std::size_t max_unsent_bytes = std::size_t{64} << 20;
 };
 

@@ -36,8 +36,7 @@ Status os_error(ErrorCode code, const std::string& what, int err = errno) {
 
 // ibv_reg_mr pins the pages: ENOMEM is nearly always RLIMIT_MEMLOCK (8 MiB by
 // default), so the error says the limit and how to raise it.
-Status reg_mr_error(const std::string& what, std::uint64_t bytes) {
-  const int err = errno;
+Status reg_mr_error(int err, const std::string& what, std::uint64_t bytes) {
   std::string hint;
   rlimit limit{};
   if (err == ENOMEM && getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
@@ -574,7 +573,10 @@ Result<runtime::Registration> NicCore::register_memory(runtime::MemoryPool& pool
   std::byte* base = pool.mapped();
   if (!base) return Error(ErrorCode::kBadRequest, "pool " + pool.describe() + " is not mapped");
   ibv_mr* mr = ibv_reg_mr(pd_, base + offset, length, static_cast<int>(verbs_access(access)));
-  if (!mr) return reg_mr_error(std::to_string(length) + " bytes", length);
+  if (!mr) {
+    const int err = errno;  // before anything that allocates
+    return reg_mr_error(err, std::to_string(length) + " bytes", length);
+  }
   std::lock_guard lock(mr_mu_);
   remote_mrs_[mr->rkey] = mr;
   return runtime::Registration{reinterpret_cast<std::uint64_t>(base + offset), mr->rkey, length};
@@ -605,7 +607,10 @@ Status NicCore::register_local(std::span<std::byte> buffer) {
   if (buffer.empty()) return Error(ErrorCode::kBadRequest, "empty local buffer");
   ibv_mr* mr =
       ibv_reg_mr(pd_, buffer.data(), buffer.size(), static_cast<int>(IBV_ACCESS_LOCAL_WRITE));
-  if (!mr) return reg_mr_error("(local buffer)", buffer.size());
+  if (!mr) {
+    const int err = errno;
+    return reg_mr_error(err, "(local buffer)", buffer.size());
+  }
   std::lock_guard lock(mr_mu_);
   auto& slot = local_mrs_[reinterpret_cast<std::uintptr_t>(buffer.data())];
   if (slot.second) ibv_dereg_mr(slot.second);
@@ -737,7 +742,10 @@ Status NicCore::create_queue_pair(Connection& conn) {
     conn.bounce = static_cast<std::byte*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
     if (!conn.bounce) return Error(ErrorCode::kNoSpace, "staging buffer");
     conn.bounce_mr = ibv_reg_mr(pd_, conn.bounce, bytes, static_cast<int>(IBV_ACCESS_LOCAL_WRITE));
-    if (!conn.bounce_mr) return reg_mr_error("(staging buffer)", bytes);
+    if (!conn.bounce_mr) {
+      const int err = errno;
+      return reg_mr_error(err, "(staging buffer)", bytes);
+    }
   }
   // A CQ per QP sized to its send queue: it can never overflow.
   conn.cq = ibv_create_cq(ctx_, static_cast<int>(qp_depth_ + 1),

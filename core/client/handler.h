@@ -45,8 +45,8 @@ struct StoreResult {
 
 struct LoadResult {
   std::vector<std::vector<std::byte>> values;  // the leading hits, in key order
-  // Why the hits end at a key the directory had (its READ or queue pair
-  // failed); ok when they end at a plain miss.
+  // Why the hits end at a key the directory had when its READ (or queue
+  // pair) failed; ok when they end at a plain miss or a gone boot's location.
   Status stopped_by;
 };
 

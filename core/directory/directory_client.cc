@@ -13,6 +13,7 @@ namespace rcxl::directory {
 DirectoryClient::DirectoryClient(runtime::Runtime& rt, runtime::Strand& strand,
                                  RpcConnection::Options options)
     : request_budget_bytes_(options.max_frame_bytes / 2),
+      reply_budget_bytes_(options.max_frame_bytes),
       strand_(strand),
       conn_(RpcConnection::Make(rt, strand, std::move(options))) {}
 
@@ -65,14 +66,24 @@ std::size_t rough_string_bytes(const std::string& text) {
 }
 
 std::size_t exact_bytes(const Json& item) {
-  return item.dump().size() + 1;
+  // As FramedConn::send encodes it: invalid UTF-8 is replaced, never thrown.
+  return item.dump(-1, ' ', false, Json::error_handler_t::replace).size() + 1;
 }
+
+// A lookup (or probe with locations) answers a location per hit, ~180 bytes;
+// this leaves room for long agent names and boots, so its reply fits a frame.
+constexpr std::size_t kReplyBytesPerLocation = 1024;
 
 }  // namespace
 
-DirectoryClient::Batches DirectoryClient::key_batches(const std::vector<std::string>& keys) const {
+DirectoryClient::Batches DirectoryClient::key_batches(const std::vector<std::string>& keys,
+                                                      bool answered_with_locations) const {
+  const std::size_t max_keys =
+      answered_with_locations
+          ? std::max<std::size_t>(1, reply_budget_bytes_ / kReplyBytesPerLocation)
+          : kMaxKeysPerRequest;
   return request_batches(
-      keys.size(), request_budget_bytes_, kMaxKeysPerRequest,
+      keys.size(), request_budget_bytes_, std::min(max_keys, kMaxKeysPerRequest),
       [&](std::size_t i) { return rough_string_bytes(keys[i]); },
       [&](std::size_t i) { return exact_bytes(Json(keys[i])); });
 }
@@ -150,6 +161,7 @@ struct DirectoryClient::Chain {
   std::weak_ptr<RpcConnection> conn;
   std::shared_ptr<std::atomic<std::uint64_t>> calls;
   std::vector<std::string> keys;
+  bool with_locations = false;  // the reply carries a location per hit
   Batches batches;
   std::size_t next = 0;
   Reply out;
@@ -183,7 +195,7 @@ template <typename Reply>
 void DirectoryClient::start_chain(std::shared_ptr<Chain<Reply>> chain) {
   chain->conn = conn_;
   chain->calls = calls_;
-  chain->batches = key_batches(chain->keys);
+  chain->batches = key_batches(chain->keys, chain->with_locations);
   ++*calls_;
   strand_.post([chain] { Chain<Reply>::step(chain); });
 }
@@ -192,6 +204,7 @@ void DirectoryClient::lookup(const std::vector<std::string>& keys, Done<LookupRe
                              std::shared_ptr<runtime::StrandGate> reply_on) {
   auto chain = std::make_shared<Chain<LookupReply>>();
   chain->keys = keys;
+  chain->with_locations = true;
   chain->done = std::move(done);
   chain->reply_on = std::move(reply_on);
   chain->request = [](std::vector<Json> batch) {
@@ -214,6 +227,7 @@ void DirectoryClient::probe(const std::vector<std::string>& keys, bool with_loca
                             Done<ProbeReply> done, std::shared_ptr<runtime::StrandGate> reply_on) {
   auto chain = std::make_shared<Chain<ProbeReply>>();
   chain->keys = keys;
+  chain->with_locations = with_locations;
   chain->done = std::move(done);
   chain->reply_on = std::move(reply_on);
   chain->request = [with_locations](std::vector<Json> batch) {
@@ -256,7 +270,7 @@ std::function<void(const Status&, const Json&)> count_reply(DirectoryClient::Don
 
 void DirectoryClient::erase(const std::vector<std::string>& keys, Done<std::size_t> done,
                             std::shared_ptr<runtime::StrandGate> reply_on) {
-  const Batches batches = key_batches(keys);
+  const Batches batches = key_batches(keys, /*answered_with_locations=*/false);
   // Every request goes out; the answer is their sum, or the first error.
   struct Sum {
     std::size_t waiting = 0;

@@ -68,12 +68,13 @@ class DirectoryClient {
   template <typename Reply>
   struct Chain;
   void call(Json request, RawDone done, std::shared_ptr<runtime::StrandGate> reply_on);
-  Batches key_batches(const std::vector<std::string>& keys) const;
+  Batches key_batches(const std::vector<std::string>& keys, bool answered_with_locations) const;
   template <typename Reply>
   void start_chain(std::shared_ptr<Chain<Reply>> chain);
 
   // Half the frame limit: a request's envelope and escapes stay well inside it.
   std::size_t request_budget_bytes_;
+  std::size_t reply_budget_bytes_;  // the frame limit a reply must fit
   runtime::Strand& strand_;
   std::shared_ptr<RpcConnection> conn_;
   // Shared with batch chains that run on after a call returned.

@@ -65,6 +65,7 @@ void DirectoryServer::on_accept(std::shared_ptr<runtime::Conn> raw) {
       it->second.hello_deadline.reset();
       it->second.conn->send(protocol::error_reply(
           Json(), Error(ErrorCode::kUnauthenticated, "no successful hello in time")));
+      it->second.closing = true;
       it->second.conn->close();
     });
   }
@@ -107,16 +108,23 @@ Json locations_json(const std::vector<Location>& locations) {
 
 }  // namespace
 
+void DirectoryServer::close_session(Session& session) {
+  session.closing = true;
+  session.conn->close();
+}
+
 void DirectoryServer::on_message(std::uint64_t conn_id, const Json& message) {
   auto it = conns_.find(conn_id);
   if (it == conns_.end()) return;
   Session& session = it->second;
+  // Frames of the same read that follow a close are not served (as the agent).
+  if (session.closing) return;
   const Json id = message.contains("id") ? message["id"] : Json();
   // SPEC R1.3 (as the agent): before a successful hello every refusal closes,
   // so junk cannot keep an unauthenticated connection open.
-  auto refuse = [&session](const Json& reply_id, Status status) {
+  auto refuse = [this, &session](const Json& reply_id, Status status) {
     session.conn->send(protocol::error_reply(reply_id, status));
-    if (!session.authenticated) session.conn->close();
+    if (!session.authenticated) close_session(session);
   };
   if (!id.is_null() && !id.is_number_unsigned()) {
     return refuse(Json(), Error(ErrorCode::kBadRequest, "id must be unsigned"));
@@ -129,7 +137,7 @@ void DirectoryServer::on_message(std::uint64_t conn_id, const Json& message) {
   if (!session.authenticated) {
     session.conn->send(
         protocol::error_reply(id, Error(ErrorCode::kUnauthenticated, "hello first")));
-    return session.conn->close();
+    return close_session(session);
   }
   directory_.expire_leases(rt_.clock().now());
   auto reply = handle_op(op, message);
@@ -147,7 +155,7 @@ void DirectoryServer::handle_hello(Session& session, const Json& message) {
       (!message["version"].is_number_unsigned() || message["version"].get<std::uint64_t>() != 1)) {
     session.conn->send(
         protocol::error_reply(id, Error(ErrorCode::kBadRequest, "version must be 1")));
-    if (!session.authenticated) session.conn->close();
+    if (!session.authenticated) close_session(session);
     return;
   }
   if (options_.secret) {
@@ -158,7 +166,7 @@ void DirectoryServer::handle_hello(Session& session, const Json& message) {
                 " failed auth (its secret is not this directory's --auth-secret-file)");
       session.conn->send(
           protocol::error_reply(id, Error(ErrorCode::kAuthFailed, protocol::kWrongAuth)));
-      return session.conn->close();
+      return close_session(session);
     }
   }
   session.authenticated = true;

@@ -41,9 +41,11 @@ class DirectoryServer {
     std::shared_ptr<protocol::FramedConn> conn;
     std::string challenge;
     bool authenticated = false;
+    bool closing = false;  // closed by us: later frames are not served
     std::optional<runtime::TimerId> hello_deadline;
   };
   void end_session(std::uint64_t conn_id);
+  void close_session(Session& session);
   void on_accept(std::shared_ptr<runtime::Conn> raw);
   void on_message(std::uint64_t conn_id, const protocol::Json& message);
   void handle_hello(Session& session, const protocol::Json& message);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "backends/sim/sim_world.h"
 #include "core/directory/directory_client.h"
@@ -189,6 +190,24 @@ TEST(DirectoryServer, R1_3_AMalformedRequestBeforeHelloAlsoCloses) {
   }
 }
 
+// A refusal that closes ends the connection for the frames behind it too,
+// even those that came in the same read (a pipelined hello and register).
+TEST(DirectoryServer, R1_3_FramesBehindAClosingRefusalAreNotServed) {
+  Rig rig;
+  RawClient raw(rig);
+  const std::string challenge = raw.got[0]["challenge"];
+  const Json hello = {{"op", "hello"},
+                      {"id", 1},
+                      {"version", 1},
+                      {"auth", protocol::hmac_sha256_hex("s3cret", challenge)}};
+  const Json reg = {
+      {"op", "register"}, {"id", 2}, {"entries", {{{"key", "a"}, {"location", to_json(loc(0))}}}}};
+  raw.raw_conn->send(protocol::encode_frame(Json{{"op", "lookup"}, {"id", 9}}.dump()) +
+                     protocol::encode_frame(hello.dump()) + protocol::encode_frame(reg.dump()));
+  EXPECT_TRUE(rig.world.run_until([&] { return raw.closed; }).ok());
+  EXPECT_EQ(rig.server.directory().size(), 0u);
+}
+
 // As the agent (docs/agent.md): `version`, if present, must be 1; a hello
 // without one is taken by both services alike.
 TEST(DirectoryServer, R1_3_AHelloWithoutVersionIsTakenAsTheAgentTakesIt) {
@@ -317,6 +336,60 @@ TEST(DirectoryServer, R1_1_CallsLargerThanAFrameAreCutIntoRequestsThatFit) {
   client.erase(keys, [&](auto r) { erased = std::move(r); });
   auto deleted = wait(erased);
   ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(*deleted, kKeys);
+}
+
+// Short keys make small requests but a location per hit comes back: a lookup
+// of 8000 such keys was one request whose reply (1.4 MB) no frame held.
+TEST(DirectoryServer, R1_1_ALookupIsCutSoThatItsReplyFitsAFrameToo) {
+  sim::SimWorld world{3};
+  sim::SimNode& server_node = world.add_node("dir");
+  sim::SimNode& client_node = world.add_node("gpu");
+  auto server_strand = server_node.make_strand("dir");
+  auto client_strand = client_node.make_strand("client");
+  DirectoryServer server{server_node,
+                         *server_strand,
+                         {.directory = {.max_keys = 10000, .lease_ttl = 5s}, .secret = "s3cret"}};
+  ASSERT_TRUE(server.start({"dir", 7000}).ok());
+  DirectoryClient client(client_node, *client_strand,
+                         RpcConnection::Options{.address = {"dir", 7000}, .secret = "s3cret"});
+  auto wait = [&](auto& slot) {
+    EXPECT_TRUE(world.run_until([&] { return slot.has_value(); }).ok());
+    return std::move(*slot);
+  };
+  constexpr std::size_t kKeys = 8000;
+  std::vector<std::string> keys;
+  std::vector<std::pair<std::string, Location>> entries;
+  for (std::size_t i = 0; i < kKeys; ++i) {
+    char key[40];
+    std::snprintf(key, sizeof key, "%032zx", i);
+    keys.emplace_back(key);
+    entries.emplace_back(
+        keys.back(), Location{"mem0.rack7.example:17000", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0:12",
+                              3, "00112233445566778899aabbccddeeff", i * 4096, 4096});
+  }
+  std::optional<Result<std::vector<bool>>> reg;
+  client.register_keys(entries, [&](auto r) { reg = std::move(r); });
+  ASSERT_TRUE(wait(reg).ok());
+  std::optional<Result<LookupReply>> look;
+  client.lookup(keys, [&](auto r) { look = std::move(r); });
+  auto hits = wait(look);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  EXPECT_EQ(hits->locations.size(), kKeys);
+  std::optional<Result<ProbeReply>> probe;
+  client.probe(keys, true, [&](auto r) { probe = std::move(r); });
+  auto probed = wait(probe);
+  ASSERT_TRUE(probed.ok()) << probed.status().ToString();
+  EXPECT_EQ(probed->locations.size(), kKeys);
+
+  // A key that is not UTF-8 in a call big enough to be measured key by key is
+  // sent as FramedConn sends it (replaced), not thrown on the caller's thread.
+  std::vector<std::string> with_bad = keys;
+  with_bad.push_back(std::string(40000, 'x') + "\xff\xfe");
+  std::optional<Result<std::size_t>> erased;
+  client.erase(with_bad, [&](auto r) { erased = std::move(r); });
+  auto deleted = wait(erased);
+  ASSERT_TRUE(deleted.ok()) << deleted.status().ToString();
   EXPECT_EQ(*deleted, kKeys);
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "tests/runtime/blocking_wait.h"
@@ -111,6 +112,9 @@ TEST(ThreadRuntime, R7_AWrittenFileIsReadableByItsOwnerOnly) {
   ThreadRuntime rt;
   TempDir dir;
   const std::string path = dir.file("state.json");
+  {
+    std::ofstream left_behind(path + ".tmp");  // 0644, as a crash may leave one
+  }
   ASSERT_TRUE(rt.file_system().write_file(path, "{}").ok());
   const auto perms = std::filesystem::status(path).permissions();
   EXPECT_EQ(perms & (std::filesystem::perms::group_all | std::filesystem::perms::others_all),
