@@ -152,8 +152,11 @@ Result<std::map<std::string, Profile>> reproduce_profiles(const ReproduceOptions
     }
     auto p = profile_from_json(*doc, origin);
     if (!p.ok()) {
+      // Name what the user typed: the profile is only where it landed.
+      std::string given;
+      for (const auto& spec : options.settings) given += " --set " + shell_word(spec);
       return Error(ErrorCode::kBadRequest,
-                   (settings.empty() ? "" : "--set: ") + p.status().message());
+                   (settings.empty() ? "" : given.substr(1) + ": ") + p.status().message());
     }
     profiles.emplace(c.profile, std::move(p).value());
   }

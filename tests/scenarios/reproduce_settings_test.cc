@@ -239,7 +239,7 @@ TEST(ReproduceSettings, R8_ABrokenProfileIsNamedByTheFileItCameFrom) {
   options.settings = {"idle_write_back=1"};
   profiles = reproduce_profiles(options);
   ASSERT_FALSE(profiles.ok());
-  EXPECT_EQ(profiles.status().message().rfind("--set: " + says, 0), 0u)
+  EXPECT_EQ(profiles.status().message().rfind("--set idle_write_back=1: " + says, 0), 0u)
       << profiles.status().message();
   // reproduce() itself refuses before any run, with the same words.
   options.settings.clear();
