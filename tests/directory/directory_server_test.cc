@@ -23,12 +23,12 @@ struct Rig {
   sim::SimNode& client_node = world.add_node("gpu");
   std::unique_ptr<runtime::Strand> server_strand = server_node.make_strand("dir");
   std::unique_ptr<runtime::Strand> client_strand = client_node.make_strand("client");
-  DirectoryServer server{server_node,
-                         *server_strand,
-                         {.directory = {.max_keys = 100, .lease_ttl = 5s}, .secret = "s3cret"}};
+  DirectoryServer server;
   std::unique_ptr<DirectoryClient> client;
 
-  explicit Rig(std::string secret = "s3cret") {
+  explicit Rig(std::string secret = "s3cret", std::size_t max_keys = 100)
+      : server(server_node, *server_strand,
+               {.directory = {.max_keys = max_keys, .lease_ttl = 5s}, .secret = "s3cret"}) {
     EXPECT_TRUE(server.start({"dir", 7000}).ok());
     client = std::make_unique<DirectoryClient>(
         client_node, *client_strand,
@@ -270,21 +270,10 @@ TEST(DirectoryServer, R1_2_AFrameWithANulByteIsBadFrameAndRegistersNothing) {
 // into requests that fit: before, one register of 4000 entries exceeded the
 // directory's 1 MiB frame and the connection closed with bad_frame.
 TEST(DirectoryServer, R1_1_CallsLargerThanAFrameAreCutIntoRequestsThatFit) {
-  sim::SimWorld world{3};
-  sim::SimNode& server_node = world.add_node("dir");
-  sim::SimNode& client_node = world.add_node("gpu");
-  auto server_strand = server_node.make_strand("dir");
-  auto client_strand = client_node.make_strand("client");
-  DirectoryServer server{server_node,
-                         *server_strand,
-                         {.directory = {.max_keys = 10000, .lease_ttl = 5s}, .secret = "s3cret"}};
-  ASSERT_TRUE(server.start({"dir", 7000}).ok());
-  DirectoryClient client(client_node, *client_strand,
-                         RpcConnection::Options{.address = {"dir", 7000}, .secret = "s3cret"});
-  auto wait = [&](auto& slot) {
-    EXPECT_TRUE(world.run_until([&] { return slot.has_value(); }).ok());
-    return std::move(*slot);
-  };
+  Rig rig("s3cret", 10000);
+  DirectoryClient& client = *rig.client;
+  DirectoryServer& server = rig.server;
+  auto wait = [&](auto& slot) { return rig.wait(slot); };
   constexpr std::size_t kKeys = 4000;  // x ~310 bytes per entry: > 1 MiB
   std::vector<std::string> keys;
   std::vector<std::pair<std::string, Location>> entries;
@@ -342,21 +331,9 @@ TEST(DirectoryServer, R1_1_CallsLargerThanAFrameAreCutIntoRequestsThatFit) {
 // Short keys make small requests but a location per hit comes back: a lookup
 // of 8000 such keys was one request whose reply (1.4 MB) no frame held.
 TEST(DirectoryServer, R1_1_ALookupIsCutSoThatItsReplyFitsAFrameToo) {
-  sim::SimWorld world{3};
-  sim::SimNode& server_node = world.add_node("dir");
-  sim::SimNode& client_node = world.add_node("gpu");
-  auto server_strand = server_node.make_strand("dir");
-  auto client_strand = client_node.make_strand("client");
-  DirectoryServer server{server_node,
-                         *server_strand,
-                         {.directory = {.max_keys = 10000, .lease_ttl = 5s}, .secret = "s3cret"}};
-  ASSERT_TRUE(server.start({"dir", 7000}).ok());
-  DirectoryClient client(client_node, *client_strand,
-                         RpcConnection::Options{.address = {"dir", 7000}, .secret = "s3cret"});
-  auto wait = [&](auto& slot) {
-    EXPECT_TRUE(world.run_until([&] { return slot.has_value(); }).ok());
-    return std::move(*slot);
-  };
+  Rig rig("s3cret", 10000);
+  DirectoryClient& client = *rig.client;
+  auto wait = [&](auto& slot) { return rig.wait(slot); };
   constexpr std::size_t kKeys = 8000;
   std::vector<std::string> keys;
   std::vector<std::pair<std::string, Location>> entries;
