@@ -241,9 +241,10 @@ Result<rcxl::ext::Json> extension_config(const Flags& f) {
 // refused for want of one names that file.
 std::string recording_generation_hint(const Flags& f, const rcxl::ext::Json& config,
                                       const Status& start) {
-  const bool no_generation =
-      start.message().find("cannot tell the memory generation") != std::string::npos;
-  if (!no_generation || f.region_extension != "recording" || !config.is_object()) return {};
+  if (start.code() != rcxl::ErrorCode::kGenerationUnknown || f.region_extension != "recording" ||
+      !config.is_object()) {
+    return {};
+  }
   auto file = config.find("generation_file");
   if (file == config.end() || !file->is_string()) return {};
   return " (recording reads it from generation_file " + file->get<std::string>() +

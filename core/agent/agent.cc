@@ -180,12 +180,14 @@ Status Agent::start() {
       generation = ext_->memory_generation();
       return Status();
     });
-    if (!st.ok() || !generation || generation->empty()) {
-      return Error(ErrorCode::kUnavailable,
-                   "the region extension cannot tell the memory generation at start" +
-                       (st.ok() ? std::string(" (an unknown period); start the agent once the "
-                                              "memory can tell it")
-                                : ": " + st.message()));
+    if (!st.ok()) {
+      return Error(st.code(), "the region extension cannot tell the memory generation at start: " +
+                                  st.message());
+    }
+    if (!generation || generation->empty()) {
+      return Error(ErrorCode::kGenerationUnknown,
+                   "the region extension cannot tell the memory generation at start (an unknown "
+                   "period); start the agent once the memory can tell it");
     }
     std::lock_guard lock(mu_);
     boot_.start(*generation);

@@ -19,7 +19,7 @@ TEST(AgentBoot, R6_1_WithoutAGenerationHookTheBootIsTheBootId) {
 TEST(AgentBoot, R6_2_AGenerationThatCannotBeReadAtStartStopsTheAgent) {
   AgentRig rig;
   Status st = rig.start(rig.recording({{"generation_file", "/gen"}}));
-  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), ErrorCode::kGenerationUnknown) << st.ToString();
   EXPECT_NE(st.message().find("generation"), std::string::npos) << st.ToString();
   AgentRig empty;
   empty.set_generation("  \n");
