@@ -114,12 +114,18 @@ inline CLI::Validator SecondsAtLeast(double min) {
 
 // A program that needs a subcommand and got none: CLI11 says only "A
 // subcommand is required", even when the word given was a misspelt one.
-inline std::optional<std::string> subcommand_problem(CLI::App& app) {
-  if (app.get_require_subcommand_min() == 0 || !app.get_subcommands().empty()) return std::nullopt;
+// "a, b, c": every subcommand the program has.
+inline std::string subcommand_names(CLI::App& app) {
   std::string names;
   for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
     names += (names.empty() ? "" : ", ") + sub->get_name();
   }
+  return names;
+}
+
+inline std::optional<std::string> subcommand_problem(CLI::App& app) {
+  if (app.get_require_subcommand_min() == 0 || !app.get_subcommands().empty()) return std::nullopt;
+  const std::string names = subcommand_names(app);
   for (const std::string& word : app.remaining()) {
     if (!word.empty() && word[0] != '-') return "no subcommand '" + word + "'; one of: " + names;
   }

@@ -440,11 +440,10 @@ int run_sweep(rcxl::scenarios::SweepOptions options, const std::vector<std::stri
 // only say "not expected").
 bool refuse_subcommand(CLI::App& app, int argc, char** argv) {
   if (argc > 1 && argv[1][0] == '-') return false;  // --help, or CLI11 names the flag
-  std::string list;
   for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
     if (argc > 1 && sub->get_name() == argv[1]) return false;
-    list += (list.empty() ? "" : ", ") + sub->get_name();
   }
+  const std::string list = rcxl::apps::subcommand_names(app);
   if (argc > 1) {
     std::fprintf(stderr, "rcxl-sim: no subcommand '%s'; one of: %s (rcxl-sim --help)\n", argv[1],
                  list.c_str());
