@@ -144,6 +144,21 @@ TEST(SimKernel, RandomStreamsAreForkedBySeedAndName) {
   EXPECT_EQ(a.random("x")->next_hex(128).size(), 32u);
 }
 
+// A node's second user of a stream name (a restarted agent) draws its own
+// numbers, as a new process would from the OS: its handles must not repeat the
+// first one's. Still a function of the seed: two worlds agree fork by fork.
+TEST(SimKernel, ANodesSecondForkOfAStreamNameIsAStreamOfItsOwn) {
+  SimWorld a(7), b(7);
+  SimNode& na = a.add_node("mem");
+  SimNode& nb = b.add_node("mem");
+  const auto first = na.random("agent/handles")->next_u64();
+  const auto second = na.random("agent/handles")->next_u64();
+  EXPECT_NE(first, second);
+  EXPECT_EQ(first, nb.random("agent/handles")->next_u64());
+  EXPECT_EQ(second, nb.random("agent/handles")->next_u64());
+  EXPECT_EQ(first, a.random("mem/agent/handles")->next_u64());  // the first fork is unchanged
+}
+
 // Runs the core echo protocol between two nodes and returns the trace hash.
 std::string run_echo(std::uint64_t seed, int pings, std::vector<std::string>* echoes = nullptr) {
   SimWorld world(seed);

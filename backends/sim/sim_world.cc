@@ -68,7 +68,13 @@ std::unique_ptr<runtime::Strand> SimNode::make_strand(std::string name) {
 }
 
 std::unique_ptr<runtime::RandomSource> SimNode::random(std::string_view stream) {
-  return world_.random(name_ + "/" + std::string(stream));
+  // A second user of a stream name on this node (a restarted agent, another
+  // handler) gets a stream of its own, as a process drawing from the OS would:
+  // its handles and challenges must not repeat the first one's.
+  const int uses = ++random_uses_[std::string(stream)];
+  std::string name = name_ + "/" + std::string(stream);
+  if (uses > 1) name += "#" + std::to_string(uses);
+  return world_.random(name);
 }
 
 void SimNode::log(runtime::LogLevel level, std::string_view component, std::string_view message) {

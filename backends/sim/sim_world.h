@@ -91,6 +91,7 @@ class SimNode final : public runtime::Runtime, private runtime::LogSink {
   std::string name_;
   std::unique_ptr<runtime::Transport> transport_;
   SimFileSystem files_;
+  std::map<std::string, int> random_uses_;  // forks per stream name, in fork order
 };
 
 }  // namespace rcxl::sim

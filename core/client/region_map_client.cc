@@ -116,7 +116,7 @@ void RegionMapClient::adopt_boot(const std::string& agent, const std::string& bo
   log_.info("agent ", agent, " boot ", old_boot, " -> ", boot);
   // Readers: every cached mapping of that agent is gone with its registration.
   for (auto it = read_maps_.begin(); it != read_maps_.end();) {
-    it = it->first.first == agent ? read_maps_.erase(it) : std::next(it);
+    it = std::get<0>(it->first) == agent ? read_maps_.erase(it) : std::next(it);
   }
   // Owners: the regions go back (R6.1); a new alloc gets fresh maps again (R5.1).
   std::vector<OwnRegion> lost;
@@ -266,22 +266,19 @@ void RegionMapClient::recheck(const std::string& agent, std::uint64_t region) {
 
 void RegionMapClient::map_for_read(const std::string& agent, std::uint64_t region,
                                    const std::string& handle, Done<Mapping> done) {
-  const RegionKey key{agent, region};
-  if (auto own = own_.find(key); own != own_.end() && own->second.map_replied) {
-    return done(own->second.mapping);
-  }
-  if (auto it = read_maps_.find(key); it != read_maps_.end()) return done(it->second);
-  auto& waiters = read_map_waiters_[key];
+  if (auto cached = cached_mapping(agent, region, handle)) return done(*cached);
+  const ReadKey read_key{agent, region, handle};
+  auto& waiters = read_map_waiters_[read_key];
   waiters.push_back(std::move(done));
-  if (waiters.size() > 1) return;  // one map in flight per region
+  if (waiters.size() > 1) return;  // one map in flight per region and handle
   std::weak_ptr<bool> alive = alive_;
-  auto finish = [this, alive, key](const Result<Mapping>& result) {
+  auto finish = [this, alive, read_key](const Result<Mapping>& result) {
     if (alive.expired()) return;
-    auto waiters = std::move(read_map_waiters_[key]);
-    read_map_waiters_.erase(key);
+    auto waiters = std::move(read_map_waiters_[read_key]);
+    read_map_waiters_.erase(read_key);
     for (auto& w : waiters) w(result);
   };
-  send_read_map(key, handle, std::nullopt, /*retry_stale=*/true, finish);
+  send_read_map({agent, region}, handle, std::nullopt, /*retry_stale=*/true, finish);
 }
 
 void RegionMapClient::send_read_map(const RegionKey& key, const std::string& handle,
@@ -316,7 +313,9 @@ void RegionMapClient::send_read_map(const RegionKey& key, const std::string& han
           if (!parsed.ok()) return finish(parsed.status());
           const Mapping mapping = *parsed;
           adopt_boot(key.first, mapping.boot);
-          if (mapping.boot == agents_[key.first].hello.boot) read_maps_[key] = mapping;
+          if (mapping.boot == agents_[key.first].hello.boot) {
+            read_maps_[{key.first, key.second, handle}] = mapping;
+          }
           finish(mapping);
         });
   });
@@ -329,17 +328,28 @@ void RegionMapClient::check_location_boot(const std::string& agent, std::uint64_
 }
 
 std::optional<Mapping> RegionMapClient::cached_mapping(const std::string& agent,
-                                                       std::uint64_t region) const {
-  const RegionKey key{agent, region};
-  if (auto own = own_.find(key); own != own_.end() && own->second.map_replied) {
+                                                       std::uint64_t region,
+                                                       const std::string& handle) const {
+  // An own region answers only for its own handles: after an agent restart the
+  // id may be this client's new region while the location names an old one.
+  if (auto own = own_.find({agent, region});
+      own != own_.end() && own->second.map_replied &&
+      (handle == own->second.read_handle || handle == own->second.handle)) {
     return own->second.mapping;
   }
-  if (auto it = read_maps_.find(key); it != read_maps_.end()) return it->second;
+  if (auto it = read_maps_.find({agent, region, handle}); it != read_maps_.end()) {
+    return it->second;
+  }
   return std::nullopt;
 }
 
 void RegionMapClient::forget_read_mapping(const std::string& agent, std::uint64_t region) {
-  read_maps_.erase({agent, region});
+  // Every handle's: the registration the READ went through is gone.
+  auto it = read_maps_.lower_bound({agent, region, std::string()});
+  while (it != read_maps_.end() && std::get<0>(it->first) == agent &&
+         std::get<1>(it->first) == region) {
+    it = read_maps_.erase(it);
+  }
 }
 
 void RegionMapClient::give_back(const std::string& agent, std::uint64_t region,

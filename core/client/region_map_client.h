@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -72,7 +73,11 @@ class RegionMapClient {
                     Done<Mapping> done);
   void forget_read_mapping(const std::string& agent, std::uint64_t region);
   // The mapping map_for_read would answer at once, if any (no round trip).
-  std::optional<Mapping> cached_mapping(const std::string& agent, std::uint64_t region) const;
+  // The mapping known for reads of `region` under `handle` (a location's read
+  // handle): a region id can name another region after an agent restart, so
+  // a mapping counts only for the handle it was made under.
+  std::optional<Mapping> cached_mapping(const std::string& agent, std::uint64_t region,
+                                        const std::string& handle) const;
   // Frees an own region and forgets it (and that it had a map reply).
   void give_back(const std::string& agent, std::uint64_t region,
                  std::function<void(Status)> done = nullptr);
@@ -134,8 +139,10 @@ class RegionMapClient {
   runtime::Logger log_;
   std::map<std::string, AgentState> agents_;
   std::map<RegionKey, OwnRegion> own_;
-  std::map<RegionKey, Mapping> read_maps_;
-  std::map<RegionKey, std::vector<Done<Mapping>>> read_map_waiters_;
+  // agent, region, the read handle the mapping was made under.
+  using ReadKey = std::tuple<std::string, std::uint64_t, std::string>;
+  std::map<ReadKey, Mapping> read_maps_;
+  std::map<ReadKey, std::vector<Done<Mapping>>> read_map_waiters_;
   BootListener boot_listener_;
   RegionLostListener region_lost_listener_;
   BootGoneListener boot_gone_listener_;

@@ -326,6 +326,37 @@ TEST(Handler, R6_1_AnOwnRegionTheAgentNoLongerKnowsIsGivenUp) {
 namespace rcxl::client::testing {
 namespace {
 
+// SPEC R6.1 (never another key's bytes as a hit): after an agent restart that
+// keeps its boot but not its region table, region ids start again. A reader
+// that has cached a mapping of the new region 1 must not read an old key's
+// location in the old region 1 through it: mappings count per read handle.
+TEST(Handler, R6_1_AReusedRegionIdDoesNotServeAnOldLocationThroughANewMapping) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem");
+  Handler& old_owner = rig.handler(rig.config());
+  ASSERT_EQ(rig.store(old_owner, {item("old", "old-bytes")})->stored, 1u);
+
+  mem.agent->stop();
+  agent::AgentConfig config;
+  config.listen = {mem.address()};
+  config.auth_secret = kSecret;
+  config.boot_id = "boot-of-mem";  // the same node boot: no boot change to see
+  mem.agent = std::make_unique<agent::Agent>(*mem.node, *mem.pool, *mem.nic, nullptr, config);
+  ASSERT_TRUE(mem.agent->start().ok());
+  rig.world.run_for(100ms);
+
+  Handler& new_owner = rig.handler(rig.config());
+  ASSERT_EQ(rig.store(new_owner, {item("new", "new-bytes")})->stored, 1u);
+  Handler& reader = rig.handler(rig.config());
+  auto fresh = rig.load(reader, {"new"});
+  ASSERT_EQ(fresh->values.size(), 1u);
+  EXPECT_EQ(text_of(fresh->values[0]), "new-bytes");
+  // "old" still names region 1 (its writer is idle): a miss, never "new-bytes".
+  auto old = rig.load(reader, {"old"});
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_TRUE(old->values.empty()) << text_of(old->values[0]);
+}
+
 TEST(Handler, R1_6_ALargeLoadIsOneBatchPerAgentWithoutDeepRecursion) {
   ClientRig rig;
   rig.add_memory("mem");
