@@ -58,8 +58,9 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
   });
   regions_->set_region_lost_listener([this, alive](const std::string& agent, const OwnRegion& r) {
     if (alive.expired()) return;
-    std::erase_if(free_pages_,
-                  [&](const Page& p) { return p.agent == agent && p.region == r.region; });
+    std::erase_if(free_pages_, [&](const Page& p) {
+      return p.agent == agent && p.region == r.region && p.handle == r.handle;
+    });
     // Its keys are unreadable now; the boot did not change, so nothing else drops them.
     directory_->drop_region(agent, r.region, r.read_handle);
   });
@@ -79,6 +80,12 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
           if (!alive.expired()) regions_->observe_boot_if(agent, from, to);
         });
       });
+}
+
+const OwnRegion* Handler::own_region_of(const Page& page) const {
+  auto own = regions_->own_regions().find({page.agent, page.region});
+  if (own == regions_->own_regions().end() || own->second.handle != page.handle) return nullptr;
+  return &own->second;
 }
 
 Handler::~Handler() {
@@ -155,7 +162,7 @@ void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
         ++stats_.regions_allocated;
         for (std::uint64_t off = 0; off + config_.chunk_size_bytes <= region->size;
              off += config_.chunk_size_bytes) {
-          free_pages_.push_back({region->agent, region->region, off});
+          free_pages_.push_back({region->agent, region->region, off, region->handle});
         }
         reserve_pages(n, 0, std::move(done));
       });
@@ -193,6 +200,8 @@ void Handler::store(std::vector<StoreItem> items, StoreDone done) {
             Error(ErrorCode::kBadRequest, "every item needs a key and 1..chunk_size_bytes bytes"));
       }
     }
+    // Nothing to write: answered here, or no agent's step would ever answer it.
+    if (job->items.empty()) return job->done(StoreResult{});
     ++stats_.stores;
     start_store(job);
   });
@@ -216,9 +225,7 @@ void Handler::start_store(std::shared_ptr<StoreJob> job) {
     std::set<std::string> agents;
     for (std::size_t i = 0; i < job->items.size(); ++i) {
       const Page& page = job->pages[i];
-      auto own = regions_->own_regions().find({page.agent, page.region});
-      const std::string handle = own == regions_->own_regions().end() ? "" : own->second.handle;
-      job->ranges[page.agent].add({page.region, page.offset, job->items[i].size()}, handle);
+      job->ranges[page.agent].add({page.region, page.offset, job->items[i].size()}, page.handle);
       agents.insert(page.agent);
     }
     const bool hints_on = config_.effective_write_hints();
@@ -277,19 +284,18 @@ void Handler::write_and_register(std::shared_ptr<StoreJob> job) {
       std::vector<runtime::RdmaOp> ops;
       std::vector<std::size_t> posted;
       for (auto i : indexes) {
-        const Page& page = job->pages[i];
-        auto own = regions_->own_regions().find({page.agent, page.region});
+        const OwnRegion* own = own_region_of(job->pages[i]);
         if (!qp.ok()) {
           job->written[i] = qp.status();
           continue;
         }
-        if (own == regions_->own_regions().end()) {
+        if (own == nullptr) {
           job->written[i] = Error(ErrorCode::kBootChanged, "region went back");
           continue;
         }
         auto& item = job->items[i];
         runtime::RdmaOp op{runtime::RdmaOp::Kind::kWrite, std::span<std::byte>(item.bytes),
-                           own->second.mapping.addr + page.offset, own->second.mapping.rkey};
+                           own->mapping.addr + job->pages[i].offset, own->mapping.rkey};
         if (item.wire_bytes) op.length = item.wire_bytes;
         ops.push_back(op);
         posted.push_back(i);
@@ -302,16 +308,16 @@ void Handler::write_and_register(std::shared_ptr<StoreJob> job) {
         // Before the liveness check: the NIC outlives the handler.
         if (!registered.empty()) release_local(*nic, registered);
         if (alive.expired()) return;
-        bool remote_error = false;
+        std::set<std::uint64_t> gone_registrations;
         for (std::size_t k = 0; k < posted.size() && k < statuses.size(); ++k) {
           job->written[posted[k]] = statuses[k];
           if (statuses[k].code() == ErrorCode::kRemoteAccess) {
-            remote_error = true;
+            gone_registrations.insert(job->pages[posted[k]].region);
             ++stats_.remote_access_errors;
           }
         }
-        // A registration that is gone: a map shows whether the boot moved.
-        if (remote_error) regions_->recheck(agent, job->pages[posted.front()].region);
+        // Each registration that is gone: a map shows whether the boot moved.
+        for (std::uint64_t region : gone_registrations) regions_->recheck(agent, region);
         finish_agent();
       });
     });
@@ -324,21 +330,20 @@ void Handler::register_written(std::shared_ptr<StoreJob> job) {
   auto result = std::make_shared<StoreResult>();
   for (std::size_t i = 0; i < job->items.size(); ++i) {
     const Page& page = job->pages[i];
-    auto own = regions_->own_regions().find({page.agent, page.region});
-    if (!job->written[i].ok() || own == regions_->own_regions().end()) {
+    const OwnRegion* own = own_region_of(page);
+    if (!job->written[i].ok() || own == nullptr) {
       ++result->failed;
       if (result->first_failure.ok()) {
         result->first_failure = !job->written[i].ok()
                                     ? job->written[i]
                                     : Error(ErrorCode::kBootChanged, "the region went back");
       }
-      if (own != regions_->own_regions().end()) free_pages_.push_back(page);
+      if (own != nullptr) free_pages_.push_back(page);
       continue;
     }
-    entries.emplace_back(
-        job->items[i].key,
-        directory::Location{page.agent, own->second.mapping.boot, page.region,
-                            own->second.read_handle, page.offset, job->items[i].size()});
+    entries.emplace_back(job->items[i].key,
+                         directory::Location{page.agent, own->mapping.boot, page.region,
+                                             own->read_handle, page.offset, job->items[i].size()});
     indexes.push_back(i);
   }
   if (entries.empty()) return job->done(*result);
@@ -349,14 +354,19 @@ void Handler::register_written(std::shared_ptr<StoreJob> job) {
         if (alive.expired()) return;
         if (!registered.ok()) return job->done(registered.status());
         for (std::size_t k = 0; k < indexes.size(); ++k) {
-          if (k < registered->size() && (*registered)[k]) {
+          if (k >= registered->size()) {
+            // No answer for this key: it may be registered, so its page stays out of use.
+            ++result->failed;
+            if (result->first_failure.ok()) {
+              result->first_failure =
+                  Error(ErrorCode::kInternal, "the register reply has no answer for this key");
+            }
+          } else if ((*registered)[k]) {
             ++result->stored;
           } else {
             ++result->already_present;
             const Page& page = job->pages[indexes[k]];
-            if (regions_->own_regions().count({page.agent, page.region})) {
-              free_pages_.push_back(page);
-            }
+            if (own_region_of(page) != nullptr) free_pages_.push_back(page);
           }
         }
         job->done(*result);

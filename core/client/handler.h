@@ -107,7 +107,13 @@ class Handler {
     std::string agent;
     std::uint64_t region = 0;
     std::uint64_t offset = 0;
+    // The region's owner handle: after an agent restart the id may name a
+    // region allocated anew, and a page of the old one must not land there.
+    std::string handle;
   };
+  // The own region `page` belongs to, or null when it went back (or its id
+  // now names another region).
+  const OwnRegion* own_region_of(const Page& page) const;
   struct StoreJob;
   struct LoadJob;
 
