@@ -74,12 +74,15 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
     if (!alive.expired()) regions_->observe_boot(agent, boot);
   });
   // The hint strand is another strand: its news about boots is posted over.
-  hints_->set_boot_observer(
-      [this, alive](const std::string& agent, const std::string& from, const std::string& to) {
-        strand_->post([this, alive, agent, from, to] {
-          if (!alive.expired()) regions_->observe_boot_if(agent, from, to);
-        });
-      });
+  // Through the gate, not strand_: this runs on the hint thread, which may still
+  // answer while the handler is being destroyed (the gate is closed first).
+  hints_->set_boot_observer([this, alive, gate = reply_gate_](const std::string& agent,
+                                                              const std::string& from,
+                                                              const std::string& to) {
+    gate->post([this, alive, agent, from, to] {
+      if (!alive.expired()) regions_->observe_boot_if(agent, from, to);
+    });
+  });
 }
 
 const OwnRegion* Handler::own_region_of(const Page& page) const {
