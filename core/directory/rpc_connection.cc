@@ -1,5 +1,7 @@
 #include "core/directory/rpc_connection.h"
 
+#include <utility>
+
 #include "core/protocol/auth.h"
 #include "core/protocol/reply_fields.h"
 
@@ -63,6 +65,17 @@ void RpcConnection::start_connect() {
           if (!s || generation != s->generation_) return;
           s->fail_all(Error(ErrorCode::kClosed, "bad reply frame: " + reason.message()));
         });
+        // A peer that accepts and then says nothing (hung, stopped) must not hold
+        // every call waiting for good: greeting and hello reply come in time.
+        self->handshake_timer_ =
+            self->strand_.post_after(self->options_.reply_timeout, [weak, generation] {
+              auto s = weak.lock();
+              if (!s || generation != s->generation_ || s->state_ != State::kConnecting) return;
+              s->handshake_timer_.reset();
+              s->fail_all(Error(ErrorCode::kTimeout, "no greeting and hello reply from " +
+                                                         s->options_.address.ToString() +
+                                                         " in time"));
+            });
         self->conn_->start(
             self->strand_,
             [weak, generation](Json message) {
@@ -116,6 +129,7 @@ void RpcConnection::on_greeting(const Json& message) {
 
 void RpcConnection::become_ready(const Json& hello) {
   state_ = State::kReady;
+  if (handshake_timer_) strand_.cancel(*std::exchange(handshake_timer_, std::nullopt));
   hello_reply_ = hello;
   if (on_hello_) on_hello_(hello);
   auto waiters = std::move(waiters_);
@@ -148,6 +162,7 @@ void RpcConnection::send_now(Json request, ReplyHandler done, runtime::Duration 
 
 void RpcConnection::fail_all(const Status& status) {
   ++generation_;
+  if (handshake_timer_) strand_.cancel(*std::exchange(handshake_timer_, std::nullopt));
   state_ = State::kIdle;
   if (conn_) conn_->abort();
   conn_.reset();

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,7 +76,8 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
   runtime::Strand& strand_;
   Options options_;
   State state_ = State::kIdle;
-  std::uint64_t generation_ = 0;  // events of an older connection are ignored
+  std::uint64_t generation_ = 0;                     // events of an older connection are ignored
+  std::optional<runtime::TimerId> handshake_timer_;  // until the hello reply
   std::shared_ptr<protocol::FramedConn> conn_;
   bool greeted_ = false;
   std::uint64_t hello_id_ = 0;

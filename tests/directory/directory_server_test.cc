@@ -370,6 +370,28 @@ TEST(DirectoryServer, R1_1_ALookupIsCutSoThatItsReplyFitsAFrameToo) {
   EXPECT_EQ(*deleted, kKeys);
 }
 
+// A peer that accepts and then says nothing (a hung or stopped process) fails
+// the calls waiting on it after the reply timeout; before, they waited for good.
+TEST(DirectoryServer, R1_2_APeerThatNeverGreetsFailsTheCallsInTime) {
+  Rig rig;
+  std::vector<std::shared_ptr<runtime::Conn>> held;
+  auto mute = rig.server_node.transport().listen(
+      {"dir", 7200}, *rig.server_strand, [&](std::shared_ptr<runtime::Conn> c) {
+        c->start(
+            *rig.server_strand, [](std::string_view) {}, [](const Status&) {});
+        held.push_back(std::move(c));
+      });
+  ASSERT_TRUE(mute.ok());
+  DirectoryClient client(rig.client_node, *rig.client_strand,
+                         RpcConnection::Options{.address = {"dir", 7200}, .secret = "s3cret"});
+  const auto t0 = rig.world.loop().now();
+  std::optional<Result<LookupReply>> look;
+  client.lookup({"k"}, [&](auto r) { look = std::move(r); });
+  auto r = rig.wait(look);
+  EXPECT_EQ(r.status().code(), ErrorCode::kTimeout) << r.status().ToString();
+  EXPECT_LE(rig.world.loop().now() - t0, std::chrono::milliseconds(1100));
+}
+
 // A server that greets, takes the hello, and answers the next request with a
 // frame that is not JSON; it keeps every frame it gets.
 struct GarblingServer {
