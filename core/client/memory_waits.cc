@@ -113,7 +113,9 @@ void MemoryWaits::wait_next(std::shared_ptr<std::vector<std::pair<std::string, R
   const runtime::Duration left = deadline - rt_.clock().now();
   const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(left).count();
   Peer& p = peer(agent);
-  if (left_ms < 1 || rt_.clock().now() < p.unreachable_until) {
+  // A connection that dropped since the plan would queue the wait behind a
+  // reconnect and hello whose time no budget counts (R4.3): not asked either.
+  if (left_ms < 1 || rt_.clock().now() < p.unreachable_until || !p.conn->ready()) {
     // The shared budget is spent (R4.3): the rest get a write hint instead.
     not_asked->insert(agent);
     return wait_next(pieces, index + 1, std::move(token), deadline, not_asked, std::move(done));

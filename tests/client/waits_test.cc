@@ -181,6 +181,36 @@ TEST(MemoryWaits, R4_3_AnAgentThatDoesNotAnswerCostsTheReplyTimeoutOnTop) {
   EXPECT_EQ(waits.stats().waits_failed, 1u);
 }
 
+// SPEC R4.3: a wait's budget bounds the store. An agent whose connection
+// dropped after the plan is not asked: the wait would queue behind a
+// reconnect (here 5 s into a partition) that no budget counts.
+TEST(MemoryWaits, R4_3_AnAgentWhoseConnectionDroppedSinceThePlanIsNotAsked) {
+  ClientRig rig;
+  SilentAgent silent(rig);
+  Config c = rig.config();
+  c.reply_timeout = 1s;
+  auto strand = rig.gpu.make_strand("store");
+  MemoryWaits waits(rig.gpu, *strand, c);
+  std::optional<std::set<std::string>> takes;
+  strand->post([&] {
+    waits.plan({"silent:7000"}, rig.world.loop().now() + 1h, [&](auto t) { takes = t; });
+  });
+  ASSERT_EQ(rig.wait(takes).count("silent:7000"), 1u);
+  rig.world.network().set_connect_timeout(5s);
+  rig.world.network().drop_connections("silent");
+  rig.world.network().partition("silent");
+  rig.world.run_for(1ms);
+  RangesByAgent ranges;
+  ranges["silent:7000"].add({1, 0, 4096}, "h");
+  std::optional<std::set<std::string>> not_asked;
+  const auto t0 = rig.world.loop().now();
+  strand->post([&] {
+    waits.wait("tok", ranges, rig.world.loop().now() + 50ms, [&](auto n) { not_asked = n; });
+  });
+  EXPECT_EQ(rig.wait(not_asked).count("silent:7000"), 1u);
+  EXPECT_LT(rig.world.loop().now() - t0, 1050ms);
+}
+
 TEST(MemoryWaits, R4_3_AnUnreachableAgentIsNotAskedFor5s) {
   ClientRig rig;
   Config c = rig.config();
