@@ -101,6 +101,16 @@ void RegionMapClient::observe_boot(const std::string& agent, const std::string& 
   adopt_boot(agent, boot);
 }
 
+void RegionMapClient::adopt_reply_boot(const std::string& agent, const std::string& boot,
+                                       const std::string& sent_under) {
+  AgentState& state = agent_state(agent);
+  // A reply naming a boot already replaced, while this client's belief moved on
+  // since the request left, is older news than that belief (another connection
+  // saw the change first): adopting it would turn the boot back.
+  if (state.past_boots.count(boot) && state.hello.boot != sent_under) return;
+  adopt_boot(agent, boot);
+}
+
 void RegionMapClient::adopt_boot(const std::string& agent, const std::string& boot) {
   if (boot.empty()) return;
   AgentState& state = agent_state(agent);
@@ -216,37 +226,41 @@ void RegionMapClient::map_own(RegionKey key, int attempt, Done<Mapping> done) {
     ++fresh_maps_sent_;
   }
   std::weak_ptr<bool> alive = alive_;
-  state.conn->call(std::move(request), [this, alive, key, attempt, done = std::move(done)](
-                                           const Status& status, const Json& reply) mutable {
-    if (alive.expired()) return;
-    if (!status.ok()) {
-      if (status.code() == ErrorCode::kStaleEpoch) {
-        adopt_boot(key.first, boot_of(reply));
-        return done(status);
-      }
-      if (status.code() == ErrorCode::kNotFound || status.code() == ErrorCode::kBadRange) {
-        lose_own(key);  // gone at the agent: its pages must not take more stores
-        return done(status);
-      }
-      if (retryable(status.code()) && attempt < config_.map_attempts && own_.count(key)) {
-        strand_.post_after(config_.map_retry_delay,
-                           [this, alive, key, attempt, done = std::move(done)]() mutable {
-                             if (!alive.expired()) map_own(key, attempt + 1, std::move(done));
-                           });
-        return;
-      }
-      return done(status);
-    }
-    auto it = own_.find(key);
-    auto mapping = mapping_from(reply, it == own_.end() ? 0 : it->second.size);
-    if (!mapping.ok()) return done(mapping.status());
-    adopt_boot(key.first, mapping->boot);  // R6.3: a map reply's boot wins over the connection's
-    it = own_.find(key);
-    if (it == own_.end()) return done(Error(ErrorCode::kBootChanged, "boot changed: region gone"));
-    it->second.map_replied = true;
-    it->second.mapping = *mapping;
-    done(it->second.mapping);
-  });
+  const std::string sent_under = state.hello.boot;
+  state.conn->call(
+      std::move(request), [this, alive, key, attempt, sent_under, done = std::move(done)](
+                              const Status& status, const Json& reply) mutable {
+        if (alive.expired()) return;
+        if (!status.ok()) {
+          if (status.code() == ErrorCode::kStaleEpoch) {
+            adopt_reply_boot(key.first, boot_of(reply), sent_under);
+            return done(status);
+          }
+          if (status.code() == ErrorCode::kNotFound || status.code() == ErrorCode::kBadRange) {
+            lose_own(key);  // gone at the agent: its pages must not take more stores
+            return done(status);
+          }
+          if (retryable(status.code()) && attempt < config_.map_attempts && own_.count(key)) {
+            strand_.post_after(config_.map_retry_delay,
+                               [this, alive, key, attempt, done = std::move(done)]() mutable {
+                                 if (!alive.expired()) map_own(key, attempt + 1, std::move(done));
+                               });
+            return;
+          }
+          return done(status);
+        }
+        auto it = own_.find(key);
+        auto mapping = mapping_from(reply, it == own_.end() ? 0 : it->second.size);
+        if (!mapping.ok()) return done(mapping.status());
+        // R6.3: a map reply's boot wins over the connection's (unless it is older news).
+        adopt_reply_boot(key.first, mapping->boot, sent_under);
+        it = own_.find(key);
+        if (it == own_.end())
+          return done(Error(ErrorCode::kBootChanged, "boot changed: region gone"));
+        it->second.map_replied = true;
+        it->second.mapping = *mapping;
+        done(it->second.mapping);
+      });
 }
 
 void RegionMapClient::lose_own(const RegionKey& key) {
@@ -289,19 +303,22 @@ void RegionMapClient::send_read_map(const RegionKey& key, const std::string& han
                     finish = std::move(finish)](const Result<AgentHello>& hello) {
     if (alive.expired()) return;
     if (!hello.ok()) return finish(hello.status());
-    const std::string epoch = location_boot.value_or(agents_[key.first].hello.boot);
+    const std::string sent_under = agents_[key.first].hello.boot;
+    const std::string epoch = location_boot.value_or(sent_under);
     agents_[key.first].conn->call(
         {{"op", "map"}, {"region", key.second}, {"handle", handle}, {"epoch", epoch}},
-        [this, alive, key, handle, location_boot, retry_stale, finish](const Status& status,
-                                                                       const Json& reply) {
+        [this, alive, key, handle, location_boot, retry_stale, sent_under, finish](
+            const Status& status, const Json& reply) {
           if (alive.expired()) return;
           if (!status.ok()) {
             if (status.code() == ErrorCode::kStaleEpoch) {
               const std::string now = boot_of(reply);
-              adopt_boot(key.first, now);
+              adopt_reply_boot(key.first, now, sent_under);
               // A location's boot the agent has left, fresh from it: boots move
               // on, so it is gone (a boot this client believed, adopt_boot told).
-              if (location_boot && !now.empty() && now != *location_boot && boot_gone_listener_) {
+              // Only news this client now believes: a late reply of a replaced boot is not.
+              if (location_boot && !now.empty() && now != *location_boot &&
+                  agents_[key.first].hello.boot == now && boot_gone_listener_) {
                 boot_gone_listener_(key.first, *location_boot, now);
               }
               // The location may be of the new boot: ask once more under it.
@@ -312,7 +329,7 @@ void RegionMapClient::send_read_map(const RegionKey& key, const std::string& han
           auto parsed = mapping_from(reply, 0);
           if (!parsed.ok()) return finish(parsed.status());
           const Mapping mapping = *parsed;
-          adopt_boot(key.first, mapping.boot);
+          adopt_reply_boot(key.first, mapping.boot, sent_under);
           if (mapping.boot == agents_[key.first].hello.boot) {
             read_maps_[{key.first, key.second, handle}] = mapping;
           }

@@ -120,6 +120,9 @@ class RegionMapClient {
   AgentState& agent_state(const std::string& agent);
   void on_hello(const std::string& agent, const nlohmann::json& reply);
   // A boot this client's own map connection was told: the agent's now.
+  // adopt_boot for a reply to a request sent while `sent_under` was believed.
+  void adopt_reply_boot(const std::string& agent, const std::string& boot,
+                        const std::string& sent_under);
   void adopt_boot(const std::string& agent, const std::string& boot);
   void map_own(RegionKey key, int attempt, Done<Mapping> done);
   // Forgets an own region the agent no longer knows and tells the listener.

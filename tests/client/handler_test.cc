@@ -431,6 +431,33 @@ TEST(Handler, R1_2_AStoreOfNoItemsAnswers) {
   EXPECT_EQ(rig.store(h, {item("k", "v")})->stored, 1u);
 }
 
+// SPEC R6.1: a map reply sent before this client learned of a newer boot (on
+// another connection) names the replaced boot; adopting it would turn the
+// boot back and tell the directory to retire the live one. Late news is
+// ignored; the agent saying the old boot again to a request sent under the
+// new belief would still be taken.
+TEST(Handler, R6_1_AMapReplyOlderThanTheBelievedBootDoesNotTurnItBack) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"generation_file", "/gen"}});
+  Handler& owner = rig.handler(rig.config());
+  ASSERT_EQ(rig.store(owner, {item("k", "bytes")})->stored, 1u);
+  const std::string was = owner.regions().known(mem.key())->boot;
+  const auto region = owner.regions().own_regions().begin()->second;
+  Handler& reader = rig.handler(rig.config());
+  ASSERT_EQ(rig.load(reader, {"k"})->values.size(), 1u);  // believes `was`
+  std::optional<Result<Mapping>> mapped;
+  reader.strand().post([&] {
+    // Sent under `was`; before its reply, news of a newer boot arrives.
+    reader.regions().forget_read_mapping(mem.key(), region.region);
+    reader.regions().map_for_read(mem.key(), region.region, region.read_handle,
+                                  [&](const Result<Mapping>& m) { mapped = m; });
+    reader.regions().observe_boot(mem.key(), was + "-newer");
+  });
+  (void)rig.wait(mapped);
+  rig.world.run_for(10ms);
+  EXPECT_EQ(reader.regions().known(mem.key())->boot, was + "-newer");
+}
+
 TEST(Handler, R1_6_ALargeLoadIsOneBatchPerAgentWithoutDeepRecursion) {
   ClientRig rig;
   rig.add_memory("mem");
