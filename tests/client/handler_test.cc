@@ -9,6 +9,20 @@
 namespace rcxl::client::testing {
 namespace {
 
+// The agent restarts on the same node boot without its region table (anon:
+// memory): region ids start again at 1 and nothing tells clients.
+Status restart_without_region_table(MemoryNode& mem,
+                                    std::unique_ptr<ext::RegionExtension> extension = nullptr) {
+  mem.agent->stop();
+  agent::AgentConfig config;
+  config.listen = {mem.address()};
+  config.auth_secret = kSecret;
+  config.boot_id = "boot-of-mem";  // the same node boot: no boot change to see
+  mem.agent =
+      std::make_unique<agent::Agent>(*mem.node, *mem.pool, *mem.nic, std::move(extension), config);
+  return mem.agent->start();
+}
+
 TEST(Handler, R1_6_StoreThenLoadMovesRealBytesAndReleasesTheLease) {
   ClientRig rig;
   rig.add_memory("mem");
@@ -290,13 +304,7 @@ TEST(Handler, R6_1_AnOwnRegionTheAgentNoLongerKnowsIsGivenUp) {
   ASSERT_EQ(rig.store(owner, {item("before", "old-bytes")})->stored, 1u);
   ASSERT_EQ(owner.regions().own_regions().size(), 1u);
 
-  mem.agent->stop();
-  agent::AgentConfig config;
-  config.listen = {mem.address()};
-  config.auth_secret = kSecret;
-  config.boot_id = "boot-of-mem";  // the same node boot: no boot change to see
-  mem.agent = std::make_unique<agent::Agent>(*mem.node, *mem.pool, *mem.nic, nullptr, config);
-  ASSERT_TRUE(mem.agent->start().ok());
+  ASSERT_TRUE(restart_without_region_table(mem).ok());
   rig.world.run_for(100ms);
 
   std::size_t stored = 0;
@@ -336,13 +344,7 @@ TEST(Handler, R6_1_AReusedRegionIdDoesNotServeAnOldLocationThroughANewMapping) {
   Handler& old_owner = rig.handler(rig.config());
   ASSERT_EQ(rig.store(old_owner, {item("old", "old-bytes")})->stored, 1u);
 
-  mem.agent->stop();
-  agent::AgentConfig config;
-  config.listen = {mem.address()};
-  config.auth_secret = kSecret;
-  config.boot_id = "boot-of-mem";  // the same node boot: no boot change to see
-  mem.agent = std::make_unique<agent::Agent>(*mem.node, *mem.pool, *mem.nic, nullptr, config);
-  ASSERT_TRUE(mem.agent->start().ok());
+  ASSERT_TRUE(restart_without_region_table(mem).ok());
   rig.world.run_for(100ms);
 
   Handler& new_owner = rig.handler(rig.config());
@@ -373,19 +375,13 @@ TEST(Handler, R6_1_StoresAcrossARestartWithoutTheRegionTableNeverServeAnotherKey
   Handler& owner = rig.handler(config);
   ASSERT_EQ(rig.store(owner, {item("a", "a-bytes")})->stored, 1u);  // 255 pages stay free
 
-  mem.agent->stop();
-  agent::AgentConfig restarted;
-  restarted.listen = {mem.address()};
-  restarted.auth_secret = kSecret;
-  restarted.boot_id = "boot-of-mem";  // the same node boot, no region table
   Json ext_config = waits;
   ext_config["log"] = "/log";
   auto parsed = ext::RecordingConfig::FromJson(ext_config);
   ASSERT_TRUE(parsed.ok());
-  mem.agent = std::make_unique<agent::Agent>(
-      *mem.node, *mem.pool, *mem.nic, std::make_unique<ext::RecordingExtension>(*mem.node, *parsed),
-      restarted);
-  ASSERT_TRUE(mem.agent->start().ok());
+  ASSERT_TRUE(restart_without_region_table(
+                  mem, std::make_unique<ext::RecordingExtension>(*mem.node, *parsed))
+                  .ok());
 
   // Both take free pages of the old region 1 at once; the first holds its
   // page through a 200 ms write wait while the second allocates anew (id 1).
