@@ -155,60 +155,61 @@ struct SilentAgent {
   std::vector<std::shared_ptr<protocol::FramedConn>> conns;
 };
 
-TEST(MemoryWaits, R4_3_AnAgentThatDoesNotAnswerCostsTheReplyTimeoutOnTop) {
+// MemoryWaits (reply timeout 1 s) whose plan took the SilentAgent; wait()
+// asks it for one page within `budget` and says who was not asked.
+struct PlannedSilentWaits {
   ClientRig rig;
-  SilentAgent silent(rig);
-  Config c = rig.config();
-  c.reply_timeout = 1s;
-  auto strand = rig.gpu.make_strand("store");
-  MemoryWaits waits(rig.gpu, *strand, c);
-  RangesByAgent ranges;
-  ranges["silent:7000"].add({1, 0, 4096}, "h");
-  std::optional<std::set<std::string>> takes;
-  strand->post([&] {
-    waits.plan({"silent:7000"}, rig.world.loop().now() + 1h, [&](auto t) { takes = t; });
-  });
-  ASSERT_EQ(rig.wait(takes).count("silent:7000"), 1u);
-  std::optional<std::set<std::string>> not_asked;
-  const auto t0 = rig.world.loop().now();
-  strand->post([&] {
-    waits.wait("tok", ranges, rig.world.loop().now() + 50ms, [&](auto n) { not_asked = n; });
-  });
-  EXPECT_TRUE(rig.wait(not_asked).empty());
-  const auto took = rig.world.loop().now() - t0;
+  SilentAgent silent{rig};
+  Config config = [this] {
+    Config c = rig.config();
+    c.reply_timeout = 1s;
+    return c;
+  }();
+  std::unique_ptr<runtime::Strand> strand = rig.gpu.make_strand("store");
+  MemoryWaits waits{rig.gpu, *strand, config};
+
+  std::set<std::string> plan() {
+    std::optional<std::set<std::string>> takes;
+    strand->post([&] {
+      waits.plan({"silent:7000"}, rig.world.loop().now() + 1h, [&](auto t) { takes = t; });
+    });
+    return rig.wait(takes);
+  }
+  std::set<std::string> wait(runtime::Duration budget) {
+    RangesByAgent ranges;
+    ranges["silent:7000"].add({1, 0, 4096}, "h");
+    std::optional<std::set<std::string>> not_asked;
+    strand->post([&] {
+      waits.wait("tok", ranges, rig.world.loop().now() + budget, [&](auto n) { not_asked = n; });
+    });
+    return rig.wait(not_asked);
+  }
+};
+
+TEST(MemoryWaits, R4_3_AnAgentThatDoesNotAnswerCostsTheReplyTimeoutOnTop) {
+  PlannedSilentWaits w;
+  ASSERT_EQ(w.plan().count("silent:7000"), 1u);
+  const auto t0 = w.rig.world.loop().now();
+  EXPECT_TRUE(w.wait(50ms).empty());
+  const auto took = w.rig.world.loop().now() - t0;
   EXPECT_GE(took, 1050ms);
   EXPECT_LT(took, 1060ms);
-  EXPECT_EQ(waits.stats().waits_failed, 1u);
+  EXPECT_EQ(w.waits.stats().waits_failed, 1u);
 }
 
 // SPEC R4.3: a wait's budget bounds the store. An agent whose connection
 // dropped after the plan is not asked: the wait would queue behind a
 // reconnect (here 5 s into a partition) that no budget counts.
 TEST(MemoryWaits, R4_3_AnAgentWhoseConnectionDroppedSinceThePlanIsNotAsked) {
-  ClientRig rig;
-  SilentAgent silent(rig);
-  Config c = rig.config();
-  c.reply_timeout = 1s;
-  auto strand = rig.gpu.make_strand("store");
-  MemoryWaits waits(rig.gpu, *strand, c);
-  std::optional<std::set<std::string>> takes;
-  strand->post([&] {
-    waits.plan({"silent:7000"}, rig.world.loop().now() + 1h, [&](auto t) { takes = t; });
-  });
-  ASSERT_EQ(rig.wait(takes).count("silent:7000"), 1u);
-  rig.world.network().set_connect_timeout(5s);
-  rig.world.network().drop_connections("silent");
-  rig.world.network().partition("silent");
-  rig.world.run_for(1ms);
-  RangesByAgent ranges;
-  ranges["silent:7000"].add({1, 0, 4096}, "h");
-  std::optional<std::set<std::string>> not_asked;
-  const auto t0 = rig.world.loop().now();
-  strand->post([&] {
-    waits.wait("tok", ranges, rig.world.loop().now() + 50ms, [&](auto n) { not_asked = n; });
-  });
-  EXPECT_EQ(rig.wait(not_asked).count("silent:7000"), 1u);
-  EXPECT_LT(rig.world.loop().now() - t0, 1050ms);
+  PlannedSilentWaits w;
+  ASSERT_EQ(w.plan().count("silent:7000"), 1u);
+  w.rig.world.network().set_connect_timeout(5s);
+  w.rig.world.network().drop_connections("silent");
+  w.rig.world.network().partition("silent");
+  w.rig.world.run_for(1ms);
+  const auto t0 = w.rig.world.loop().now();
+  EXPECT_EQ(w.wait(50ms).count("silent:7000"), 1u);
+  EXPECT_LT(w.rig.world.loop().now() - t0, 1050ms);
 }
 
 TEST(MemoryWaits, R4_3_AnUnreachableAgentIsNotAskedFor5s) {
