@@ -232,6 +232,34 @@ TEST(SimNic, P6_DeviceIsAskedForEachReadSegmentWhenTheNicFetchesIt) {
   }
 }
 
+// A WRITE's segments are asked of the device as each arrives and after the one
+// before it is in -- not all at the first arrival with future times, which let
+// a device book write-allocate fills on its flash ahead of other requesters.
+TEST(SimNic, DeviceIsAskedForEachWriteSegmentWhenItHasArrived) {
+  Rig rig;
+  RecordingMemory pool(8 << 20, rig.world.loop());
+  auto reg = rig.mem_nic.register_memory(pool, 0, 8 << 20, runtime::kAccessRemoteWrite);
+  rig.connect();
+  const std::uint64_t seg = rig.fabric.params().stream_segment_bytes;
+  std::vector<std::byte> a(4 * seg), b(seg);
+  const runtime::Instant posted = rig.world.loop().now();
+  auto st = rig.post({{RdmaOp::Kind::kWrite, a, reg->addr, reg->rkey},
+                      {RdmaOp::Kind::kWrite, b, reg->addr + 4 * seg, reg->rkey}});
+  ASSERT_TRUE(st[0].ok() && st[1].ok());
+  ASSERT_EQ(pool.asks.size(), 5u);
+  const double rate = rig.fabric.params().bytes_per_second;
+  for (std::size_t i = 0; i < pool.asks.size(); ++i) {
+    EXPECT_EQ(pool.asks[i].offset, i * seg);            // in order, WRITE after WRITE
+    EXPECT_EQ(pool.asks[i].at, pool.asks[i].asked_at);  // asked when it is there, not ahead
+    // Not before the segment's last byte crossed the wire...
+    EXPECT_GE(runtime::to_seconds(pool.asks[i].at - posted), (i + 1) * seg / rate);
+    // ...and not before the segment ahead of it is in (the device says 50 us).
+    if (i > 0) {
+      EXPECT_GE(pool.asks[i].at, pool.asks[i - 1].at + 50us);
+    }
+  }
+}
+
 TEST(SimNic, SampledPayloadIsTimedAtFullLengthButStoresOnlyItsRealBytes) {
   Rig rig;
   SimMemoryPool pool(8 << 20);

@@ -130,36 +130,84 @@ class SimQueuePair final : public runtime::QueuePair,
     return exposed;
   }
 
+  // A WRITE's data lands in order (RC), segment by segment: the device is asked
+  // for a segment when it has arrived and the one before it is in -- never
+  // ahead of time, so write-allocate fills and the write-backs they cause are
+  // booked on the flash in time order with other requesters' fills.
+  struct PendingWrite {
+    RdmaOp op;
+    std::shared_ptr<std::string> payload;
+    std::shared_ptr<Batch> batch;
+    std::size_t index = 0;
+    runtime::MemoryPool* pool = nullptr;
+    std::uint64_t offset = 0;
+    Instant tx_start{0};
+    std::uint64_t next = 0;  // next segment's byte offset within the WRITE
+  };
+
   void write_arrived(const RdmaOp& op, std::shared_ptr<std::string> payload,
                      std::shared_ptr<Batch> batch, std::size_t index, Instant tx_start) {
     const auto* exposed = check(op, runtime::kAccessRemoteWrite, batch, index);
     if (!exposed) return;
     const std::uint64_t offset = exposed->pool_offset + (op.remote_addr - exposed->reg.addr);
-    auto* timing = dynamic_cast<MemoryTiming*>(exposed->pool);
-    // RC: writes land in order; a segment waits for the device (write-allocate fills).
-    Instant applied = last_write_applied_;
-    for_each_segment(op.wire_length(), [&](std::uint64_t at, std::uint64_t len) {
+    writes_.push_back(
+        {op, std::move(payload), std::move(batch), index, exposed->pool, offset, tx_start, 0});
+    ++writes_accepted_;
+    if (!write_applying_) apply_writes();
+  }
+
+  // Applies arrived segments; otherwise waits (one event) until the next
+  // segment has arrived and the one before it is in.
+  void apply_writes() {
+    write_applying_ = true;
+    const Instant now = loop().now();
+    while (!writes_.empty()) {
+      PendingWrite& w = writes_.front();
+      const std::uint64_t len =
+          std::min(params().stream_segment_bytes, w.op.wire_length() - w.next);
       const Instant arrive =
-          tx_start + wire_time(at + len, params().bytes_per_second) + params().latency;
-      Instant ready = std::max(arrive, applied);
-      if (timing) ready = std::max(ready, timing->access_ready(offset + at, len, true, ready));
-      applied = ready;
-    });
-    last_write_applied_ = applied;
+          w.tx_start + wire_time(w.next + len, params().bytes_per_second) + params().latency;
+      const Instant at = std::max(arrive, last_write_applied_);
+      if (at > now) {
+        auto self = shared_from_this();
+        loop().schedule_at(at, [self] { self->apply_writes(); });
+        return;
+      }
+      // A segment waits for the device (write-allocate fills).
+      auto* timing = dynamic_cast<MemoryTiming*>(w.pool);
+      const Instant ready =
+          std::max(now, timing ? timing->access_ready(w.offset + w.next, len, true, now) : now);
+      last_write_applied_ = ready;
+      w.next += len;
+      if (w.next >= w.op.wire_length()) {
+        finish_write(std::move(w), ready);
+        writes_.pop_front();
+      }
+    }
+    write_applying_ = false;
+  }
+
+  void finish_write(PendingWrite w, Instant applied) {
     auto self = shared_from_this();
-    loop().schedule_at(
-        applied, [self, op, payload = std::move(payload), batch = std::move(batch), index, offset] {
-          // The registration may have gone while the device filled the pages.
-          const auto* still = self->check(op, runtime::kAccessRemoteWrite, batch, index);
-          if (!still) return;
-          (void)still->pool->write(offset, std::as_bytes(std::span(*payload)));
-          // Only the bytes a sampled payload did not carry: write() marked its own.
-          if (auto* timing = dynamic_cast<MemoryTiming*>(still->pool)) {
-            const std::uint64_t kept = payload->size();  // <= wire_length(): start() refuses less
-            timing->accessed(offset + kept, op.wire_length() - kept, true, self->loop().now());
-          }
-          self->finish_op(batch, index, Status(), self->loop().now() + self->params().latency);
-        });
+    loop().schedule_at(applied, [self, w = std::move(w)] {
+      self->land_write(w);
+      // READs posted after this WRITE may read now (RC).
+      ++self->writes_landed_;
+      if (!self->read_fetching_ && !self->reads_.empty()) self->fetch_reads();
+    });
+  }
+
+  void land_write(const PendingWrite& w) {
+    // The registration may have gone while the device filled the pages.
+    const auto* still = check(w.op, runtime::kAccessRemoteWrite, w.batch, w.index);
+    if (!still) return;
+    (void)still->pool->write(w.offset, std::as_bytes(std::span(*w.payload)));
+    // Only the bytes a sampled payload did not carry: write() marked its own.
+    if (auto* timing = dynamic_cast<MemoryTiming*>(still->pool)) {
+      const std::uint64_t kept = w.payload->size();  // <= wire_length(): start() refuses less
+      timing->accessed(w.offset + kept, w.op.wire_length() - kept, true, loop().now());
+    }
+    finish_op(w.batch, w.index, Status(), loop().now() + params().latency);
   }
 
   // A READ responder serves one READ of the QP at a time, in order (RC). It asks
@@ -175,14 +223,14 @@ class SimQueuePair final : public runtime::QueuePair,
     std::uint64_t next = 0;  // next segment's byte offset within the READ
     // The responder executes a QP's requests in order: the READ reads nothing
     // before the WRITEs that came before it are in memory (RC).
-    Instant not_before{0};
+    std::uint64_t writes_before = 0;
   };
 
   void read_arrived(const RdmaOp& op, std::shared_ptr<Batch> batch, std::size_t index) {
     const auto* exposed = check(op, runtime::kAccessRemoteRead, batch, index);
     if (!exposed) return;
     const std::uint64_t offset = exposed->pool_offset + (op.remote_addr - exposed->reg.addr);
-    reads_.push_back({op, std::move(batch), index, exposed->pool, offset, 0, last_write_applied_});
+    reads_.push_back({op, std::move(batch), index, exposed->pool, offset, 0, writes_accepted_});
     if (!read_fetching_) fetch_reads();
   }
 
@@ -193,9 +241,8 @@ class SimQueuePair final : public runtime::QueuePair,
     const Instant now = loop().now();
     while (!reads_.empty()) {
       PendingRead& r = reads_.front();
-      if (r.next == 0 && r.not_before > now) {
-        auto self = shared_from_this();
-        loop().schedule_at(r.not_before, [self] { self->fetch_reads(); });
+      if (r.next == 0 && writes_landed_ < r.writes_before) {
+        read_fetching_ = false;  // the WRITE landing calls again
         return;
       }
       auto* timing = dynamic_cast<MemoryTiming*>(r.pool);
@@ -270,7 +317,11 @@ class SimQueuePair final : public runtime::QueuePair,
   SimStrand& strand_;
   std::shared_ptr<bool> alive_;
   Instant write_tx_free_{0};
-  Instant last_write_applied_{0};
+  Instant last_write_applied_{0};    // when the last segment asked of the device is in
+  std::deque<PendingWrite> writes_;  // WRITEs of this QP not yet fully applied
+  bool write_applying_ = false;
+  std::uint64_t writes_accepted_ = 0;  // WRITEs that reached the responder
+  std::uint64_t writes_landed_ = 0;    // of those, in memory (or failed there)
   Instant read_tx_free_{0};
   Instant last_completion_{0};
   std::deque<PendingRead> reads_;  // READs of this QP not yet fully fetched

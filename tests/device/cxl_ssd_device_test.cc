@@ -718,6 +718,61 @@ TEST(CxlSsdDevice, P6_EarlyReadThroughTheRnicGetsTheRightBytesAfterTheFill) {
   EXPECT_EQ(fabric.remote_access_errors(), 0u);
 }
 
+// A 32 MiB WRITE into cold pages fills them page by page as its data arrives
+// (write-allocate). Another node's READ of one cold page, posted while that
+// WRITE streams, waits for the flash only about as long as a few fills -- the
+// WRITE's later fills were not booked on the flash ahead of it.
+TEST(CxlSsdDevice, AColdWriteDoesNotBookTheFlashAheadOfOtherReaders) {
+  RnicRig rig(6);
+  auto& world = rig.world;
+  CxlSsdParams params;  // the default profile's device
+  CxlSsdDevice d(world.loop(), params);
+  const std::uint64_t bytes = 32 << 20;
+  const std::uint64_t other = 4 * bytes;  // a page the WRITE does not touch
+  std::vector<std::byte> page(kPage, std::byte{7});
+  ASSERT_TRUE(d.write_flash(other, page).ok());
+  auto reg = rig.mem_nic
+                 .register_memory(d, 0, 8 * bytes,
+                                  runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite)
+                 .value();
+  auto writer = rig.connect();
+  std::shared_ptr<runtime::QueuePair> reader;
+  auto reader_strand = world.add_node("gpu2").make_strand("rdma");
+  rig.fabric.add_nic("gpu2").connect("mem", *reader_strand, [&](auto r) { reader = r.value(); });
+  ASSERT_TRUE(world.run_until([&] { return reader != nullptr; }).ok());
+  // The WRITE's pages have old contents on flash: each needs a flash read.
+  for (std::uint64_t o = 0; o < bytes; o += kPage) ASSERT_TRUE(d.write_flash(o, page).ok());
+
+  std::vector<std::byte> head(kPage);
+  runtime::RdmaOp big{runtime::RdmaOp::Kind::kWrite, head, reg.addr, reg.rkey};
+  big.length = bytes;
+  std::optional<Instant> write_done, read_done;
+  const Instant start = world.loop().now();
+  writer->post({big}, [&](std::vector<Status> s) {
+    EXPECT_TRUE(s[0].ok());
+    write_done = world.loop().now();
+  });
+  world.run_for(1ms);
+  std::vector<std::byte> back(kPage);
+  const Instant read_posted = world.loop().now();
+  reader->post({{runtime::RdmaOp::Kind::kRead, back, reg.addr + other, reg.rkey}},
+               [&](std::vector<Status> s) {
+                 EXPECT_TRUE(s[0].ok());
+                 read_done = world.loop().now();
+               });
+  ASSERT_TRUE(world.run_until([&] { return write_done && read_done; }).ok());
+  EXPECT_EQ(back, page);
+  // The WRITE is flash-bound: it takes many milliseconds...
+  const auto write_took = *write_done - start;
+  EXPECT_GT(write_took, 10ms);
+  // ...while the READ waits for its own fill behind at most the fills already
+  // issued on its die and channel: well under a tenth of the WRITE.
+  const auto read_took = *read_done - read_posted;
+  EXPECT_LT(read_took * 10, write_took)
+      << "read " << runtime::to_seconds(read_took) * 1e3 << " ms, write "
+      << runtime::to_seconds(write_took) * 1e3 << " ms";
+}
+
 // Virtual time of a 16 MiB READ through the RNIC, hinted `lead` before it (or not).
 runtime::Duration load_time(const CxlSsdParams& params, std::optional<runtime::Duration> lead) {
   RnicRig rig(4);
