@@ -447,6 +447,41 @@ TEST(SimNic, AReadWaitingForTheDeviceDoesNotHoldThePortForOthers) {
   EXPECT_GE(*slow_done - t0, 20ms);
 }
 
+// An RC send queue reports its ops in posting order: a WRITE of ready memory
+// posted after a READ that waits 20 ms for its device lands at once, but its
+// completion comes after the READ's -- within one batch and across batches.
+TEST(SimNic, CompletionsOfAQueuePairComeInPostingOrder) {
+  Rig rig;
+  HalfSlowMemory pool(8 << 20, 4 << 20, runtime::Instant(std::chrono::milliseconds(20)));
+  const auto reg = rig.expose_all(pool);
+  std::vector<std::byte> slow(4096), fast(4096, std::byte{'w'});
+  std::vector<std::string> order;
+  std::optional<std::vector<Status>> first, second;
+  rig.qp->post({{RdmaOp::Kind::kRead, slow, reg.addr, reg.rkey},
+                {RdmaOp::Kind::kWrite, fast, reg.addr + (4 << 20), reg.rkey}},
+               [&](std::vector<Status> st) {
+                 order.push_back("batch");
+                 first = std::move(st);
+               });
+  rig.qp->post({{RdmaOp::Kind::kWrite, fast, reg.addr + (5 << 20), reg.rkey}},
+               [&](std::vector<Status> st) {
+                 order.push_back("write");
+                 second = std::move(st);
+               });
+  // The WRITEs are in memory long before the READ's device is ready...
+  rig.world.run_for(1ms);
+  std::vector<std::byte> landed(4096);
+  ASSERT_TRUE(pool.read(5 << 20, landed).ok());
+  EXPECT_EQ(landed, fast);
+  EXPECT_FALSE(first.has_value());
+  EXPECT_FALSE(second.has_value());  // ...but not reported ahead of the READ
+  ASSERT_TRUE(rig.world.run_until([&] { return second.has_value(); }).ok());
+  EXPECT_EQ(order, (std::vector<std::string>{"batch", "write"}));
+  EXPECT_GE(rig.world.loop().now(), runtime::Instant(std::chrono::milliseconds(20)));
+  for (const auto& s : *first) EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE((*second)[0].ok());
+}
+
 TEST(PortTimeline, BooksTheFirstGapThatFitsAndJoinsNeighbours) {
   using runtime::Instant;
   auto at = [](int us) { return Instant(std::chrono::microseconds(us)); };

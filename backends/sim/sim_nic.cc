@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <vector>
 
 #include "backends/sim/memory_timing.h"
@@ -36,6 +37,8 @@ class SimQueuePair final : public runtime::QueuePair,
 
   void post(std::vector<RdmaOp> ops, CompletionHandler done) override {
     auto batch = std::make_shared<Batch>();
+    batch->first_seq = next_post_seq_;
+    next_post_seq_ += ops.size();
     batch->statuses.resize(ops.size());
     batch->remaining = ops.size();
     batch->done = std::move(done);
@@ -49,6 +52,7 @@ class SimQueuePair final : public runtime::QueuePair,
 
  private:
   struct Batch {
+    std::uint64_t first_seq = 0;  // posting order of its first op on this QP
     std::vector<Status> statuses;
     std::size_t remaining = 0;
     CompletionHandler done;
@@ -294,15 +298,24 @@ class SimQueuePair final : public runtime::QueuePair,
         });
   }
 
-  // Completions are delivered in posting order (an RC completion queue).
+  // Completions are delivered in posting order (an RC send queue): an op that
+  // finished before one posted ahead of it (a WRITE to resident pages behind a
+  // READ of cold ones) is reported after it.
   void finish_op(std::shared_ptr<Batch> batch, std::size_t index, Status status, Instant at) {
-    at = std::max(at, last_completion_);
-    last_completion_ = at;
-    auto self = shared_from_this();
-    loop().schedule_at(at, [self, batch = std::move(batch), index, status = std::move(status)] {
-      batch->statuses[index] = status;
-      if (--batch->remaining == 0) self->complete_batch(batch);
-    });
+    const std::uint64_t seq = batch->first_seq + index;
+    finished_.emplace(seq, Finished{std::move(batch), index, std::move(status), at});
+    for (auto it = finished_.begin(); it != finished_.end() && it->first == next_completion_seq_;
+         it = finished_.erase(it), ++next_completion_seq_) {
+      Finished& f = it->second;
+      const Instant when = std::max(f.at, last_completion_);
+      last_completion_ = when;
+      auto self = shared_from_this();
+      loop().schedule_at(
+          when, [self, batch = std::move(f.batch), index = f.index, status = std::move(f.status)] {
+            batch->statuses[index] = status;
+            if (--batch->remaining == 0) self->complete_batch(batch);
+          });
+    }
   }
 
   void complete_batch(std::shared_ptr<Batch> batch) {
@@ -324,6 +337,16 @@ class SimQueuePair final : public runtime::QueuePair,
   std::uint64_t writes_landed_ = 0;    // of those, in memory (or failed there)
   Instant read_tx_free_{0};
   Instant last_completion_{0};
+  // An op finished before the ops posted ahead of it waits here, by posting order.
+  struct Finished {
+    std::shared_ptr<Batch> batch;
+    std::size_t index = 0;
+    Status status;
+    Instant at{0};
+  };
+  std::map<std::uint64_t, Finished> finished_;
+  std::uint64_t next_post_seq_ = 0;
+  std::uint64_t next_completion_seq_ = 0;
   std::deque<PendingRead> reads_;  // READs of this QP not yet fully fetched
   bool read_fetching_ = false;
   // A segment ready within this of its fetch is taken as a plain memory access
