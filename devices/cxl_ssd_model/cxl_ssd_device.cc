@@ -298,7 +298,10 @@ Status CxlSsdDevice::prefetch(Tag tag, std::span<const PoolRange> ranges, bool p
     if (r.length == 0) continue;
     const PageSpan span{static_cast<Page>(r.offset / page_bytes()),
                         static_cast<Page>((r.offset + r.length - 1) / page_bytes() + 1)};
-    const std::int64_t key = next_back_key_++;
+    // A range hinted for a request already promoted joins its promoted ranges.
+    auto tag_it = tags_.find(tag);
+    const bool promoted = tag_it != tags_.end() && tag_it->second.promoted;
+    const std::int64_t key = promoted ? next_front_key_++ : next_back_key_++;
     if (pin) {
       waiting_[key] = {tag, span};
       tags_[tag].waiting.insert(key);
@@ -385,24 +388,31 @@ void CxlSsdDevice::promote(Tag tag) {
   auto it = tags_.find(tag);
   if (it == tags_.end()) return;
   TagState& ts = it->second;
+  ts.promoted = true;
   // Promoted requests go ahead of all others but behind those promoted before
   // them: a QP's READs are served in order, so the earliest promote loads first.
-  auto move_front = [this](std::set<std::int64_t>& keys, std::map<std::int64_t, QueuedSpan>& m) {
-    std::set<std::int64_t> moved;
-    for (std::int64_t old : keys) {  // ascending: keeps the hint's own order
-      if (old < 0) {                 // already promoted: keeps its place
-        moved.insert(old);
-        continue;
-      }
-      auto node = m.extract(old);
-      node.key() = next_front_key_;
-      m.insert(std::move(node));
-      moved.insert(next_front_key_++);
+  // Queued and waiting ranges move together in the hint's own order (their
+  // keys share one counter), so a waiting range admitted later still follows
+  // the queued ranges hinted before it.
+  std::set<std::int64_t> queued, waiting;
+  auto q = ts.queued.begin();
+  auto w = ts.waiting.begin();
+  while (q != ts.queued.end() || w != ts.waiting.end()) {
+    const bool from_queue = w == ts.waiting.end() || (q != ts.queued.end() && *q < *w);
+    const std::int64_t old = from_queue ? *q++ : *w++;
+    auto& into = from_queue ? queued : waiting;
+    if (old < 0) {  // already promoted: keeps its place
+      into.insert(old);
+      continue;
     }
-    keys = std::move(moved);
-  };
-  move_front(ts.waiting, waiting_);
-  move_front(ts.queued, queue_);
+    auto& m = from_queue ? queue_ : waiting_;
+    auto node = m.extract(old);
+    node.key() = next_front_key_;
+    m.insert(std::move(node));
+    into.insert(next_front_key_++);
+  }
+  ts.queued = std::move(queued);
+  ts.waiting = std::move(waiting);
   admit_waiting();
   pump();
 }

@@ -91,7 +91,8 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   // Pages wholly inside `ranges` get a frame now without a flash read (they
   // will be overwritten); partial pages are queued for a fill.
   Status prepare_write(Tag tag, std::span<const PoolRange> ranges);
-  // The tag's queued and waiting ranges go to the front, in their order.
+  // The tag's queued and waiting ranges go to the front, in their order; ranges
+  // hinted for it later follow them there.
   void promote(Tag tag);
   // Unpins the tag's pages and drops what it still had queued.
   void release(Tag tag);
@@ -139,6 +140,7 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
     std::set<std::int64_t> queued;   // keys in queue_
     std::set<std::int64_t> waiting;  // keys in waiting_
     std::vector<PageSpan> pinned;
+    bool promoted = false;  // its later ranges join the front too
   };
 
   Status check(std::uint64_t offset, std::uint64_t length) const;

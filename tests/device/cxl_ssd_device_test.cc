@@ -589,6 +589,41 @@ TEST(CxlSsdDevice, R4_5_PromotedRequestsArePrefetchedInPromoteOrder) {
   EXPECT_LT(d.page_state(35 * kPage).ready_at, d.page_state(1 * kPage).ready_at);
 }
 
+// SPEC R4.5: a promote moves the request's ranges to the front in their hint
+// order, also the ones still waiting under the hinted-bytes cap: admitted
+// later, such a range still follows the ranges hinted before it. A range
+// hinted for the request after its promote joins it at the front.
+TEST(CxlSsdDevice, R4_5_APromoteKeepsTheHintOrderOfQueuedAndWaitingRanges) {
+  sim::EventLoop loop;
+  auto params = small_params();
+  params.channels = 1;  // one die: fills strictly in turn
+  params.dram_cache_bytes = 64 * kPage;
+  params.prefetch_horizon = 100ns;
+  params.hinted_bytes_cap = 12 * kPage;
+  CxlSsdDevice d(loop, params);
+  const PoolRange x{0, 8 * kPage};           // request 1: the die is busy with it
+  const PoolRange a{16 * kPage, 4 * kPage};  // request 2, fits under the cap
+  const PoolRange b{32 * kPage, 4 * kPage};  // request 2, waits for the cap
+  const PoolRange y{48 * kPage, 4 * kPage};  // request 3, hinted before c
+  const PoolRange c{40 * kPage, 2 * kPage};  // request 2 again, after its promote
+  ASSERT_TRUE(d.prefetch(1, std::span(&x, 1), true).ok());
+  ASSERT_TRUE(d.prefetch(2, std::span(&a, 1), true).ok());
+  ASSERT_TRUE(d.prefetch(2, std::span(&b, 1), true).ok());
+  EXPECT_EQ(d.waiting_bytes(), 4 * kPage);  // b waits
+  d.promote(2);
+  d.release(1);  // x's pins go: b is admitted, its key decides its place
+  EXPECT_EQ(d.waiting_bytes(), 0u);
+  ASSERT_TRUE(d.prefetch(3, std::span(&y, 1), false).ok());
+  ASSERT_TRUE(d.prefetch(2, std::span(&c, 1), false).ok());
+  loop.run_until([] { return false; });
+  EXPECT_EQ(d.fill_queue_pages(), 0u);
+  auto ready = [&](std::uint64_t page) { return d.page_state(page * kPage).ready_at; };
+  EXPECT_TRUE(d.page_state(16 * kPage).resident);
+  EXPECT_LT(ready(19), ready(32));  // a before b: hint order
+  EXPECT_LT(ready(35), ready(40));  // then c, hinted after the promote...
+  EXPECT_LT(ready(41), ready(48));  // ...ahead of request 3, never promoted
+}
+
 // A READ of the request being prefetched rides the prefetch stream; one queued
 // behind other hints waits as demand misses, unless it was promoted (SPEC R4.5).
 TEST(CxlSsdDevice, R4_5_ReadOfAPromotedRequestRidesThePrefetchStream) {
