@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <optional>
 
@@ -196,8 +197,9 @@ class RecordingMemory : public SimMemoryPool, public MemoryTiming {
   runtime::Instant access_ready(std::uint64_t offset, std::uint64_t, bool,
                                 runtime::Instant at) override {
     asks.push_back({offset, at, loop_.now()});
-    return at + 50us;
+    return at + delay;
   }
+  runtime::Duration delay = 50us;  // how long each access waits for the memory
   struct Ask {
     std::uint64_t offset;
     runtime::Instant at;
@@ -235,27 +237,36 @@ TEST(SimNic, P6_DeviceIsAskedForEachReadSegmentWhenTheNicFetchesIt) {
 // A WRITE's segments are asked of the device as each arrives and after the one
 // before it is in -- not all at the first arrival with future times, which let
 // a device book write-allocate fills on its flash ahead of other requesters.
+// Exactly then: a slow device paces the asks, a fast one the wire.
 TEST(SimNic, DeviceIsAskedForEachWriteSegmentWhenItHasArrived) {
-  Rig rig;
-  RecordingMemory pool(8 << 20, rig.world.loop());
-  auto reg = rig.mem_nic.register_memory(pool, 0, 8 << 20, runtime::kAccessRemoteWrite);
-  rig.connect();
-  const std::uint64_t seg = rig.fabric.params().stream_segment_bytes;
-  std::vector<std::byte> a(4 * seg), b(seg);
-  const runtime::Instant posted = rig.world.loop().now();
-  auto st = rig.post({{RdmaOp::Kind::kWrite, a, reg->addr, reg->rkey},
-                      {RdmaOp::Kind::kWrite, b, reg->addr + 4 * seg, reg->rkey}});
-  ASSERT_TRUE(st[0].ok() && st[1].ok());
-  ASSERT_EQ(pool.asks.size(), 5u);
-  const double rate = rig.fabric.params().bytes_per_second;
-  for (std::size_t i = 0; i < pool.asks.size(); ++i) {
-    EXPECT_EQ(pool.asks[i].offset, i * seg);            // in order, WRITE after WRITE
-    EXPECT_EQ(pool.asks[i].at, pool.asks[i].asked_at);  // asked when it is there, not ahead
-    // Not before the segment's last byte crossed the wire...
-    EXPECT_GE(runtime::to_seconds(pool.asks[i].at - posted), (i + 1) * seg / rate);
-    // ...and not before the segment ahead of it is in (the device says 50 us).
-    if (i > 0) {
-      EXPECT_GE(pool.asks[i].at, pool.asks[i - 1].at + 50us);
+  for (const runtime::Duration delay : {runtime::Duration(50us), runtime::Duration(0us)}) {
+    SCOPED_TRACE(runtime::to_seconds(delay));
+    Rig rig;
+    RecordingMemory pool(8 << 20, rig.world.loop());
+    pool.delay = delay;
+    auto reg = rig.mem_nic.register_memory(pool, 0, 8 << 20, runtime::kAccessRemoteWrite);
+    rig.connect();
+    const auto& p = rig.fabric.params();
+    const std::uint64_t seg = p.stream_segment_bytes;
+    auto wire = [&](std::uint64_t bytes) {
+      return runtime::Duration(
+          static_cast<std::int64_t>(std::ceil(bytes * 1e9 / p.bytes_per_second)));
+    };
+    std::vector<std::byte> a(4 * seg), b(seg);
+    const runtime::Instant posted = rig.world.loop().now();
+    auto st = rig.post({{RdmaOp::Kind::kWrite, a, reg->addr, reg->rkey},
+                        {RdmaOp::Kind::kWrite, b, reg->addr + 4 * seg, reg->rkey}});
+    ASSERT_TRUE(st[0].ok() && st[1].ok());
+    ASSERT_EQ(pool.asks.size(), 5u);
+    // Each WRITE leaves per_op after the one before it left the port.
+    const runtime::Instant second_leaves = posted + p.per_op + wire(4 * seg) + p.per_op;
+    for (std::size_t i = 0; i < pool.asks.size(); ++i) {
+      EXPECT_EQ(pool.asks[i].offset, i * seg);            // in order, WRITE after WRITE
+      EXPECT_EQ(pool.asks[i].at, pool.asks[i].asked_at);  // asked when it is there, not ahead
+      const runtime::Instant arrived = i < 4 ? posted + p.per_op + wire((i + 1) * seg) + p.latency
+                                             : second_leaves + wire(seg) + p.latency;
+      const runtime::Instant before_in = i > 0 ? pool.asks[i - 1].at + delay : arrived;
+      EXPECT_EQ(pool.asks[i].at, std::max(arrived, before_in)) << i;
     }
   }
 }
@@ -447,9 +458,43 @@ TEST(SimNic, AReadWaitingForTheDeviceDoesNotHoldThePortForOthers) {
   EXPECT_GE(*slow_done - t0, 20ms);
 }
 
+// The responder executes a QP's requests in order: a READ posted behind a
+// WRITE into memory that takes 20 ms to accept it reads only once that WRITE
+// is in, and sees its bytes. If the registration goes meanwhile, both fail
+// with remote_access and neither hangs.
+TEST(SimNic, AReadBehindAWriteThatWaitsForTheDeviceReadsAfterItLanded) {
+  for (const bool deregister : {false, true}) {
+    SCOPED_TRACE(deregister);
+    Rig rig;
+    HalfSlowMemory pool(8 << 20, 4 << 20, runtime::Instant(std::chrono::milliseconds(20)));
+    const auto reg = rig.expose_all(pool);
+    auto data = bytes_of("written before the read");
+    std::vector<std::byte> back(data.size());
+    std::optional<std::vector<Status>> st;
+    rig.qp->post({{RdmaOp::Kind::kWrite, data, reg.addr, reg.rkey},
+                  {RdmaOp::Kind::kRead, back, reg.addr, reg.rkey}},
+                 [&](std::vector<Status> s) { st = std::move(s); });
+    if (deregister) {
+      rig.world.run_for(1ms);
+      ASSERT_TRUE(rig.mem_nic.deregister(reg).ok());
+    }
+    ASSERT_TRUE(rig.world.run_until([&] { return st.has_value(); }).ok());
+    ASSERT_EQ(st->size(), 2u);
+    if (deregister) {
+      EXPECT_EQ((*st)[0].code(), ErrorCode::kRemoteAccess) << (*st)[0].ToString();
+      EXPECT_EQ((*st)[1].code(), ErrorCode::kRemoteAccess) << (*st)[1].ToString();
+    } else {
+      for (const auto& s : *st) EXPECT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(back, data);
+      EXPECT_GE(rig.world.loop().now(), runtime::Instant(std::chrono::milliseconds(20)));
+    }
+  }
+}
+
 // An RC send queue reports its ops in posting order: a WRITE of ready memory
 // posted after a READ that waits 20 ms for its device lands at once, but its
-// completion comes after the READ's -- within one batch and across batches.
+// completion comes after the READ's, and so do later batches' -- also one
+// refused at posting and an empty one.
 TEST(SimNic, CompletionsOfAQueuePairComeInPostingOrder) {
   Rig rig;
   HalfSlowMemory pool(8 << 20, 4 << 20, runtime::Instant(std::chrono::milliseconds(20)));
@@ -468,15 +513,30 @@ TEST(SimNic, CompletionsOfAQueuePairComeInPostingOrder) {
                  order.push_back("write");
                  second = std::move(st);
                });
+  // Refused at once (its wire length is shorter than its buffer), and an
+  // empty batch: both are still reported in their turn.
+  RdmaOp short_op{RdmaOp::Kind::kWrite, fast, reg.addr + (6 << 20), reg.rkey};
+  short_op.length = 16;
+  std::optional<Status> refused;
+  rig.qp->post({short_op}, [&](std::vector<Status> st) {
+    order.push_back("refused");
+    refused = st[0];
+  });
+  rig.qp->post({}, [&](std::vector<Status> st) {
+    EXPECT_TRUE(st.empty());
+    order.push_back("empty");
+  });
   // The WRITEs are in memory long before the READ's device is ready...
   rig.world.run_for(1ms);
   std::vector<std::byte> landed(4096);
   ASSERT_TRUE(pool.read(5 << 20, landed).ok());
   EXPECT_EQ(landed, fast);
   EXPECT_FALSE(first.has_value());
-  EXPECT_FALSE(second.has_value());  // ...but not reported ahead of the READ
-  ASSERT_TRUE(rig.world.run_until([&] { return second.has_value(); }).ok());
-  EXPECT_EQ(order, (std::vector<std::string>{"batch", "write"}));
+  EXPECT_TRUE(order.empty());  // ...but nothing is reported ahead of the READ
+  ASSERT_TRUE(rig.world.run_until([&] { return order.size() == 4; }).ok());
+  EXPECT_EQ(order, (std::vector<std::string>{"batch", "write", "refused", "empty"}));
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->code(), ErrorCode::kBadRequest) << refused->ToString();
   EXPECT_GE(rig.world.loop().now(), runtime::Instant(std::chrono::milliseconds(20)));
   for (const auto& s : *first) EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE((*second)[0].ok());

@@ -38,11 +38,17 @@ class SimQueuePair final : public runtime::QueuePair,
   void post(std::vector<RdmaOp> ops, CompletionHandler done) override {
     auto batch = std::make_shared<Batch>();
     batch->first_seq = next_post_seq_;
-    next_post_seq_ += ops.size();
     batch->statuses.resize(ops.size());
-    batch->remaining = ops.size();
     batch->done = std::move(done);
-    if (ops.empty()) return complete_batch(batch);
+    if (ops.empty()) {
+      // Reported in its turn too: after the ops posted before it. It takes one
+      // sequence number with no status to fill.
+      ++next_post_seq_;
+      batch->remaining = 1;
+      return finish_op(batch, 0, Status(), loop().now());
+    }
+    next_post_seq_ += ops.size();
+    batch->remaining = ops.size();
     SimWorld& world = local_.fabric().world();
     world.trace().record(world.loop().now().count(), "rdma post " + local_.node() + "->" +
                                                          remote_.node() +
@@ -177,12 +183,20 @@ class SimQueuePair final : public runtime::QueuePair,
         loop().schedule_at(at, [self] { self->apply_writes(); });
         return;
       }
+      // A WRITE whose registration went (or whose peer was cut off) since it
+      // arrived is refused by the responder: the device is asked nothing more,
+      // and land_write reports why.
+      const bool accepted =
+          !partitioned() && remote_.find(w.op.rkey, w.op.remote_addr, w.op.wire_length(),
+                                         runtime::kAccessRemoteWrite) != nullptr;
       // A segment waits for the device (write-allocate fills).
       auto* timing = dynamic_cast<MemoryTiming*>(w.pool);
       const Instant ready =
-          std::max(now, timing ? timing->access_ready(w.offset + w.next, len, true, now) : now);
+          accepted && timing && len > 0
+              ? std::max(now, timing->access_ready(w.offset + w.next, len, true, now))
+              : now;
       last_write_applied_ = ready;
-      w.next += len;
+      w.next = accepted ? w.next + len : w.op.wire_length();
       if (w.next >= w.op.wire_length()) {
         finish_write(std::move(w), ready);
         writes_.pop_front();
@@ -312,7 +326,7 @@ class SimQueuePair final : public runtime::QueuePair,
       auto self = shared_from_this();
       loop().schedule_at(
           when, [self, batch = std::move(f.batch), index = f.index, status = std::move(f.status)] {
-            batch->statuses[index] = status;
+            if (index < batch->statuses.size()) batch->statuses[index] = status;  // else empty
             if (--batch->remaining == 0) self->complete_batch(batch);
           });
     }
