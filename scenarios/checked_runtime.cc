@@ -35,6 +35,7 @@ class CheckedConn final : public runtime::Conn {
   }
   void close() override { inner_->close(); }
   void abort() override { inner_->abort(); }
+  void set_reading(bool on) override { inner_->set_reading(on); }
 
  private:
   // A stream the agent will refuse as a bad frame shows nothing more.

@@ -306,6 +306,26 @@ TEST(SimKernel, GracefulCloseDeliversDataFirstAndClosesBothEnds) {
   EXPECT_TRUE(p.client_closed.has_value());
 }
 
+// As on TCP: set_reading(false) holds the bytes and the peer's end that
+// follow; set_reading(true) delivers them in order in a later event, then the end.
+TEST(SimKernel, SetReadingOffHoldsBytesAndThePeersEndUntilOn) {
+  Pair p;
+  ASSERT_TRUE(p.world.run_until([&p] { return p.server != nullptr; }).ok());
+  p.server->set_reading(false);
+  p.client->send("held ");
+  p.client->send("back");
+  p.client->close();
+  p.world.run_for(1ms);
+  EXPECT_EQ(p.server_got, "");
+  EXPECT_FALSE(p.server_closed.has_value());
+  p.server->set_reading(true);
+  EXPECT_EQ(p.server_got, "");  // never inside the call
+  p.world.run_for(1ms);
+  EXPECT_EQ(p.server_got, "held back");
+  ASSERT_TRUE(p.server_closed.has_value());
+  EXPECT_EQ(p.server_closed->code(), ErrorCode::kClosed);
+}
+
 TEST(SimKernel, DroppedConnectionsEndOnBothSides) {
   Pair p;
   p.world.network().drop_connections("b");

@@ -100,6 +100,17 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
     end(Error(ErrorCode::kClosed, "aborted"));
   }
 
+  // Bytes that arrive while reading is off wait here, in order, with the
+  // peer's end behind them; they are delivered in a later event, never inside
+  // this call (the handler may be the caller).
+  void set_reading(bool on) override {
+    if (on == reading_) return;
+    reading_ = on;
+    if (!on || (held_.empty() && !held_end_)) return;
+    auto self = shared_from_this();
+    net_.world().loop().schedule_after(runtime::Duration(0), [self] { self->release_held(); });
+  }
+
   // A fault: both ends see the connection die.
   void sever(const Status& why) {
     if (ended_) return;
@@ -114,6 +125,10 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
       early_.push_back(std::move(bytes));
       return;
     }
+    if (!reading_ || !held_.empty()) {
+      held_.push_back(std::move(bytes));
+      return;
+    }
     auto self = shared_from_this();
     if (!*strand_alive_) return;
     strand_->run_inline([self, bytes = std::move(bytes)] {
@@ -123,7 +138,24 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
 
   void remote_ended(const Status& why) {
     if (ended_) return;
+    if (!held_.empty() || !reading_) {
+      held_end_ = why;  // after the bytes still held
+      return;
+    }
     end(why);
+  }
+
+  void release_held() {
+    while (reading_ && !held_.empty() && !ended_) {
+      std::string bytes = std::move(held_.front());
+      held_.pop_front();
+      auto self = shared_from_this();
+      if (!*strand_alive_) return;
+      strand_->run_inline([self, bytes = std::move(bytes)] {
+        if (!self->ended_ && self->on_data_) self->on_data_(bytes);
+      });
+    }
+    if (reading_ && held_.empty() && held_end_) end(*std::exchange(held_end_, std::nullopt));
   }
 
   void end(const Status& why) {
@@ -164,6 +196,9 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
   CloseHandler on_close_;
   std::deque<std::string> early_;
   std::optional<Status> early_close_;
+  bool reading_ = true;             // set_reading
+  std::deque<std::string> held_;    // arrived while reading was off
+  std::optional<Status> held_end_;  // the peer's end, behind held_
   Instant tx_free_at_{0};
   Instant last_arrival_{0};
   std::uint64_t epoch_ = 0;

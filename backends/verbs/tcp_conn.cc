@@ -96,6 +96,15 @@ void ConnState::abort() {
   }
 }
 
+void ConnState::set_reading(bool on) {
+  if (auto reactor = reactor_.lock()) {
+    reactor->run([self = shared_from_this(), on] {
+      self->user_reading_ = on;
+      self->update_interest();
+    });
+  }
+}
+
 void ConnState::release() {
   released_ = true;
   // A close() already asked for keeps flushing; otherwise nobody can end it.
@@ -107,7 +116,10 @@ void ConnState::release() {
 }
 
 void ConnState::on_events(std::uint32_t events) {
-  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) read_some();
+  // HUP and ERR come even while reading is off: read to the end, or they spin.
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+    read_some((events & (EPOLLHUP | EPOLLERR)) != 0);
+  }
   if (fd_ >= 0 && (events & EPOLLOUT)) flush();
 }
 
@@ -120,13 +132,13 @@ void ConnState::on_stop() {
 
 void ConnState::begin_delivery() {
   started_ = true;
-  if (!early_.empty()) deliver(std::exchange(early_, {}));
+  if (!early_.empty()) post_data(std::exchange(early_, {}));
   if (early_end_) post_close(*std::exchange(early_end_, std::nullopt));
 }
 
-void ConnState::read_some() {
+void ConnState::read_some(bool ending) {
   char buffer[kReadChunk];
-  for (int i = 0; i < kReadsPerEvent && fd_ >= 0; ++i) {
+  for (int i = 0; i < kReadsPerEvent && fd_ >= 0 && (ending || reading()); ++i) {
     const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
     if (n > 0) {
       // After our FIN the peer's bytes have nowhere to go.
@@ -142,14 +154,56 @@ void ConnState::read_some() {
   }
 }
 
+bool ConnState::reading() const {
+  // After our FIN the peer's bytes are read only to be dropped.
+  return phase_ == Phase::kLingering || (user_reading_ && !held_back_);
+}
+
+void ConnState::update_interest() {
+  if (registration_ == 0 || fd_ < 0) return;
+  loop_->modify(registration_, fd_,
+                (reading() ? kReadEvents : 0u) | (watching_writable_ ? EPOLLOUT : 0u));
+}
+
 void ConnState::deliver(std::string bytes) {
+  undelivered_ += bytes.size();
+  if (undelivered_ > options_.max_undelivered_bytes && !held_back_) {
+    held_back_ = true;
+    update_interest();
+    // The strand may have taken them all before it could see held_back_.
+    recheck_undelivered();
+  }
   if (!started_) {
     early_.append(bytes);
     return;
   }
+  post_data(std::move(bytes));
+}
+
+void ConnState::post_data(std::string bytes) {
   post_([self = shared_from_this(), bytes = std::move(bytes)] {
     if (!self->aborted_ && !self->released_ && self->on_data_) self->on_data_(bytes);
+    self->delivered(bytes.size());
   });
+}
+
+void ConnState::delivered(std::size_t n) {
+  const std::size_t left = undelivered_ -= n;
+  if (left > options_.max_undelivered_bytes / 2 || !held_back_) return;
+  if (recheck_asked_.exchange(true)) return;
+  auto reactor = reactor_.lock();
+  if (!reactor || !reactor->run([self = shared_from_this()] {
+        self->recheck_asked_ = false;
+        self->recheck_undelivered();
+      })) {
+    recheck_asked_ = false;
+  }
+}
+
+void ConnState::recheck_undelivered() {
+  if (!held_back_ || undelivered_ > options_.max_undelivered_bytes / 2) return;
+  held_back_ = false;
+  update_interest();
 }
 
 void ConnState::queue_bytes(const std::string& bytes) {
@@ -205,6 +259,7 @@ void ConnState::finish_close() {
   // close never turns into a reset that could destroy bytes the peer has not read.
   ::shutdown(fd_, SHUT_WR);
   phase_ = Phase::kLingering;
+  update_interest();
   end(Error(ErrorCode::kClosed, "closed"));
 }
 
@@ -251,7 +306,7 @@ void ConnState::close_fd() {
 void ConnState::watch_writable(bool on) {
   if (on == watching_writable_ || registration_ == 0) return;
   watching_writable_ = on;
-  loop_->modify(registration_, fd_, kReadEvents | (on ? EPOLLOUT : 0u));
+  update_interest();
 }
 
 }  // namespace rcxl::verbs

@@ -22,6 +22,10 @@ struct TcpConnOptions {
   // Bytes still queued for a peer that does not read them: a send while more
   // than this waits resets the connection, rather than growing it without end.
   std::size_t max_unsent_bytes = std::size_t{64} << 20;
+  // Bytes read but not yet taken by the data handler (its strand is busy):
+  // past this the socket is not read until they fall to half, so a peer that
+  // sends faster than it is served is held back by TCP, not by our memory.
+  std::size_t max_undelivered_bytes = std::size_t{4} << 20;
 };
 
 class ConnState final : public Reactor::Handler, public std::enable_shared_from_this<ConnState> {
@@ -41,6 +45,7 @@ class ConnState final : public Reactor::Handler, public std::enable_shared_from_
   void send(std::string bytes);
   void close();
   void abort();
+  void set_reading(bool on);
   // The last handle is gone: abort, and never call the handlers.
   void release();
 
@@ -53,8 +58,14 @@ class ConnState final : public Reactor::Handler, public std::enable_shared_from_
 
   ConnState(const std::shared_ptr<Reactor>& reactor, int fd, TcpConnOptions options);
   void begin_delivery();
-  void read_some();
+  void read_some(bool ending);
+  bool reading() const;
+  void update_interest();
   void deliver(std::string bytes);
+  void post_data(std::string bytes);
+  // Strand: the data handler took `n` bytes.
+  void delivered(std::size_t n);
+  void recheck_undelivered();
   void queue_bytes(const std::string& bytes);
   void flush();
   void begin_close();
@@ -78,6 +89,10 @@ class ConnState final : public Reactor::Handler, public std::enable_shared_from_
   std::atomic<bool> aborted_{false};     // deliver no more data
   std::atomic<bool> released_{false};    // call no handler
   std::atomic<bool> start_called_{false};
+  // Read but not yet taken by the data handler; the reactor adds, the strand subtracts.
+  std::atomic<std::size_t> undelivered_{0};
+  std::atomic<bool> held_back_{false};      // reading stopped for undelivered_
+  std::atomic<bool> recheck_asked_{false};  // a recheck_undelivered is on its way
 
   // Set by start() before the reactor learns of it; then strand-only.
   StrandPoster post_;
@@ -91,6 +106,7 @@ class ConnState final : public Reactor::Handler, public std::enable_shared_from_
   bool started_ = false;
   bool ended_ = false;
   bool watching_writable_ = false;
+  bool user_reading_ = true;         // set_reading
   std::string early_;                // bytes read before start
   std::optional<Status> early_end_;  // end seen before start
   std::string out_;                  // bytes queued for the socket
@@ -112,6 +128,7 @@ class TcpConn final : public runtime::Conn {
   void send(std::string bytes) override { state_->send(std::move(bytes)); }
   void close() override { state_->close(); }
   void abort() override { state_->abort(); }
+  void set_reading(bool on) override { state_->set_reading(on); }
 
  private:
   std::shared_ptr<ConnState> state_;

@@ -48,7 +48,8 @@ class Agent::Session {
   std::unique_ptr<runtime::Strand> strand;
   std::shared_ptr<protocol::FramedConn> conn;
   const std::string challenge;
-  std::deque<Incoming> queue;  // requests behind the one being served
+  std::deque<Incoming> queue;   // requests behind the one being served
+  bool reading_paused = false;  // the queue grew past kPauseReadingAt
   bool busy = false;
   bool pumping = false;
   bool closing = false;
@@ -104,6 +105,11 @@ namespace {
 
 // More would only hold memory: as many as requests decode at once is enough.
 constexpr std::size_t kSpareDecoders = 8;
+// A connection's queued requests: past the first the socket is not read (the
+// transport still takes what it has read, at most ~4 MiB); below the second,
+// reading resumes. Hysteresis keeps a busy pipeline from toggling per frame.
+constexpr std::size_t kPauseReadingAt = 256;
+constexpr std::size_t kResumeReadingAt = 64;
 
 Json error_reply(const Json& id, const Status& status) {
   return protocol::error_reply(id, status);
@@ -430,6 +436,12 @@ bool Agent::decode_fast(const SessionPtr& s, std::string& frame) {
 void Agent::on_message(const SessionPtr& s, Incoming message) {
   if (s->closing) return;
   s->queue.push_back(std::move(message));
+  // A peer that pipelines faster than it is served (behind a long write_wait,
+  // a map waiting for another) is held back by TCP, not queued here for good.
+  if (!s->reading_paused && s->queue.size() >= kPauseReadingAt) {
+    s->reading_paused = true;
+    s->conn->raw().set_reading(false);
+  }
   pump(s);
 }
 
@@ -443,6 +455,10 @@ void Agent::pump(const SessionPtr& s) {
     handle(s, message);
   }
   s->pumping = false;
+  if (s->reading_paused && !s->closing && s->queue.size() <= kResumeReadingAt) {
+    s->reading_paused = false;
+    s->conn->raw().set_reading(true);
+  }
 }
 
 void Agent::complete(const SessionPtr& s, const Json& reply, bool close_after) {

@@ -49,6 +49,11 @@ class Conn {
   virtual void close() = 0;
   // Ends the stream now; unsent bytes are dropped.
   virtual void abort() = 0;
+  // Stops (false) or resumes (true) delivering received bytes; on by default.
+  // While off, the transport stops reading, so the peer is held back by the
+  // stream's own flow control. Deliveries resume later, never inside this call.
+  // Call on the connection's strand.
+  virtual void set_reading(bool on) = 0;
 };
 
 class Listener {

@@ -1,6 +1,7 @@
 // The Agent on the thread runtime (a strand per connection = a thread per
 // connection): maps of one region racing on two connections (SPEC R2.2: mapped
 // once; both hold it), and hints from many connections at once (SPEC R3.2).
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 #include "backends/verbs/thread_runtime.h"
 #include "core/agent/agent.h"
 #include "core/protocol/auth.h"
+#include "core/protocol/frame_codec.h"
 #include "tests/agent/tcp_wire.h"
 
 namespace rcxl::agent {
@@ -464,6 +466,98 @@ TEST(AgentThreads, R1_DestroyingTheAgentWaitsForARunningMap) {
   // The map's task finished before the agent's state (and the extension) went.
   EXPECT_TRUE(rig.events->mapped_done.load());
   t.join();
+}
+
+// write_wait answers only when the test says so (or at its timeout).
+class HeldWaitExtension : public ext::RegionExtension {
+ public:
+  std::string name() const override { return "held-wait"; }
+  Status hint(const ext::Hint&) override { return {}; }
+  std::vector<std::string> hint_actions() const override { return {"write_wait"}; }
+  void write_wait(const ext::WriteWait&, WriteWaitDone done) override {
+    std::lock_guard lock(mu);
+    held = std::move(done);
+    entered.set_value();
+  }
+  void answer() {
+    WriteWaitDone done;
+    {
+      std::lock_guard lock(mu);
+      done = std::move(held);
+    }
+    if (done) done(Json::object({{"ready", true}}));
+  }
+  std::mutex mu;
+  WriteWaitDone held;
+  std::promise<void> entered;
+};
+
+// A client that pipelines requests behind a write_wait the extension holds
+// (10 s allowed) is held back by TCP once ~256 requests wait on its
+// connection, instead of the agent queueing all it sends; once the wait is
+// answered every request is answered, in order.
+TEST(AgentThreads, R4_4_RequestsPipelinedBehindALongWriteWaitHoldThePeerBack) {
+  auto owned = std::make_unique<HeldWaitExtension>();
+  auto* ext = owned.get();
+  ThreadRig rig(std::move(owned));
+  auto wire = rig.hello();
+  Json alloc = rig.mapped_region(*wire);
+  ASSERT_FALSE(alloc.is_null());
+  wire->send({{"op", "extension"},
+              {"id", 10},
+              {"action", "write_wait"},
+              {"token", "store"},
+              {"epoch", "tboot"},
+              {"ranges", Json::array({{alloc["region"], 0, 4096}})},
+              {"handles", {{std::to_string(alloc["region"].get<int>()), alloc["handle"]}}},
+              {"timeout_ms", 10000}});
+  auto entered = ext->entered.get_future();
+  ASSERT_EQ(entered.wait_for(10s), std::future_status::ready);
+  // Requests of 32 KiB each (a release of a region it does not hold: an
+  // error reply, nothing changes), written without blocking until the agent
+  // stops taking them for 300 ms.
+  const std::string pad(32 * 1024, 'p');
+  const int total = 3072;  // 96 MiB
+  std::string frames;
+  for (int i = 0; i < total; ++i) {
+    frames += protocol::encode_frame(
+        Json(
+            {{"op", "release"}, {"id", 100 + i}, {"region", 999999}, {"handle", "h"}, {"pad", pad}})
+            .dump());
+  }
+  ::fcntl(wire->fd(), F_SETFL, ::fcntl(wire->fd(), F_GETFL) | O_NONBLOCK);
+  std::size_t written = 0;
+  auto write_until = [&](std::chrono::milliseconds stall) {
+    auto last = std::chrono::steady_clock::now();
+    while (written < frames.size() && std::chrono::steady_clock::now() - last < stall) {
+      const ssize_t n =
+          ::send(wire->fd(), frames.data() + written,
+                 std::min<std::size_t>(64 * 1024, frames.size() - written), MSG_NOSIGNAL);
+      if (n > 0) {
+        written += static_cast<std::size_t>(n);
+        last = std::chrono::steady_clock::now();
+      } else {
+        std::this_thread::sleep_for(1ms);
+      }
+    }
+  };
+  write_until(300ms);
+  // 256 queued requests (8 MiB), what the transport read (~4 MiB), socket buffers.
+  EXPECT_LT(written, std::size_t{48} << 20) << written;
+  ext->answer();
+  Json waited = wire->next();
+  EXPECT_EQ(waited["id"], 10) << waited.dump();
+  EXPECT_EQ(waited["ok"], true) << waited.dump();
+  // The rest goes in while the replies are read.
+  std::thread writer([&] { write_until(10s); });
+  int in_order = 0;
+  for (int i = 0; i < total; ++i) {
+    Json reply = wire->next();
+    if (reply["id"] == 100 + i && reply.contains("error")) ++in_order;
+  }
+  writer.join();
+  EXPECT_EQ(written, frames.size());
+  EXPECT_EQ(in_order, total);
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ class Wire {
   }
   ~Wire() { close(fd_); }
   bool connected() const { return connected_; }
+  int fd() const { return fd_; }
   void send(const Json& m) {
     const std::string frame = rcxl::protocol::encode_frame(m.dump());
     ASSERT_EQ(::send(fd_, frame.data(), frame.size(), MSG_NOSIGNAL),

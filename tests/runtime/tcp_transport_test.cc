@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -438,6 +439,119 @@ TEST(TcpTransport, APeerThatNeverReadsIsResetPastTheUnsentLimit) {
   EXPECT_NE(why.message().find("does not read"), std::string::npos) << why.ToString();
   run_on(server_strand, [&] { server.reset(); });
   ::close(fd);
+}
+
+// A raw loopback client of `port`, non-blocking, and how much of `total`
+// patterned bytes it could write before the server stopped taking them (no
+// progress for 300 ms).
+struct RawWriter {
+  explicit RawWriter(std::uint16_t port) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected = fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0;
+    if (connected) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
+  ~RawWriter() {
+    if (fd >= 0) ::close(fd);
+  }
+  static char byte_at(std::size_t i) { return static_cast<char>('a' + (i * 7 + i / 4096) % 26); }
+  // Writes until `total` or until the peer stops taking bytes for `stall`.
+  void write_until(std::size_t total, std::chrono::milliseconds stall) {
+    std::string chunk(64 * 1024, '\0');
+    auto last_progress = std::chrono::steady_clock::now();
+    while (written < total && std::chrono::steady_clock::now() - last_progress < stall) {
+      const std::size_t n = std::min(chunk.size(), total - written);
+      for (std::size_t i = 0; i < n; ++i) chunk[i] = byte_at(written + i);
+      const ssize_t sent = ::send(fd, chunk.data(), n, MSG_NOSIGNAL);
+      if (sent > 0) {
+        written += static_cast<std::size_t>(sent);
+        last_progress = std::chrono::steady_clock::now();
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+  }
+  int fd = -1;
+  bool connected = false;
+  std::size_t written = 0;
+};
+
+// A connection whose data handler is busy (its strand blocked, as the agent's
+// is behind a long write_wait) stops reading past max_undelivered_bytes, so
+// the peer is held back by TCP instead of the bytes piling up in memory; when
+// the handler catches up everything arrives, in order.
+TEST(TcpTransport, ABusyReaderHoldsThePeerBackInsteadOfQueueingWithoutEnd) {
+  TcpTransport::Options options;
+  options.conn.max_undelivered_bytes = std::size_t{1} << 20;
+  TcpTransport transport(options);
+  ThreadStrand server_strand("server");
+  std::promise<std::shared_ptr<Conn>> accepted;
+  auto accepted_conn = accepted.get_future();
+  auto listener = transport.listen({"127.0.0.1", 0}, server_strand,
+                                   [&](std::shared_ptr<Conn> c) { accepted.set_value(c); });
+  ASSERT_TRUE(listener.ok());
+  RawWriter writer((*listener)->address().port);
+  ASSERT_TRUE(writer.connected);
+  auto server = get_or_abort(accepted_conn, "accept");
+  std::promise<void> unblock;
+  std::shared_future<void> unblocked = unblock.get_future().share();
+  std::atomic<std::size_t> received{0};
+  std::atomic<bool> in_order{true};
+  run_on(server_strand, [&] {
+    server->start(
+        server_strand,
+        [&, first = true](std::string_view bytes) mutable {
+          if (first) unblocked.wait();  // the first delivery blocks the strand
+          first = false;
+          const std::size_t at = received;
+          for (std::size_t i = 0; i < bytes.size(); ++i) {
+            if (bytes[i] != RawWriter::byte_at(at + i)) in_order = false;
+          }
+          received += bytes.size();
+        },
+        [](const Status&) {});
+  });
+  const std::size_t total = std::size_t{256} << 20;
+  writer.write_until(total, std::chrono::milliseconds(300));
+  // 1 MiB undelivered + one read round + the kernel's socket buffers (a few
+  // MiB each way on loopback), far from the 256 MiB it would take otherwise.
+  EXPECT_LT(writer.written, std::size_t{48} << 20) << writer.written;
+  unblock.set_value();
+  writer.write_until(total, std::chrono::milliseconds(5000));
+  EXPECT_EQ(writer.written, total);
+  ASSERT_TRUE(eventually(server_strand, [&] { return received == total; })) << received;
+  EXPECT_TRUE(in_order);
+  run_on(server_strand, [&] { server.reset(); });
+}
+
+// set_reading(false) stops deliveries (the peer's end too) until
+// set_reading(true), which delivers what waited, in order, then the end.
+TEST(TcpTransport, SetReadingOffHoldsDeliveriesAndThePeersEndUntilOn) {
+  TcpTransport transport;
+  Pair pair(transport);
+  ASSERT_TRUE(pair.ok());
+  run_on(pair.server_strand, [&] { pair.server.conn->set_reading(false); });
+  run_on(pair.client_strand, [&] {
+    pair.client.conn->send("held ");
+    pair.client.conn->send("back");
+    pair.client.conn->close();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  run_on(pair.server_strand, [&] {
+    EXPECT_EQ(pair.server.received, "");
+    EXPECT_FALSE(pair.server.closed.has_value());
+    pair.server.conn->set_reading(true);
+    EXPECT_EQ(pair.server.received, "");  // never inside the call
+  });
+  ASSERT_TRUE(eventually(pair.server_strand, [&] { return pair.server.closed.has_value(); }));
+  run_on(pair.server_strand, [&] {
+    EXPECT_EQ(pair.server.received, "held back");
+    EXPECT_EQ(pair.server.closed->code(), ErrorCode::kClosed);
+    EXPECT_FALSE(pair.server.delivered_off_strand);
+  });
 }
 
 }  // namespace
