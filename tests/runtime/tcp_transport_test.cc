@@ -402,19 +402,34 @@ TEST(TcpTransport, BytesBeforeStartAreDeliveredAtStart) {
   run_on(client_strand, [&] { client.reset(); });
 }
 
+// A transport listening on loopback, and the first connection it accepts.
+struct OneAccept {
+  explicit OneAccept(TcpTransport::Options options) : transport(options) {
+    auto l = transport.listen({"127.0.0.1", 0}, server_strand,
+                              [this](std::shared_ptr<Conn> c) { accepted.set_value(c); });
+    ok = l.ok();
+    if (ok) listener = std::move(l).value();
+  }
+  std::uint16_t port() const { return listener->address().port; }
+  std::shared_ptr<Conn> take() { return get_or_abort(accepted_conn, "accept"); }
+
+  TcpTransport transport;
+  ThreadStrand server_strand{"server"};
+  std::promise<std::shared_ptr<Conn>> accepted;
+  std::future<std::shared_ptr<Conn>> accepted_conn = accepted.get_future();
+  std::unique_ptr<runtime::Listener> listener;
+  bool ok = false;
+};
+
 // A peer that never reads what it is sent (a client that pipelines requests
 // and ignores the replies) must not grow the sender's memory without end:
 // past max_unsent_bytes the connection is reset and its close handler says why.
 TEST(TcpTransport, APeerThatNeverReadsIsResetPastTheUnsentLimit) {
   TcpTransport::Options options;
   options.conn.max_unsent_bytes = std::size_t{1} << 20;
-  TcpTransport transport(options);
-  ThreadStrand server_strand("server");
-  std::promise<std::shared_ptr<Conn>> accepted;
-  auto accepted_conn = accepted.get_future();
-  auto listener = transport.listen({"127.0.0.1", 0}, server_strand,
-                                   [&](std::shared_ptr<Conn> c) { accepted.set_value(c); });
-  ASSERT_TRUE(listener.ok());
+  OneAccept rig(options);
+  ASSERT_TRUE(rig.ok);
+  auto& server_strand = rig.server_strand;
   // A raw client with a small receive buffer that never reads.
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);
@@ -422,10 +437,10 @@ TEST(TcpTransport, APeerThatNeverReadsIsResetPastTheUnsentLimit) {
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
   sockaddr_in to{};
   to.sin_family = AF_INET;
-  to.sin_port = htons((*listener)->address().port);
+  to.sin_port = htons(rig.port());
   to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
-  auto server = get_or_abort(accepted_conn, "accept");
+  auto server = rig.take();
   std::promise<Status> ended;
   auto end = ended.get_future();
   run_on(server_strand, [&] {
@@ -486,16 +501,12 @@ struct RawWriter {
 TEST(TcpTransport, ABusyReaderHoldsThePeerBackInsteadOfQueueingWithoutEnd) {
   TcpTransport::Options options;
   options.conn.max_undelivered_bytes = std::size_t{1} << 20;
-  TcpTransport transport(options);
-  ThreadStrand server_strand("server");
-  std::promise<std::shared_ptr<Conn>> accepted;
-  auto accepted_conn = accepted.get_future();
-  auto listener = transport.listen({"127.0.0.1", 0}, server_strand,
-                                   [&](std::shared_ptr<Conn> c) { accepted.set_value(c); });
-  ASSERT_TRUE(listener.ok());
-  RawWriter writer((*listener)->address().port);
+  OneAccept rig(options);
+  ASSERT_TRUE(rig.ok);
+  auto& server_strand = rig.server_strand;
+  RawWriter writer(rig.port());
   ASSERT_TRUE(writer.connected);
-  auto server = get_or_abort(accepted_conn, "accept");
+  auto server = rig.take();
   std::promise<void> unblock;
   std::shared_future<void> unblocked = unblock.get_future().share();
   std::atomic<std::size_t> received{0};
