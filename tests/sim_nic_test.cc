@@ -418,6 +418,45 @@ TEST(SimNic, QueuePairsOfOnePortShareItsLineRatePerDirection) {
   EXPECT_GE(mixed, wire);
 }
 
+// DESIGN.md: transfers in flight share a link fairly. A 32 MiB WRITE from one
+// GPU node is 1 ms on the wire when another node's 32 MiB WRITE to the same
+// memory node starts: from then on they take turns on the memory node's RX,
+// a segment each, so the first is slowed (it no longer holds the port for its
+// whole wire time) and both still finish after two wire times together.
+TEST(SimNic, WritesInFlightToOnePortTakeTurnsSegmentBySegment) {
+  Rig rig;
+  SimMemoryPool pool(128 << 20);
+  const auto reg = rig.expose_all(pool);
+  auto gpu2 = rig.second_gpu("gpu2");
+  const double rate = rig.fabric.params().bytes_per_second;
+  const double wire = (32 << 20) / rate;
+  std::vector<std::byte> a(32 << 20, std::byte{'a'}), b(32 << 20, std::byte{'b'});
+  std::optional<double> first_done, second_done;
+  const auto t0 = rig.world.loop().now();
+  rig.qp->post({{RdmaOp::Kind::kWrite, a, reg.addr, reg.rkey}}, [&](std::vector<Status> st) {
+    EXPECT_TRUE(st[0].ok());
+    first_done = runtime::to_seconds(rig.world.loop().now() - t0);
+  });
+  rig.world.run_for(1ms);
+  gpu2.qp->post({{RdmaOp::Kind::kWrite, b, reg.addr + (64 << 20), reg.rkey}},
+                [&](std::vector<Status> st) {
+                  EXPECT_TRUE(st[0].ok());
+                  second_done = runtime::to_seconds(rig.world.loop().now() - t0);
+                });
+  ASSERT_TRUE(rig.world.run_until([&] { return first_done && second_done; }).ok());
+  // Alone from 1 ms on, the first would end at ~2.86 ms; sharing half the port
+  // with the second for its remaining ~1.86 ms of wire, at ~4.7 ms.
+  EXPECT_GT(*first_done, 1e-3 + 2 * (wire - 1e-3) * 0.95) << *first_done;
+  EXPECT_LT(*first_done, 1e-3 + 2 * (wire - 1e-3) * 1.05 + 0.5e-3) << *first_done;
+  EXPECT_GE(*second_done, 2 * wire);
+  EXPECT_LT(*second_done, 2 * wire * 1.05);
+  std::vector<std::byte> back(32 << 20);
+  ASSERT_TRUE(pool.read(0, back).ok());
+  EXPECT_EQ(back, a);
+  ASSERT_TRUE(pool.read(64 << 20, back).ok());
+  EXPECT_EQ(back, b);
+}
+
 // Memory whose first `slow_bytes` are ready only at `slow_until`, the rest at once.
 class HalfSlowMemory : public SimMemoryPool, public MemoryTiming {
  public:

@@ -51,8 +51,15 @@ class PortTimeline {
 
   std::size_t intervals() const { return busy_.size(); }
 
+  // Transfers streaming on this port (a QP's WRITE data or READ responses):
+  // while more than one, each books a segment at a time and they alternate.
+  void join() { ++streams_; }
+  void leave() { --streams_; }
+  bool shared() const { return streams_ > 1; }
+
  private:
   std::map<runtime::Instant, runtime::Instant> busy_;  // start -> end, disjoint
+  int streams_ = 0;
 };
 
 // The first start >= `earliest` at which both a sender's TX and a receiver's

@@ -64,19 +64,29 @@ class SimQueuePair final : public runtime::QueuePair,
     CompletionHandler done;
   };
 
+  // One WRITE, as its sender books it and its responder applies it.
+  struct WriteStream {
+    RdmaOp op;
+    std::shared_ptr<std::string> payload;
+    std::shared_ptr<Batch> batch;
+    std::size_t index = 0;
+    std::uint64_t sent = 0;         // bytes booked on the wire
+    std::vector<Instant> arrivals;  // per booked segment: its last byte at the responder
+  };
+
+  // A request in the QP's send queue: WRITE data, or (write null) a READ request.
+  struct Send {
+    std::shared_ptr<WriteStream> write;
+    RdmaOp op;
+    std::shared_ptr<Batch> batch;
+    std::size_t index = 0;
+  };
+
   const NicParams& params() const { return local_.fabric().params(); }
   EventLoop& loop() { return local_.fabric().world().loop(); }
   bool partitioned() {
     auto& net = local_.fabric().world().network();
     return net.partitioned(local_.node()) || net.partitioned(remote_.node());
-  }
-
-  // Bytes stream in segments: the device is asked per segment when it can take
-  // or give them, so a READ starts sending while later pages are still filling.
-  template <typename Fn>
-  void for_each_segment(std::uint64_t length, Fn&& fn) {
-    const std::uint64_t seg = params().stream_segment_bytes;
-    for (std::uint64_t at = 0; at < length; at += seg) fn(at, std::min(seg, length - at));
   }
 
   void start(const RdmaOp& op, std::shared_ptr<Batch> batch, std::size_t index) {
@@ -91,34 +101,82 @@ class SimQueuePair final : public runtime::QueuePair,
                 loop().now());
       return;
     }
+    Send send{nullptr, op, std::move(batch), index};
     if (op.kind == RdmaOp::Kind::kWrite) {
       // Copied at post: the NIC reads the local buffer as it sends.
-      auto payload = std::make_shared<std::string>(reinterpret_cast<const char*>(op.local.data()),
-                                                   op.local.size());
-      // The data leaves through this port's TX into the peer's RX, after this
-      // QP's earlier WRITEs and whatever other QPs hold those ports for.
-      const Duration wire = wire_time(op.wire_length(), params().bytes_per_second);
-      const Instant tx_start =
-          book_both(local_.tx(), remote_.rx(),
-                    std::max(loop().now(), write_tx_free_) + params().per_op, wire, loop().now());
-      write_tx_free_ = tx_start + wire;
-      const Instant first_arrival =
-          tx_start +
-          wire_time(std::min(op.wire_length(), params().stream_segment_bytes),
-                    params().bytes_per_second) +
-          params().latency;
-      loop().schedule_at(first_arrival,
-                         [self, op, payload, batch = std::move(batch), index, tx_start] {
-                           self->write_arrived(op, payload, batch, index, tx_start);
-                         });
-    } else {
-      // A QP sends its requests in order: the READ request leaves after the
-      // data of the WRITEs posted before it.
-      const Instant tx_start = std::max(loop().now(), write_tx_free_) + params().per_op;
-      loop().schedule_at(tx_start + params().latency, [self, op, batch = std::move(batch), index] {
-        self->read_arrived(op, batch, index);
-      });
+      send.write = std::make_shared<WriteStream>();
+      send.write->op = op;
+      send.write->payload = std::make_shared<std::string>(
+          reinterpret_cast<const char*>(op.local.data()), op.local.size());
+      send.write->batch = send.batch;
+      send.write->index = index;
     }
+    sends_.push_back(std::move(send));
+    if (!sending_) send_next();
+  }
+
+  // A QP sends its requests in order: WRITE data segment by segment through
+  // this port's TX into the peer's RX, each in the first gap both have; a READ
+  // request after the data of the WRITEs posted before it. A WRITE alone on
+  // its ports books up to kBookAhead at once; while another transfer streams
+  // on one of them it books a segment at a time, so transfers in flight take
+  // turns segment by segment (the fair share DESIGN.md asks for).
+  void send_next() {
+    sending_ = true;
+    const Instant now = loop().now();
+    auto self = shared_from_this();
+    while (!sends_.empty()) {
+      Send& s = sends_.front();
+      if (!s.write) {
+        const Instant tx_start = std::max(now, write_tx_free_) + params().per_op;
+        loop().schedule_at(tx_start + params().latency,
+                           [self, op = s.op, batch = std::move(s.batch), index = s.index] {
+                             self->read_arrived(op, batch, index);
+                           });
+        sends_.pop_front();
+        continue;
+      }
+      WriteStream& w = *s.write;
+      const std::uint64_t total = w.op.wire_length();
+      const bool first = w.arrivals.empty();
+      if (first) {
+        local_.tx().join();
+        remote_.rx().join();
+      }
+      const bool shared = local_.tx().shared() || remote_.rx().shared();
+      const std::uint64_t budget = shared ? params().stream_segment_bytes : kBookAhead;
+      Instant earliest = std::max(now, write_tx_free_) + (first ? params().per_op : Duration(0));
+      std::uint64_t booked = 0;
+      do {
+        const std::uint64_t len = std::min(params().stream_segment_bytes, total - w.sent);
+        // Cumulative rounding: a WRITE booked without gaps takes wire_time(total).
+        const Duration wire = wire_time(w.sent + len, params().bytes_per_second) -
+                              wire_time(w.sent, params().bytes_per_second);
+        const Instant tx = book_both(local_.tx(), remote_.rx(), earliest, wire, now);
+        write_tx_free_ = tx + wire;
+        earliest = write_tx_free_;
+        w.arrivals.push_back(write_tx_free_ + params().latency);
+        w.sent += len;
+        booked += len;
+      } while (w.sent < total && booked < budget);
+      if (first) {
+        loop().schedule_at(w.arrivals.front(),
+                           [self, stream = s.write] { self->write_arrived(stream); });
+      }
+      // The responder may be waiting for a segment that was not booked yet.
+      if (write_waits_for_sender_) {
+        write_waits_for_sender_ = false;
+        apply_writes();
+      }
+      if (w.sent < total) {
+        loop().schedule_at(write_tx_free_, [self] { self->send_next(); });
+        return;
+      }
+      local_.tx().leave();
+      remote_.rx().leave();
+      sends_.pop_front();
+    }
+    sending_ = false;
   }
 
   const SimNic::Exposed* check(const RdmaOp& op, unsigned access, std::shared_ptr<Batch> batch,
@@ -145,39 +203,41 @@ class SimQueuePair final : public runtime::QueuePair,
   // ahead of time, so write-allocate fills and the write-backs they cause are
   // booked on the flash in time order with other requesters' fills.
   struct PendingWrite {
-    RdmaOp op;
-    std::shared_ptr<std::string> payload;
-    std::shared_ptr<Batch> batch;
-    std::size_t index = 0;
+    std::shared_ptr<WriteStream> stream;
     runtime::MemoryPool* pool = nullptr;
     std::uint64_t offset = 0;
-    Instant tx_start{0};
     std::uint64_t next = 0;  // next segment's byte offset within the WRITE
   };
 
-  void write_arrived(const RdmaOp& op, std::shared_ptr<std::string> payload,
-                     std::shared_ptr<Batch> batch, std::size_t index, Instant tx_start) {
-    const auto* exposed = check(op, runtime::kAccessRemoteWrite, batch, index);
+  void write_arrived(const std::shared_ptr<WriteStream>& stream) {
+    const auto* exposed =
+        check(stream->op, runtime::kAccessRemoteWrite, stream->batch, stream->index);
     if (!exposed) return;
-    const std::uint64_t offset = exposed->pool_offset + (op.remote_addr - exposed->reg.addr);
-    writes_.push_back(
-        {op, std::move(payload), std::move(batch), index, exposed->pool, offset, tx_start, 0});
+    const std::uint64_t offset =
+        exposed->pool_offset + (stream->op.remote_addr - exposed->reg.addr);
+    writes_.push_back({stream, exposed->pool, offset, 0});
     ++writes_accepted_;
     if (!write_applying_) apply_writes();
   }
 
   // Applies arrived segments; otherwise waits (one event) until the next
-  // segment has arrived and the one before it is in.
+  // segment has arrived and the one before it is in, or (no event) until the
+  // sender has booked it.
   void apply_writes() {
     write_applying_ = true;
     const Instant now = loop().now();
     while (!writes_.empty()) {
       PendingWrite& w = writes_.front();
-      const std::uint64_t len =
-          std::min(params().stream_segment_bytes, w.op.wire_length() - w.next);
-      const Instant arrive =
-          w.tx_start + wire_time(w.next + len, params().bytes_per_second) + params().latency;
-      const Instant at = std::max(arrive, last_write_applied_);
+      const RdmaOp& op = w.stream->op;
+      const std::uint64_t seg = params().stream_segment_bytes;
+      const std::uint64_t len = std::min(seg, op.wire_length() - w.next);
+      const std::size_t k = static_cast<std::size_t>(w.next / seg);
+      if (k >= w.stream->arrivals.size()) {
+        write_waits_for_sender_ = true;
+        write_applying_ = false;
+        return;
+      }
+      const Instant at = std::max(w.stream->arrivals[k], last_write_applied_);
       if (at > now) {
         auto self = shared_from_this();
         loop().schedule_at(at, [self] { self->apply_writes(); });
@@ -187,7 +247,7 @@ class SimQueuePair final : public runtime::QueuePair,
       // arrived is refused by the responder: the device is asked nothing more,
       // and land_write reports why.
       const bool accepted =
-          !partitioned() && remote_.find(w.op.rkey, w.op.remote_addr, w.op.wire_length(),
+          !partitioned() && remote_.find(op.rkey, op.remote_addr, op.wire_length(),
                                          runtime::kAccessRemoteWrite) != nullptr;
       // A segment waits for the device (write-allocate fills).
       auto* timing = dynamic_cast<MemoryTiming*>(w.pool);
@@ -196,8 +256,8 @@ class SimQueuePair final : public runtime::QueuePair,
               ? std::max(now, timing->access_ready(w.offset + w.next, len, true, now))
               : now;
       last_write_applied_ = ready;
-      w.next = accepted ? w.next + len : w.op.wire_length();
-      if (w.next >= w.op.wire_length()) {
+      w.next = accepted ? w.next + len : op.wire_length();
+      if (w.next >= op.wire_length()) {
         finish_write(std::move(w), ready);
         writes_.pop_front();
       }
@@ -216,16 +276,17 @@ class SimQueuePair final : public runtime::QueuePair,
   }
 
   void land_write(const PendingWrite& w) {
+    const WriteStream& s = *w.stream;
     // The registration may have gone while the device filled the pages.
-    const auto* still = check(w.op, runtime::kAccessRemoteWrite, w.batch, w.index);
+    const auto* still = check(s.op, runtime::kAccessRemoteWrite, s.batch, s.index);
     if (!still) return;
-    (void)still->pool->write(w.offset, std::as_bytes(std::span(*w.payload)));
+    (void)still->pool->write(w.offset, std::as_bytes(std::span(*s.payload)));
     // Only the bytes a sampled payload did not carry: write() marked its own.
     if (auto* timing = dynamic_cast<MemoryTiming*>(still->pool)) {
-      const std::uint64_t kept = w.payload->size();  // <= wire_length(): start() refuses less
-      timing->accessed(w.offset + kept, w.op.wire_length() - kept, true, loop().now());
+      const std::uint64_t kept = s.payload->size();  // <= wire_length(): start() refuses less
+      timing->accessed(w.offset + kept, s.op.wire_length() - kept, true, loop().now());
     }
-    finish_op(w.batch, w.index, Status(), loop().now() + params().latency);
+    finish_op(s.batch, s.index, Status(), loop().now() + params().latency);
   }
 
   // A READ responder serves one READ of the QP at a time, in order (RC). It asks
@@ -248,6 +309,10 @@ class SimQueuePair final : public runtime::QueuePair,
     const auto* exposed = check(op, runtime::kAccessRemoteRead, batch, index);
     if (!exposed) return;
     const std::uint64_t offset = exposed->pool_offset + (op.remote_addr - exposed->reg.addr);
+    if (reads_.empty()) {
+      remote_.tx().join();
+      local_.rx().join();
+    }
     reads_.push_back({op, std::move(batch), index, exposed->pool, offset, 0, writes_accepted_});
     if (!read_fetching_) fetch_reads();
   }
@@ -279,10 +344,21 @@ class SimQueuePair final : public runtime::QueuePair,
       if (r.next >= r.op.wire_length()) {
         finish_read(r);
         reads_.pop_front();
+        if (reads_.empty()) {
+          remote_.tx().leave();
+          local_.rx().leave();
+        }
       }
       if (ready > now + kFetchSlack) {
         auto self = shared_from_this();
         loop().schedule_at(ready, [self] { self->fetch_reads(); });
+        return;
+      }
+      // Sharing a port with another transfer: the next segment takes its turn
+      // when this one has left, so transfers in flight alternate (fair share).
+      if (!reads_.empty() && (remote_.tx().shared() || local_.rx().shared())) {
+        auto self = shared_from_this();
+        loop().schedule_at(read_tx_free_, [self] { self->fetch_reads(); });
         return;
       }
     }
@@ -347,6 +423,11 @@ class SimQueuePair final : public runtime::QueuePair,
   Instant last_write_applied_{0};    // when the last segment asked of the device is in
   std::deque<PendingWrite> writes_;  // WRITEs of this QP not yet fully applied
   bool write_applying_ = false;
+  bool write_waits_for_sender_ = false;  // apply_writes needs a segment not yet booked
+  std::deque<Send> sends_;               // requests not yet (fully) on the wire
+  bool sending_ = false;
+  // What a transfer alone on its ports books at once (one event per this much).
+  static constexpr std::uint64_t kBookAhead = std::uint64_t{4} << 20;
   std::uint64_t writes_accepted_ = 0;  // WRITEs that reached the responder
   std::uint64_t writes_landed_ = 0;    // of those, in memory (or failed there)
   Instant read_tx_free_{0};

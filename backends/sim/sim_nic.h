@@ -3,8 +3,8 @@
 // MemoryTiming, when it is one) when each range can be accessed. Line rate is
 // per port and direction, shared by the port's queue pairs: a transfer books
 // the sender's TX and the receiver's RX in the first gap both have at or
-// after its QP's turn (a segment at a time for READ responses), so GPU nodes
-// reading one memory node share its port. With one
+// after its QP's turn, a segment at a time while others stream on the port
+// (they take turns), so GPU nodes reading one memory node share its port. With one
 // active QP per port (the seed's data path: one QP per peer) this is the QP's
 // own line rate. A QP's requests leave and execute in order (RC): a READ
 // posted behind a WRITE waits for its data and sees its bytes.
