@@ -326,6 +326,19 @@ TEST(SimKernel, SetReadingOffHoldsBytesAndThePeersEndUntilOn) {
   EXPECT_EQ(p.server_closed->code(), ErrorCode::kClosed);
 }
 
+// A reset is not held: a paused end sees its peer's abort at once.
+TEST(SimKernel, APeersAbortEndsAConnectionWhoseReadingIsOff) {
+  Pair p;
+  ASSERT_TRUE(p.world.run_until([&p] { return p.server != nullptr; }).ok());
+  p.server->set_reading(false);
+  p.client->send("dropped");
+  p.client->abort();
+  p.world.run_for(1ms);
+  ASSERT_TRUE(p.server_closed.has_value());
+  EXPECT_EQ(p.server_closed->code(), ErrorCode::kClosed);
+  EXPECT_EQ(p.server_got, "");
+}
+
 TEST(SimKernel, DroppedConnectionsEndOnBothSides) {
   Pair p;
   p.world.network().drop_connections("b");

@@ -80,7 +80,9 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
     if (auto other = other_.lock()) {
       const std::uint64_t epoch = other->epoch_;
       loop.schedule_at(fin, [other, epoch] {
-        if (other->epoch_ == epoch) other->remote_ended(Error(ErrorCode::kClosed, "peer closed"));
+        if (other->epoch_ == epoch) {
+          other->remote_ended(Error(ErrorCode::kClosed, "peer closed"), /*graceful=*/true);
+        }
       });
     }
     auto self = shared_from_this();
@@ -93,7 +95,9 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
       const LinkParams link = net_.link(local_.host, peer_.host);
       const std::uint64_t epoch = other->epoch_;
       net_.world().loop().schedule_after(link.latency, [other, epoch] {
-        if (other->epoch_ == epoch) other->remote_ended(Error(ErrorCode::kClosed, "peer aborted"));
+        if (other->epoch_ == epoch) {
+          other->remote_ended(Error(ErrorCode::kClosed, "peer aborted"), /*graceful=*/false);
+        }
       });
     }
     ++epoch_;  // bytes in flight to us are dropped
@@ -136,10 +140,11 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
     });
   }
 
-  void remote_ended(const Status& why) {
+  // A FIN waits behind the bytes not yet read; a reset ends the stream at once.
+  void remote_ended(const Status& why, bool graceful) {
     if (ended_) return;
-    if (!held_.empty() || !reading_) {
-      held_end_ = why;  // after the bytes still held
+    if (graceful && (!held_.empty() || !reading_)) {
+      held_end_ = why;
       return;
     }
     end(why);

@@ -155,8 +155,9 @@ void ConnState::read_some(bool ending) {
 }
 
 bool ConnState::reading() const {
-  // After our FIN the peer's bytes are read only to be dropped.
-  return phase_ == Phase::kLingering || (user_reading_ && !held_back_);
+  // Closing, the peer must be able to finish its send while we flush (else
+  // both wait for the linger timeout); after our FIN its bytes are dropped.
+  return phase_ != Phase::kOpen || (user_reading_ && !held_back_);
 }
 
 void ConnState::update_interest() {
@@ -243,6 +244,7 @@ void ConnState::flush() {
 void ConnState::begin_close() {
   if (phase_ != Phase::kOpen || fd_ < 0) return;
   phase_ = Phase::kFlushing;
+  update_interest();
   std::weak_ptr<ConnState> weak = shared_from_this();
   linger_timer_ = loop_->call_after(options_.close_linger, [weak] {
     auto self = weak.lock();
@@ -259,7 +261,6 @@ void ConnState::finish_close() {
   // close never turns into a reset that could destroy bytes the peer has not read.
   ::shutdown(fd_, SHUT_WR);
   phase_ = Phase::kLingering;
-  update_interest();
   end(Error(ErrorCode::kClosed, "closed"));
 }
 

@@ -48,8 +48,10 @@ class Agent::Session {
   std::unique_ptr<runtime::Strand> strand;
   std::shared_ptr<protocol::FramedConn> conn;
   const std::string challenge;
-  std::deque<Incoming> queue;   // requests behind the one being served
-  bool reading_paused = false;  // the queue grew past kPauseReadingAt
+  std::deque<Incoming> queue;    // requests behind the one being served
+  std::size_t queued_bytes = 0;  // their frames' sizes
+  std::size_t frame_bytes = 0;   // the size of the frame being decoded now
+  bool reading_paused = false;   // the queue grew past kPauseReadingAt(Bytes)
   bool busy = false;
   bool pumping = false;
   bool closing = false;
@@ -110,6 +112,9 @@ constexpr std::size_t kSpareDecoders = 8;
 // reading resumes. Hysteresis keeps a busy pipeline from toggling per frame.
 constexpr std::size_t kPauseReadingAt = 256;
 constexpr std::size_t kResumeReadingAt = 64;
+// The same in bytes, since a frame may be up to --max-frame-bytes (1 MiB).
+constexpr std::size_t kPauseReadingAtBytes = std::size_t{8} << 20;
+constexpr std::size_t kResumeReadingAtBytes = std::size_t{2} << 20;
 
 Json error_reply(const Json& id, const Status& status) {
   return protocol::error_reply(id, status);
@@ -365,6 +370,7 @@ void Agent::accept(std::shared_ptr<runtime::Conn> raw) {
     Activity::Scope scope(activity);
     if (!scope) return true;  // the agent is going away: drop it
     auto s = weak.lock();
+    if (s) s->frame_bytes = frame.size();  // on_message follows for this frame
     return s && decode_fast(s, frame);
   });
   framed->set_bad_frame_handler([this, weak, activity = activity_](const Status& status) {
@@ -435,10 +441,13 @@ bool Agent::decode_fast(const SessionPtr& s, std::string& frame) {
 
 void Agent::on_message(const SessionPtr& s, Incoming message) {
   if (s->closing) return;
+  message.bytes = std::exchange(s->frame_bytes, 0);
+  s->queued_bytes += message.bytes;
   s->queue.push_back(std::move(message));
   // A peer that pipelines faster than it is served (behind a long write_wait,
   // a map waiting for another) is held back by TCP, not queued here for good.
-  if (!s->reading_paused && s->queue.size() >= kPauseReadingAt) {
+  if (!s->reading_paused &&
+      (s->queue.size() >= kPauseReadingAt || s->queued_bytes >= kPauseReadingAtBytes)) {
     s->reading_paused = true;
     s->conn->raw().set_reading(false);
   }
@@ -451,11 +460,13 @@ void Agent::pump(const SessionPtr& s) {
   while (!s->busy && !s->closing && !s->queue.empty()) {
     Incoming message = std::move(s->queue.front());
     s->queue.pop_front();
+    s->queued_bytes -= message.bytes;
     s->busy = true;
     handle(s, message);
   }
   s->pumping = false;
-  if (s->reading_paused && !s->closing && s->queue.size() <= kResumeReadingAt) {
+  if (s->reading_paused && !s->closing && s->queue.size() <= kResumeReadingAt &&
+      s->queued_bytes <= kResumeReadingAtBytes) {
     s->reading_paused = false;
     s->conn->raw().set_reading(true);
   }
@@ -474,6 +485,7 @@ void Agent::complete(const SessionPtr& s, const Json& reply, bool close_after) {
 void Agent::on_closed(const SessionPtr& s) {
   s->closing = true;
   s->queue.clear();
+  s->queued_bytes = 0;
   {
     std::lock_guard lock(mu_);
     auto it = conns_.find(s->id);

@@ -119,6 +119,7 @@ class Agent {
     std::optional<protocol::DecodedRequest> decoded;
     // A bad frame: answered in its turn, after the replies owed before it, then closed.
     std::optional<Status> bad_frame;
+    std::size_t bytes = 0;  // its frame's size, while it waits in the queue
   };
 
   void accept(std::shared_ptr<runtime::Conn> raw);

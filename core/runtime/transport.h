@@ -49,10 +49,12 @@ class Conn {
   virtual void close() = 0;
   // Ends the stream now; unsent bytes are dropped.
   virtual void abort() = 0;
-  // Stops (false) or resumes (true) delivering received bytes; on by default.
-  // While off, the transport stops reading, so the peer is held back by the
-  // stream's own flow control. Deliveries resume later, never inside this call.
-  // Call on the connection's strand.
+  // Stops (false) or resumes (true) reading; on by default. While off the peer
+  // is held back by the stream's own flow control and its FIN waits behind
+  // the bytes not read; bytes the transport had already read may still be
+  // delivered, and a reset still ends the stream. Deliveries resume later,
+  // never inside this call. Reading goes on while close() flushes. Call on
+  // the connection's strand.
   virtual void set_reading(bool on) = 0;
 };
 
