@@ -36,6 +36,9 @@ class CheckedConn final : public runtime::Conn {
   void close() override { inner_->close(); }
   void abort() override { inner_->abort(); }
   void set_reading(bool on) override { inner_->set_reading(on); }
+  void set_input_end_handler(InputEndHandler h) override {
+    inner_->set_input_end_handler(std::move(h));
+  }
 
  private:
   // A stream the agent will refuse as a bad frame shows nothing more.

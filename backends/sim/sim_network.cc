@@ -104,6 +104,9 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
     end(Error(ErrorCode::kClosed, "aborted"));
   }
 
+  // A sim Conn closes both ways (no half-close), so input never ends alone.
+  void set_input_end_handler(InputEndHandler) override {}
+
   // Bytes that arrive while reading is off wait here, in order, with the
   // peer's end behind them; they are delivered in a later event, never inside
   // this call (the handler may be the caller).

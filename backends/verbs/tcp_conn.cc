@@ -96,6 +96,12 @@ void ConnState::abort() {
   }
 }
 
+void ConnState::set_input_end_handler(runtime::Conn::InputEndHandler on_input_end) {
+  if (start_called_) return;  // before start() only: the reactor reads the flag after
+  on_input_end_ = std::move(on_input_end);
+  half_close_ = static_cast<bool>(on_input_end_);
+}
+
 void ConnState::set_reading(bool on) {
   if (auto reactor = reactor_.lock()) {
     reactor->run([self = shared_from_this(), on] {
@@ -133,6 +139,7 @@ void ConnState::on_stop() {
 void ConnState::begin_delivery() {
   started_ = true;
   if (!early_.empty()) post_data(std::exchange(early_, {}));
+  if (std::exchange(early_input_end_, false)) input_ended();
   if (early_end_) post_close(*std::exchange(early_end_, std::nullopt));
 }
 
@@ -148,6 +155,17 @@ void ConnState::read_some(bool ending) {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n == 0 && phase_ == Phase::kOpen && half_close_ && !input_ended_) {
+      // A half-close: the peer may still read our replies.
+      input_ended_ = true;
+      update_interest();
+      if (started_) {
+        input_ended();
+      } else {
+        early_input_end_ = true;
+      }
+      return;
+    }
     end(n == 0 ? Error(ErrorCode::kClosed, "peer closed") : status_from_errno(errno));
     close_fd();
     return;
@@ -155,9 +173,18 @@ void ConnState::read_some(bool ending) {
 }
 
 bool ConnState::reading() const {
-  // Closing, the peer must be able to finish its send while we flush (else
-  // both wait for the linger timeout); after our FIN its bytes are dropped.
+  // Nothing more comes after the peer's FIN. Closing, the peer must be able to
+  // finish its send while we flush (else both wait for the linger timeout);
+  // after our FIN its bytes are dropped.
+  if (input_ended_) return false;
   return phase_ != Phase::kOpen || (user_reading_ && !held_back_);
+}
+
+void ConnState::input_ended() {
+  post_([self = shared_from_this()] {
+    if (self->aborted_ || self->released_ || !self->on_input_end_) return;
+    self->on_input_end_();
+  });
 }
 
 void ConnState::update_interest() {
@@ -289,6 +316,7 @@ void ConnState::post_close(const Status& why) {
     auto handler = std::move(self->on_close_);
     self->on_close_ = nullptr;
     self->on_data_ = nullptr;  // also breaks cycles through captured handles
+    self->on_input_end_ = nullptr;
     if (handler && !self->released_) handler(why);
   });
 }

@@ -46,6 +46,7 @@ class ConnState final : public Reactor::Handler, public std::enable_shared_from_
   void close();
   void abort();
   void set_reading(bool on);
+  void set_input_end_handler(runtime::Conn::InputEndHandler on_input_end);
   // The last handle is gone: abort, and never call the handlers.
   void release();
 
@@ -73,6 +74,8 @@ class ConnState final : public Reactor::Handler, public std::enable_shared_from_
   void reset(const char* why);
   void end(const Status& why);
   void post_close(const Status& why);
+  // The peer's FIN with a half-close handler: tell the strand.
+  void input_ended();
   void close_fd();
   void watch_writable(bool on);
 
@@ -98,6 +101,8 @@ class ConnState final : public Reactor::Handler, public std::enable_shared_from_
   StrandPoster post_;
   runtime::Conn::DataHandler on_data_;
   runtime::Conn::CloseHandler on_close_;
+  runtime::Conn::InputEndHandler on_input_end_;
+  std::atomic<bool> half_close_{false};  // on_input_end_ is set
 
   // Reactor thread only.
   int fd_;
@@ -107,6 +112,8 @@ class ConnState final : public Reactor::Handler, public std::enable_shared_from_
   bool ended_ = false;
   bool watching_writable_ = false;
   bool user_reading_ = true;         // set_reading
+  bool input_ended_ = false;         // the peer's FIN came, and it may still read
+  bool early_input_end_ = false;     // ... before start
   std::string early_;                // bytes read before start
   std::optional<Status> early_end_;  // end seen before start
   std::string out_;                  // bytes queued for the socket
@@ -129,6 +136,9 @@ class TcpConn final : public runtime::Conn {
   void close() override { state_->close(); }
   void abort() override { state_->abort(); }
   void set_reading(bool on) override { state_->set_reading(on); }
+  void set_input_end_handler(InputEndHandler h) override {
+    state_->set_input_end_handler(std::move(h));
+  }
 
  private:
   std::shared_ptr<ConnState> state_;

@@ -55,6 +55,7 @@ class Agent::Session {
   bool busy = false;
   bool pumping = false;
   bool closing = false;
+  bool input_ended = false;  // the client half-closed: close once all is answered
   bool authenticated = false;
   std::optional<runtime::TimerId> hello_deadline;  // pending until the first good hello
 };
@@ -378,6 +379,15 @@ void Agent::accept(std::shared_ptr<runtime::Conn> raw) {
     if (!scope) return;
     if (auto s = weak.lock()) on_message(s, Incoming{Json(), std::nullopt, status});
   });
+  // A client that half-closes after its last request still gets the replies.
+  framed->raw().set_input_end_handler([this, weak, activity = activity_] {
+    Activity::Scope scope(activity);
+    if (!scope) return;
+    if (auto s = weak.lock()) {
+      s->input_ended = true;
+      pump(s);
+    }
+  });
   framed->start(
       *session->strand,
       [this, weak, activity = activity_](Json message) {
@@ -465,6 +475,11 @@ void Agent::pump(const SessionPtr& s) {
     handle(s, message);
   }
   s->pumping = false;
+  if (s->input_ended && !s->busy && !s->closing && s->queue.empty()) {
+    s->closing = true;
+    s->conn->close();
+    return;
+  }
   if (s->reading_paused && !s->closing && s->queue.size() <= kResumeReadingAt &&
       s->queued_bytes <= kResumeReadingAtBytes) {
     s->reading_paused = false;

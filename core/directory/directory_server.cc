@@ -53,6 +53,12 @@ void DirectoryServer::on_accept(std::shared_ptr<runtime::Conn> raw) {
   Session& session = conns_[id];
   session.conn = conn;
   session.challenge = random_->next_hex(256);
+  // A client that half-closes after its last request still gets the replies
+  // (served in order on this strand before this runs), then the close.
+  conn->raw().set_input_end_handler([this, id] {
+    auto it = conns_.find(id);
+    if (it != conns_.end() && !it->second.closing) close_session(it->second);
+  });
   conn->start(
       strand_, [this, id](const Json& message) { on_message(id, message); },
       [this, id](const Status&) { end_session(id); });

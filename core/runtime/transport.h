@@ -35,6 +35,8 @@ class Conn {
   using DataHandler = std::function<void(std::string_view bytes)>;
   // Called once, when the stream ends for any reason (peer close, abort, error).
   using CloseHandler = std::function<void(const Status& reason)>;
+  // The peer ended its sending (a half-close: TCP FIN) while it may still read.
+  using InputEndHandler = std::function<void()>;
 
   virtual ~Conn() = default;
   // Unique among this transport's connections.
@@ -43,6 +45,12 @@ class Conn {
   virtual Address local() const = 0;
   // Starts delivery: handlers run on `strand`. Call once.
   virtual void start(Strand& strand, DataHandler on_data, CloseHandler on_close) = 0;
+  // Optional, before start(): when the peer ends its sending, `on_input_end`
+  // runs on the strand after the bytes it sent, and the stream stays open for
+  // send() until close()/abort() or an error; without it the peer's end ends
+  // the stream (CloseHandler). A transport without half-close (the sim's:
+  // its Conn can only close both ways) never calls it.
+  virtual void set_input_end_handler(InputEndHandler on_input_end) = 0;
   // Thread-safe; bytes arrive in order. Ignored after close/abort.
   virtual void send(std::string bytes) = 0;
   // Delivers what was sent, then ends the stream both ways.

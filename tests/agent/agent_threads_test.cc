@@ -469,6 +469,19 @@ TEST(AgentThreads, R1_DestroyingTheAgentWaitsForARunningMap) {
   t.join();
 }
 
+// A client that half-closes after its last request (`nc -N`) still gets the
+// reply, also one the extension answers later, and then the agent's end.
+TEST(AgentThreads, R1_AClientThatHalfClosesGetsItsRepliesThenTheEnd) {
+  ThreadRig rig;
+  auto wire = rig.hello();
+  wire->send({{"op", "alloc"}, {"id", 2}, {"size", 1 << 20}});
+  wire->half_close();
+  Json alloc = wire->next();
+  EXPECT_EQ(alloc["id"], 2) << alloc.dump();
+  EXPECT_EQ(alloc["ok"], true) << alloc.dump();
+  EXPECT_TRUE(wire->at_end());
+}
+
 // write_wait answers only when the test says so (or at its timeout).
 class HeldWaitExtension : public ext::RegionExtension {
  public:

@@ -55,6 +55,16 @@ class Wire {
     send(m);
     return next();
   }
+  // Ends this side's sending (TCP FIN) and keeps reading: a half-close.
+  void half_close() { ::shutdown(fd_, SHUT_WR); }
+  // True when the server ended the stream (EOF) with no frame left unread.
+  bool at_end() {
+    if (!frames_.empty()) return false;
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, 10000) <= 0) return false;
+    char buf[256];
+    return recv(fd_, buf, sizeof buf, 0) == 0;
+  }
 
  private:
   int fd_ = -1;

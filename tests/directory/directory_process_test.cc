@@ -180,6 +180,32 @@ TEST(DirectoryProcess, R1_1_ServesTheOpsOverTcpAndExitsOnSigterm) {
   fs::remove_all(dir);
 }
 
+// A client that half-closes after its last requests (`nc -N`) gets every
+// reply, in order, and then the directory's end of the stream.
+TEST(DirectoryProcess, R1_1_AClientThatHalfClosesGetsItsRepliesThenTheEnd) {
+  char tmpl[] = "/tmp/rcxl-directory-test-XXXXXX";
+  const fs::path dir(mkdtemp(tmpl));
+  Child d = Child::Start(
+      {RCXL_DIRECTORY_BINARY, "--listen", "127.0.0.1:0", "--auth", "none", "--log-level", "warn"});
+  const std::string line = d.read_line();
+  const auto at = line.find("127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << line;
+  Wire wire(std::atoi(line.c_str() + at + 10));
+  ASSERT_TRUE(wire.connected());
+  ASSERT_EQ(wire.next()["op"], "greeting");
+  wire.send({{"op", "hello"}, {"id", 1}, {"version", 1}, {"auth", "none"}});
+  wire.send({{"op", "lookup"}, {"id", 2}, {"keys", {"k"}}});
+  wire.half_close();
+  EXPECT_EQ(wire.next()["id"], 1);
+  Json look = wire.next();
+  EXPECT_EQ(look["id"], 2) << look.dump();
+  EXPECT_EQ(look["ok"], true) << look.dump();
+  EXPECT_TRUE(wire.at_end());
+  kill(d.pid, SIGTERM);
+  EXPECT_EQ(d.wait_exit(std::chrono::seconds(5)), 0);
+  fs::remove_all(dir);
+}
+
 // SPEC R1.3, R1.2: the secret is a small regular file. A FIFO blocked the
 // start and /dev/zero was read without end; now both are refused at once.
 TEST(DirectoryProcess, R1_3_SecretFileMustBeASmallRegularFile) {

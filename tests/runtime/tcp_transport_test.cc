@@ -543,6 +543,48 @@ TEST(TcpTransport, ABusyReaderHoldsThePeerBackInsteadOfQueueingWithoutEnd) {
   run_on(server_strand, [&] { server.reset(); });
 }
 
+// With an input-end handler a peer's half-close is not the stream's end: the
+// bytes come, then the notice, and the reply sent after it still reaches the
+// peer before our close. Without one the stream ends (PeerCloseIsSeenAsClosed).
+TEST(TcpTransport, AHalfCloseWithAnInputEndHandlerLeavesTheStreamOpenForReplies) {
+  TcpTransport::Options options;
+  OneAccept rig(options);
+  ASSERT_TRUE(rig.ok);
+  RawWriter client(rig.port());
+  ASSERT_TRUE(client.connected);
+  auto server = rig.take();
+  std::string got;
+  std::promise<void> input_end;
+  std::promise<Status> closed;
+  run_on(rig.server_strand, [&] {
+    server->set_input_end_handler([&] {
+      EXPECT_EQ(got, "request");
+      server->send("reply");
+      server->close();
+      input_end.set_value();
+    });
+    server->start(
+        rig.server_strand, [&](std::string_view b) { got.append(b); },
+        [&](const Status& why) { closed.set_value(why); });
+  });
+  ASSERT_EQ(::send(client.fd, "request", 7, MSG_NOSIGNAL), 7);
+  ::shutdown(client.fd, SHUT_WR);
+  auto ended = input_end.get_future();
+  get_or_abort(ended, "input end");
+  std::string reply;
+  char buf[64];
+  for (int i = 0; i < 2000; ++i) {
+    const ssize_t n = ::recv(client.fd, buf, sizeof buf, 0);
+    if (n == 0) break;  // the server's FIN, after the reply
+    if (n > 0) reply.append(buf, static_cast<std::size_t>(n));
+    if (n < 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(reply, "reply");
+  auto why = closed.get_future();
+  EXPECT_EQ(get_or_abort(why, "close").code(), ErrorCode::kClosed);
+  run_on(rig.server_strand, [&] { server.reset(); });
+}
+
 // set_reading(false) stops deliveries (the peer's end too) until
 // set_reading(true), which delivers what waited, in order, then the end.
 TEST(TcpTransport, SetReadingOffHoldsDeliveriesAndThePeersEndUntilOn) {
