@@ -97,7 +97,9 @@ void ConnState::abort() {
 }
 
 void ConnState::set_input_end_handler(runtime::Conn::InputEndHandler on_input_end) {
-  if (start_called_) return;  // before start() only: the reactor reads the flag after
+  // Before start() only: a FIN read before start waits for begin_delivery,
+  // which runs on the reactor after start() and sees the flag.
+  if (start_called_) return;
   on_input_end_ = std::move(on_input_end);
   half_close_ = static_cast<bool>(on_input_end_);
 }
@@ -139,7 +141,14 @@ void ConnState::on_stop() {
 void ConnState::begin_delivery() {
   started_ = true;
   if (!early_.empty()) post_data(std::exchange(early_, {}));
-  if (std::exchange(early_input_end_, false)) input_ended();
+  if (std::exchange(early_input_end_, false) && phase_ == Phase::kOpen) {
+    if (half_close_) {
+      input_ended();
+    } else {
+      end(Error(ErrorCode::kClosed, "peer closed"));
+      close_fd();
+    }
+  }
   if (early_end_) post_close(*std::exchange(early_end_, std::nullopt));
 }
 
@@ -148,21 +157,24 @@ void ConnState::read_some(bool ending) {
   for (int i = 0; i < kReadsPerEvent && fd_ >= 0 && (ending || reading()); ++i) {
     const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
     if (n > 0) {
-      // After our FIN the peer's bytes have nowhere to go.
-      if (phase_ != Phase::kLingering) deliver(std::string(buffer, static_cast<std::size_t>(n)));
+      // Once we close, the peer's bytes have nowhere to go: read only to drop them.
+      if (phase_ == Phase::kOpen) deliver(std::string(buffer, static_cast<std::size_t>(n)));
       if (static_cast<std::size_t>(n) < sizeof buffer) return;
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    if (n == 0 && phase_ == Phase::kOpen && half_close_ && !input_ended_) {
-      // A half-close: the peer may still read our replies.
+    // A FIN while the peer may still read: before start() the owner may yet
+    // ask for half-close (begin_delivery decides), with a handler it is a
+    // notice, and while our close() flushes the replies still go out.
+    if (n == 0 && !input_ended_ &&
+        (!started_ || phase_ == Phase::kFlushing || (phase_ == Phase::kOpen && half_close_))) {
       input_ended_ = true;
       update_interest();
-      if (started_) {
-        input_ended();
-      } else {
+      if (!started_) {
         early_input_end_ = true;
+      } else if (phase_ == Phase::kOpen) {
+        input_ended();
       }
       return;
     }

@@ -469,19 +469,6 @@ TEST(AgentThreads, R1_DestroyingTheAgentWaitsForARunningMap) {
   t.join();
 }
 
-// A client that half-closes after its last request (`nc -N`) still gets the
-// reply, also one the extension answers later, and then the agent's end.
-TEST(AgentThreads, R1_AClientThatHalfClosesGetsItsRepliesThenTheEnd) {
-  ThreadRig rig;
-  auto wire = rig.hello();
-  wire->send({{"op", "alloc"}, {"id", 2}, {"size", 1 << 20}});
-  wire->half_close();
-  Json alloc = wire->next();
-  EXPECT_EQ(alloc["id"], 2) << alloc.dump();
-  EXPECT_EQ(alloc["ok"], true) << alloc.dump();
-  EXPECT_TRUE(wire->at_end());
-}
-
 // write_wait answers only when the test says so (or at its timeout).
 class HeldWaitExtension : public ext::RegionExtension {
  public:
@@ -505,6 +492,39 @@ class HeldWaitExtension : public ext::RegionExtension {
   WriteWaitDone held;
   std::promise<void> entered;
 };
+
+// A client that half-closes after its last request (`nc -N`) still gets the
+// replies, also one the extension answers later and one queued behind it,
+// and then the agent's end.
+TEST(AgentThreads, R1_AClientThatHalfClosesGetsItsRepliesThenTheEnd) {
+  auto owned = std::make_unique<HeldWaitExtension>();
+  auto* ext = owned.get();
+  ThreadRig rig(std::move(owned));
+  auto wire = rig.hello();
+  Json alloc = rig.mapped_region(*wire);
+  ASSERT_FALSE(alloc.is_null());
+  wire->send({{"op", "extension"},
+              {"id", 10},
+              {"action", "write_wait"},
+              {"token", "store"},
+              {"epoch", "tboot"},
+              {"ranges", Json::array({{alloc["region"], 0, 4096}})},
+              {"handles", {{std::to_string(alloc["region"].get<int>()), alloc["handle"]}}},
+              {"timeout_ms", 10000}});
+  wire->send({{"op", "alloc"}, {"id", 11}, {"size", 1 << 20}});
+  wire->half_close();
+  auto entered = ext->entered.get_future();
+  ASSERT_EQ(entered.wait_for(10s), std::future_status::ready);
+  std::this_thread::sleep_for(50ms);  // the FIN is in while the wait is held
+  ext->answer();
+  Json waited = wire->next();
+  EXPECT_EQ(waited["id"], 10) << waited.dump();
+  EXPECT_EQ(waited["ok"], true) << waited.dump();
+  Json second = wire->next();
+  EXPECT_EQ(second["id"], 11) << second.dump();
+  EXPECT_EQ(second["ok"], true) << second.dump();
+  EXPECT_TRUE(wire->at_end());
+}
 
 // A client that pipelines requests behind a write_wait the extension holds
 // (10 s allowed) is held back by TCP once 8 MiB of requests wait on its

@@ -545,14 +545,19 @@ TEST(TcpTransport, ABusyReaderHoldsThePeerBackInsteadOfQueueingWithoutEnd) {
 
 // With an input-end handler a peer's half-close is not the stream's end: the
 // bytes come, then the notice, and the reply sent after it still reaches the
-// peer before our close. Without one the stream ends (PeerCloseIsSeenAsClosed).
+// peer before our close -- also when the FIN was read before the handler was
+// set (a client that sends and half-closes at once, as `nc -N` does). Without
+// one the stream ends (PeerCloseIsSeenAsClosed).
 TEST(TcpTransport, AHalfCloseWithAnInputEndHandlerLeavesTheStreamOpenForReplies) {
   TcpTransport::Options options;
   OneAccept rig(options);
   ASSERT_TRUE(rig.ok);
   RawWriter client(rig.port());
   ASSERT_TRUE(client.connected);
+  ASSERT_EQ(::send(client.fd, "request", 7, MSG_NOSIGNAL), 7);
+  ::shutdown(client.fd, SHUT_WR);
   auto server = rig.take();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the FIN is read before start
   std::string got;
   std::promise<void> input_end;
   std::promise<Status> closed;
@@ -567,8 +572,6 @@ TEST(TcpTransport, AHalfCloseWithAnInputEndHandlerLeavesTheStreamOpenForReplies)
         rig.server_strand, [&](std::string_view b) { got.append(b); },
         [&](const Status& why) { closed.set_value(why); });
   });
-  ASSERT_EQ(::send(client.fd, "request", 7, MSG_NOSIGNAL), 7);
-  ::shutdown(client.fd, SHUT_WR);
   auto ended = input_end.get_future();
   get_or_abort(ended, "input end");
   std::string reply;
