@@ -79,6 +79,8 @@ void run_against_reference(std::uint32_t seed) {
     std::vector<std::vector<std::byte>> buffers(n);
     std::vector<RdmaOp> ops(n);
     std::vector<std::optional<std::uint64_t>> pool_at(n);  // where a valid op lands
+    std::vector<bool> refused(n, false);                   // too short: refused at posting
+    std::optional<std::size_t> first_failure;              // fails at the responder
     for (std::size_t i = 0; i < n; ++i) {
       const bool write = pick(2) == 0;
       const auto& target =
@@ -102,7 +104,20 @@ void run_against_reference(std::uint32_t seed) {
       const bool access_ok =
           (target.access & (write ? runtime::kAccessRemoteWrite : runtime::kAccessRemoteRead)) != 0;
       const bool range_ok = within + wire <= target.reg.length;
-      if (length_ok && rkey_ok && access_ok && range_ok) pool_at[i] = target.offset + within;
+      refused[i] = !length_ok;
+      if (length_ok && rkey_ok && access_ok && range_ok) {
+        pool_at[i] = target.offset + within;
+      } else if (length_ok && !first_failure) {
+        first_failure = i;
+      }
+    }
+    // RC: a failure at the responder puts the QP in the error state; the ops
+    // posted behind it never run (flushed: `unavailable`).
+    std::vector<bool> flushed(n, false);
+    for (std::size_t i = first_failure.value_or(n) + 1; i < n; ++i) {
+      if (refused[i]) continue;
+      flushed[i] = true;
+      pool_at[i].reset();
     }
     // The reference: ops in posting order; a READ sees the WRITEs before it.
     std::vector<std::vector<std::byte>> expected_buffers = buffers;
@@ -138,8 +153,12 @@ void run_against_reference(std::uint32_t seed) {
           << (*statuses)[i].ToString();
       if (!(*statuses)[i].ok()) {
         const auto code = (*statuses)[i].code();
-        EXPECT_TRUE(code == ErrorCode::kRemoteAccess || code == ErrorCode::kBadRequest)
-            << (*statuses)[i].ToString();
+        if (flushed[i]) {
+          EXPECT_EQ(code, ErrorCode::kUnavailable) << (*statuses)[i].ToString();
+        } else {
+          EXPECT_TRUE(code == ErrorCode::kRemoteAccess || code == ErrorCode::kBadRequest)
+              << (*statuses)[i].ToString();
+        }
       }
       if (pool_at[i] && ops[i].kind == RdmaOp::Kind::kRead) {
         for (std::size_t b = 0; b < buffers[i].size(); ++b) {

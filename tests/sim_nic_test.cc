@@ -114,12 +114,41 @@ TEST(SimNic, AccessRightsAndBoundsAreChecked) {
   auto reg = rig.mem_nic.register_memory(pool, 0, 4096, runtime::kAccessRemoteRead);
   rig.connect();
   std::vector<std::byte> buf(64);
-  auto st = rig.post({{RdmaOp::Kind::kWrite, buf, reg->addr, reg->rkey},          // no write right
-                      {RdmaOp::Kind::kRead, buf, reg->addr + 4090, reg->rkey},    // past the end
-                      {RdmaOp::Kind::kRead, buf, reg->addr + 4032, reg->rkey}});  // fits
-  EXPECT_EQ(st[0].code(), ErrorCode::kRemoteAccess);
-  EXPECT_EQ(st[1].code(), ErrorCode::kRemoteAccess);
-  EXPECT_TRUE(st[2].ok());
+  // One post each: a failed op puts an RC QP in the error state (the next
+  // post reconnects), so ops behind it in one post would be flushed instead.
+  EXPECT_EQ(rig.post({{RdmaOp::Kind::kWrite, buf, reg->addr, reg->rkey}})[0].code(),  // no right
+            ErrorCode::kRemoteAccess);
+  EXPECT_EQ(rig.post({{RdmaOp::Kind::kRead, buf, reg->addr + 4090, reg->rkey}})[0].code(),
+            ErrorCode::kRemoteAccess);  // past the end
+  EXPECT_TRUE(rig.post({{RdmaOp::Kind::kRead, buf, reg->addr + 4032, reg->rkey}})[0].ok());
+}
+
+// RC: a failed op puts the QP in the error state; what was posted behind it
+// never runs (verbs: WR_FLUSH_ERR, reported `unavailable`) -- a WRITE behind
+// it does not land -- and the next post reconnects and works.
+TEST(SimNic, R6_3_OpsBehindAFailedOpAreFlushedAndTheNextPostReconnects) {
+  Rig rig;
+  SimMemoryPool pool(1 << 20);
+  auto reg = rig.mem_nic.register_memory(pool, 0, 8192,
+                                         runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite);
+  rig.connect();
+  auto data = bytes_of("never lands");
+  std::vector<std::byte> buf(64);
+  auto st = rig.post({{RdmaOp::Kind::kRead, buf, reg->addr + 8190, reg->rkey},  // past the end
+                      {RdmaOp::Kind::kWrite, data, reg->addr, reg->rkey},
+                      {RdmaOp::Kind::kRead, buf, reg->addr, reg->rkey}});
+  EXPECT_EQ(st[0].code(), ErrorCode::kRemoteAccess) << st[0].ToString();
+  EXPECT_EQ(st[1].code(), ErrorCode::kUnavailable) << st[1].ToString();
+  EXPECT_EQ(st[2].code(), ErrorCode::kUnavailable) << st[2].ToString();
+  std::vector<std::byte> landed(data.size());
+  ASSERT_TRUE(pool.read(0, landed).ok());
+  EXPECT_EQ(landed, std::vector<std::byte>(data.size()));  // the flushed WRITE moved nothing
+  const auto before = rig.world.loop().now();
+  EXPECT_TRUE(rig.post({{RdmaOp::Kind::kWrite, data, reg->addr, reg->rkey}})[0].ok());
+  // The reconnect (~2 round trips) comes first.
+  EXPECT_GE(rig.world.loop().now() - before, rig.fabric.params().latency * 4);
+  ASSERT_TRUE(pool.read(0, landed).ok());
+  EXPECT_EQ(landed, data);
 }
 
 // A memory whose bytes are ready only at a fixed time: the READ is held, not failed.
@@ -499,8 +528,8 @@ TEST(SimNic, AReadWaitingForTheDeviceDoesNotHoldThePortForOthers) {
 
 // The responder executes a QP's requests in order: a READ posted behind a
 // WRITE into memory that takes 20 ms to accept it reads only once that WRITE
-// is in, and sees its bytes. If the registration goes meanwhile, both fail
-// with remote_access and neither hangs.
+// is in, and sees its bytes. If the registration goes meanwhile, the WRITE
+// fails with remote_access, the READ behind it is flushed, and neither hangs.
 TEST(SimNic, AReadBehindAWriteThatWaitsForTheDeviceReadsAfterItLanded) {
   for (const bool deregister : {false, true}) {
     SCOPED_TRACE(deregister);
@@ -520,8 +549,9 @@ TEST(SimNic, AReadBehindAWriteThatWaitsForTheDeviceReadsAfterItLanded) {
     ASSERT_TRUE(rig.world.run_until([&] { return st.has_value(); }).ok());
     ASSERT_EQ(st->size(), 2u);
     if (deregister) {
+      // The WRITE fails where it lands; the READ behind it is flushed (RC).
       EXPECT_EQ((*st)[0].code(), ErrorCode::kRemoteAccess) << (*st)[0].ToString();
-      EXPECT_EQ((*st)[1].code(), ErrorCode::kRemoteAccess) << (*st)[1].ToString();
+      EXPECT_EQ((*st)[1].code(), ErrorCode::kUnavailable) << (*st)[1].ToString();
     } else {
       for (const auto& s : *st) EXPECT_TRUE(s.ok()) << s.ToString();
       EXPECT_EQ(back, data);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "backends/sim/memory_timing.h"
@@ -49,6 +50,11 @@ class SimQueuePair final : public runtime::QueuePair,
     }
     next_post_seq_ += ops.size();
     batch->remaining = ops.size();
+    if (broken_) {
+      // The QP left the error state: reconnecting (rdma_cm) takes ~2 round trips.
+      broken_ = false;
+      write_tx_free_ = std::max(write_tx_free_, loop().now() + params().latency * 4);
+    }
     SimWorld& world = local_.fabric().world();
     world.trace().record(world.loop().now().count(), "rdma post " + local_.node() + "->" +
                                                          remote_.node() +
@@ -179,23 +185,56 @@ class SimQueuePair final : public runtime::QueuePair,
     sending_ = false;
   }
 
+  // Where the responder executes an op: nothing for an op flushed by an earlier
+  // failure; a failure here breaks the QP (RC: the QP goes to the error state).
   const SimNic::Exposed* check(const RdmaOp& op, unsigned access, std::shared_ptr<Batch> batch,
                                std::size_t index) {
+    const std::uint64_t seq = batch->first_seq + index;
+    if (auto flushed = flushed_by(seq)) {
+      finish_op(batch, index, *flushed, loop().now() + params().latency);
+      return nullptr;
+    }
     if (partitioned()) {
-      finish_op(batch, index, Error(ErrorCode::kUnavailable, "RDMA peer unreachable"),
-                loop().now() + params().latency);
+      fail(batch, index, Error(ErrorCode::kUnavailable, "RDMA peer unreachable"));
       return nullptr;
     }
     const auto* exposed = remote_.find(op.rkey, op.remote_addr, op.wire_length(), access);
     if (!exposed) {
       local_.fabric().count_remote_access_error();
-      finish_op(
-          batch, index,
-          Error(ErrorCode::kRemoteAccess, "remote access error: rkey " + std::to_string(op.rkey) +
-                                              " does not cover the range"),
-          loop().now() + params().latency);
+      fail(batch, index,
+           Error(ErrorCode::kRemoteAccess, "remote access error: rkey " + std::to_string(op.rkey) +
+                                               " does not cover the range"));
     }
     return exposed;
+  }
+
+  // An op failed at the responder: the QP is in the error state, so every op
+  // posted behind it that has not run yet is flushed (verbs: WR_FLUSH_ERR,
+  // which the verbs NIC reports as `unavailable`), and the next post
+  // reconnects (docs/simulator.md).
+  void fail(std::shared_ptr<Batch> batch, std::size_t index, Status why) {
+    const std::uint64_t seq = batch->first_seq + index;
+    if (seq + 1 < next_post_seq_) {
+      flushes_[seq + 1] = {next_post_seq_,
+                           Error(ErrorCode::kUnavailable,
+                                 "not executed: an earlier RDMA op failed (" + why.message() +
+                                     "); the queue pair reconnects on the next post")};
+    }
+    broken_ = true;
+    finish_op(std::move(batch), index, std::move(why), loop().now() + params().latency);
+  }
+
+  // The flush status of op `seq`, if an earlier failure flushed it.
+  std::optional<Status> flushed_by(std::uint64_t seq) {
+    // Flushes whose ops have all been reported are done with.
+    while (!flushes_.empty() && flushes_.begin()->second.first <= next_completion_seq_) {
+      flushes_.erase(flushes_.begin());
+    }
+    auto it = flushes_.upper_bound(seq);
+    if (it == flushes_.begin()) return std::nullopt;
+    --it;
+    if (seq >= it->second.first) return std::nullopt;
+    return it->second.second;
   }
 
   // A WRITE's data lands in order (RC), segment by segment: the device is asked
@@ -247,8 +286,9 @@ class SimQueuePair final : public runtime::QueuePair,
       // arrived is refused by the responder: the device is asked nothing more,
       // and land_write reports why.
       const bool accepted =
-          !partitioned() && remote_.find(op.rkey, op.remote_addr, op.wire_length(),
-                                         runtime::kAccessRemoteWrite) != nullptr;
+          !partitioned() && !flushed_by(w.stream->batch->first_seq + w.stream->index) &&
+          remote_.find(op.rkey, op.remote_addr, op.wire_length(), runtime::kAccessRemoteWrite) !=
+              nullptr;
       // A segment waits for the device (write-allocate fills).
       auto* timing = dynamic_cast<MemoryTiming*>(w.pool);
       const Instant ready =
@@ -382,7 +422,9 @@ class SimQueuePair final : public runtime::QueuePair,
           // Memory that cannot be read (poison) fails the READ at the responder,
           // as verbs reports a remote operation error.
           if (!read.ok()) {
-            read = Error(ErrorCode::kRemoteAccess, "remote operation error: " + read.message());
+            return self->fail(
+                batch, index,
+                Error(ErrorCode::kRemoteAccess, "remote operation error: " + read.message()));
           }
           self->finish_op(batch, index, read, self->loop().now() + self->params().latency);
         });
@@ -440,6 +482,9 @@ class SimQueuePair final : public runtime::QueuePair,
     Instant at{0};
   };
   std::map<std::uint64_t, Finished> finished_;
+  // Ops [from, to) flushed by a failure before them: from -> (to, status).
+  std::map<std::uint64_t, std::pair<std::uint64_t, Status>> flushes_;
+  bool broken_ = false;  // a failure since the last post: the next one reconnects
   std::uint64_t next_post_seq_ = 0;
   std::uint64_t next_completion_seq_ = 0;
   std::deque<PendingRead> reads_;  // READs of this QP not yet fully fetched

@@ -7,7 +7,8 @@
 // (they take turns), so GPU nodes reading one memory node share its port. With one
 // active QP per port (the seed's data path: one QP per peer) this is the QP's
 // own line rate. A QP's requests leave and execute in order (RC): a READ
-// posted behind a WRITE waits for its data and sees its bytes.
+// posted behind a WRITE waits for its data and sees its bytes; completions
+// come in posting order; a failed op flushes the ops behind it (error state).
 #pragma once
 
 #include <algorithm>
