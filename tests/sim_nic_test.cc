@@ -300,6 +300,75 @@ TEST(SimNic, DeviceIsAskedForEachWriteSegmentWhenItHasArrived) {
   }
 }
 
+// Flushed WRITEs send nothing: the batch behind a failed op is reported
+// about a round trip later, not after its data streamed, and another node's
+// WRITE to the same port is not slowed by it.
+TEST(SimNic, R6_3_FlushedWritesHoldNoPort) {
+  Rig rig;
+  SimMemoryPool pool(128 << 20);
+  const auto reg = rig.expose_all(pool);
+  auto gpu2 = rig.second_gpu("gpu2");
+  const double wire = (32 << 20) / rig.fabric.params().bytes_per_second;
+  std::vector<std::byte> small(64), a(32 << 20), b(32 << 20), c(32 << 20);
+  std::optional<double> batch_done, other_done;
+  const auto t0 = rig.world.loop().now();
+  rig.qp->post({{RdmaOp::Kind::kRead, small, reg.addr + (128 << 20) - 8, reg.rkey},  // past the end
+                {RdmaOp::Kind::kWrite, a, reg.addr, reg.rkey},
+                {RdmaOp::Kind::kWrite, b, reg.addr + (32 << 20), reg.rkey}},
+               [&](std::vector<Status> st) {
+                 EXPECT_EQ(st[0].code(), ErrorCode::kRemoteAccess);
+                 EXPECT_EQ(st[1].code(), ErrorCode::kUnavailable);
+                 EXPECT_EQ(st[2].code(), ErrorCode::kUnavailable);
+                 batch_done = runtime::to_seconds(rig.world.loop().now() - t0);
+               });
+  rig.world.run_for(100us);
+  gpu2.qp->post({{RdmaOp::Kind::kWrite, c, reg.addr + (64 << 20), reg.rkey}},
+                [&](std::vector<Status> st) {
+                  EXPECT_TRUE(st[0].ok());
+                  other_done = runtime::to_seconds(rig.world.loop().now() - t0);
+                });
+  ASSERT_TRUE(rig.world.run_until([&] { return batch_done && other_done; }).ok());
+  EXPECT_LT(*batch_done, 1e-3) << *batch_done;
+  EXPECT_LT(*other_done, 100e-6 + wire * 1.2) << *other_done;
+}
+
+// A failure found late (a READ whose registration went while its response
+// streamed) flushes only what went out on its own connection: ops posted
+// after the QP reconnected (after an earlier op's failure) still run.
+TEST(SimNic, R6_3_ALateFailureFlushesNothingPostedAfterTheReconnect) {
+  for (const bool third : {false, true}) {  // with a flushed op behind the early failure too
+    SCOPED_TRACE(third);
+    Rig rig;
+    SimMemoryPool pool(64 << 20);
+    auto x = rig.mem_nic.register_memory(pool, 0, 16 << 20, runtime::kAccessRemoteRead).value();
+    auto y = rig.mem_nic.register_memory(pool, 16 << 20, 4096, runtime::kAccessRemoteWrite).value();
+    auto z =
+        rig.mem_nic.register_memory(pool, 32 << 20, 1 << 20, runtime::kAccessRemoteRead).value();
+    rig.connect();
+    ASSERT_TRUE(rig.mem_nic.deregister(y).ok());
+    std::vector<std::byte> big(8 << 20), w(64), r3(64), r4(64), r5(64);
+    std::vector<RdmaOp> ops = {{RdmaOp::Kind::kRead, big, x.addr, x.rkey},  // ends after X goes
+                               {RdmaOp::Kind::kWrite, w, y.addr, y.rkey}};  // fails: Y is gone
+    if (third) ops.push_back({RdmaOp::Kind::kRead, r5, z.addr, z.rkey});    // flushed behind it
+    std::optional<std::vector<Status>> first, second;
+    rig.qp->post(ops, [&](std::vector<Status> st) { first = std::move(st); });
+    rig.world.run_for(50us);
+    ASSERT_TRUE(rig.mem_nic.deregister(x).ok());
+    rig.world.run_for(10us);
+    rig.qp->post(
+        {{RdmaOp::Kind::kRead, r3, z.addr, z.rkey}, {RdmaOp::Kind::kRead, r4, z.addr, z.rkey}},
+        [&](std::vector<Status> st) { second = std::move(st); });
+    ASSERT_TRUE(rig.world.run_until([&] { return first && second; }).ok());
+    EXPECT_EQ((*first)[0].code(), ErrorCode::kRemoteAccess) << (*first)[0].ToString();
+    EXPECT_EQ((*first)[1].code(), ErrorCode::kRemoteAccess) << (*first)[1].ToString();
+    if (third) {
+      EXPECT_EQ((*first)[2].code(), ErrorCode::kUnavailable) << (*first)[2].ToString();
+    }
+    EXPECT_TRUE((*second)[0].ok()) << (*second)[0].ToString();
+    EXPECT_TRUE((*second)[1].ok()) << (*second)[1].ToString();
+  }
+}
+
 TEST(SimNic, SampledPayloadIsTimedAtFullLengthButStoresOnlyItsRealBytes) {
   Rig rig;
   SimMemoryPool pool(8 << 20);

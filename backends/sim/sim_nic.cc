@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "backends/sim/memory_timing.h"
@@ -53,6 +54,7 @@ class SimQueuePair final : public runtime::QueuePair,
     if (broken_) {
       // The QP left the error state: reconnecting (rdma_cm) takes ~2 round trips.
       broken_ = false;
+      reconnects_.insert(batch->first_seq);
       write_tx_free_ = std::max(write_tx_free_, loop().now() + params().latency * 4);
     }
     SimWorld& world = local_.fabric().world();
@@ -78,6 +80,8 @@ class SimQueuePair final : public runtime::QueuePair,
     std::size_t index = 0;
     std::uint64_t sent = 0;         // bytes booked on the wire
     std::vector<Instant> arrivals;  // per booked segment: its last byte at the responder
+    bool failed = false;            // refused where it arrived: nothing more is sent
+    bool abandoned = false;         // failed or flushed: the sender stopped booking it
   };
 
   // A request in the QP's send queue: WRITE data, or (write null) a READ request.
@@ -145,6 +149,24 @@ class SimQueuePair final : public runtime::QueuePair,
       WriteStream& w = *s.write;
       const std::uint64_t total = w.op.wire_length();
       const bool first = w.arrivals.empty();
+      // A WRITE refused at the responder, or flushed behind a failure, sends
+      // nothing more (the QP is in the error state): its data holds no port.
+      if (w.failed || flushed_by(w.batch->first_seq + w.index)) {
+        w.abandoned = true;
+        if (first) {
+          loop().schedule_after(params().latency,
+                                [self, stream = s.write] { self->write_arrived(stream); });
+        } else {
+          local_.tx().leave();
+          remote_.rx().leave();
+        }
+        if (write_waits_for_sender_) {
+          write_waits_for_sender_ = false;
+          apply_writes();
+        }
+        sends_.pop_front();
+        continue;
+      }
       if (first) {
         local_.tx().join();
         remote_.rx().join();
@@ -214,13 +236,18 @@ class SimQueuePair final : public runtime::QueuePair,
   // reconnects (docs/simulator.md).
   void fail(std::shared_ptr<Batch> batch, std::size_t index, Status why) {
     const std::uint64_t seq = batch->first_seq + index;
-    if (seq + 1 < next_post_seq_) {
-      flushes_[seq + 1] = {next_post_seq_,
-                           Error(ErrorCode::kUnavailable,
-                                 "not executed: an earlier RDMA op failed (" + why.message() +
-                                     "); the queue pair reconnects on the next post")};
+    // Only the connection the op went out on: ops posted after a reconnect since run.
+    auto reconnect = reconnects_.upper_bound(seq);
+    const std::uint64_t to = reconnect == reconnects_.end() ? next_post_seq_ : *reconnect;
+    if (seq + 1 < to) {
+      // A failure found late (a READ's registration checked again as it ends)
+      // may cover ranges of later failures: one range per op, for one lookup.
+      flushes_.erase(flushes_.lower_bound(seq + 1), flushes_.lower_bound(to));
+      flushes_[seq + 1] = {to, Error(ErrorCode::kUnavailable,
+                                     "not executed: an earlier RDMA op failed (" + why.message() +
+                                         "); the queue pair reconnects on the next post")};
     }
-    broken_ = true;
+    if (reconnect == reconnects_.end()) broken_ = true;
     finish_op(std::move(batch), index, std::move(why), loop().now() + params().latency);
   }
 
@@ -251,7 +278,10 @@ class SimQueuePair final : public runtime::QueuePair,
   void write_arrived(const std::shared_ptr<WriteStream>& stream) {
     const auto* exposed =
         check(stream->op, runtime::kAccessRemoteWrite, stream->batch, stream->index);
-    if (!exposed) return;
+    if (!exposed) {
+      stream->failed = true;
+      return;
+    }
     const std::uint64_t offset =
         exposed->pool_offset + (stream->op.remote_addr - exposed->reg.addr);
     writes_.push_back({stream, exposed->pool, offset, 0});
@@ -271,12 +301,13 @@ class SimQueuePair final : public runtime::QueuePair,
       const std::uint64_t seg = params().stream_segment_bytes;
       const std::uint64_t len = std::min(seg, op.wire_length() - w.next);
       const std::size_t k = static_cast<std::size_t>(w.next / seg);
-      if (k >= w.stream->arrivals.size()) {
+      const bool booked = k < w.stream->arrivals.size();
+      if (!booked && !w.stream->abandoned) {
         write_waits_for_sender_ = true;
         write_applying_ = false;
         return;
       }
-      const Instant at = std::max(w.stream->arrivals[k], last_write_applied_);
+      const Instant at = std::max(booked ? w.stream->arrivals[k] : now, last_write_applied_);
       if (at > now) {
         auto self = shared_from_this();
         loop().schedule_at(at, [self] { self->apply_writes(); });
@@ -367,6 +398,16 @@ class SimQueuePair final : public runtime::QueuePair,
       if (r.next == 0 && writes_landed_ < r.writes_before) {
         read_fetching_ = false;  // the WRITE landing calls again
         return;
+      }
+      if (flushed_by(r.batch->first_seq + r.index)) {
+        // Flushed behind a failure: the responder sends nothing for it.
+        (void)check(r.op, runtime::kAccessRemoteRead, r.batch, r.index);
+        reads_.pop_front();
+        if (reads_.empty()) {
+          remote_.tx().leave();
+          local_.rx().leave();
+        }
+        continue;
       }
       auto* timing = dynamic_cast<MemoryTiming*>(r.pool);
       // The response stream may not start before the READ reached the responder.
@@ -484,7 +525,8 @@ class SimQueuePair final : public runtime::QueuePair,
   std::map<std::uint64_t, Finished> finished_;
   // Ops [from, to) flushed by a failure before them: from -> (to, status).
   std::map<std::uint64_t, std::pair<std::uint64_t, Status>> flushes_;
-  bool broken_ = false;  // a failure since the last post: the next one reconnects
+  bool broken_ = false;                 // a failure since the last post: the next one reconnects
+  std::set<std::uint64_t> reconnects_;  // first seq posted on each new connection
   std::uint64_t next_post_seq_ = 0;
   std::uint64_t next_completion_seq_ = 0;
   std::deque<PendingRead> reads_;  // READs of this QP not yet fully fetched
