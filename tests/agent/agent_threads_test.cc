@@ -493,24 +493,43 @@ class HeldWaitExtension : public ext::RegionExtension {
   std::promise<void> entered;
 };
 
+// An agent whose extension holds write_waits, and a client with a mapped
+// region that sent one (id `id`, 10 s allowed).
+struct HeldWaitRig {
+  HeldWaitRig() : HeldWaitRig(std::make_unique<HeldWaitExtension>()) {}
+  // False (with a test failure) when the region could not be mapped.
+  bool send_write_wait(int id) {
+    Json alloc = rig.mapped_region(*wire);
+    EXPECT_FALSE(alloc.is_null());
+    if (alloc.is_null()) return false;
+    wire->send({{"op", "extension"},
+                {"id", id},
+                {"action", "write_wait"},
+                {"token", "store"},
+                {"epoch", "tboot"},
+                {"ranges", Json::array({{alloc["region"], 0, 4096}})},
+                {"handles", {{std::to_string(alloc["region"].get<int>()), alloc["handle"]}}},
+                {"timeout_ms", 10000}});
+    return true;
+  }
+
+  HeldWaitExtension* ext;
+  ThreadRig rig;
+  std::unique_ptr<Wire> wire = rig.hello();
+
+ private:
+  explicit HeldWaitRig(std::unique_ptr<HeldWaitExtension> owned)
+      : ext(owned.get()), rig(std::move(owned)) {}
+};
+
 // A client that half-closes after its last request (`nc -N`) still gets the
 // replies, also one the extension answers later and one queued behind it,
 // and then the agent's end.
 TEST(AgentThreads, R1_AClientThatHalfClosesGetsItsRepliesThenTheEnd) {
-  auto owned = std::make_unique<HeldWaitExtension>();
-  auto* ext = owned.get();
-  ThreadRig rig(std::move(owned));
-  auto wire = rig.hello();
-  Json alloc = rig.mapped_region(*wire);
-  ASSERT_FALSE(alloc.is_null());
-  wire->send({{"op", "extension"},
-              {"id", 10},
-              {"action", "write_wait"},
-              {"token", "store"},
-              {"epoch", "tboot"},
-              {"ranges", Json::array({{alloc["region"], 0, 4096}})},
-              {"handles", {{std::to_string(alloc["region"].get<int>()), alloc["handle"]}}},
-              {"timeout_ms", 10000}});
+  HeldWaitRig held;
+  ASSERT_TRUE(held.send_write_wait(10));
+  auto* ext = held.ext;
+  auto& wire = held.wire;
   wire->send({{"op", "alloc"}, {"id", 11}, {"size", 1 << 20}});
   wire->half_close();
   auto entered = ext->entered.get_future();
@@ -531,20 +550,10 @@ TEST(AgentThreads, R1_AClientThatHalfClosesGetsItsRepliesThenTheEnd) {
 // connection (or 256 of them), instead of the agent queueing all it sends;
 // once the wait is answered every request is answered, in order.
 TEST(AgentThreads, R4_4_RequestsPipelinedBehindALongWriteWaitHoldThePeerBack) {
-  auto owned = std::make_unique<HeldWaitExtension>();
-  auto* ext = owned.get();
-  ThreadRig rig(std::move(owned));
-  auto wire = rig.hello();
-  Json alloc = rig.mapped_region(*wire);
-  ASSERT_FALSE(alloc.is_null());
-  wire->send({{"op", "extension"},
-              {"id", 10},
-              {"action", "write_wait"},
-              {"token", "store"},
-              {"epoch", "tboot"},
-              {"ranges", Json::array({{alloc["region"], 0, 4096}})},
-              {"handles", {{std::to_string(alloc["region"].get<int>()), alloc["handle"]}}},
-              {"timeout_ms", 10000}});
+  HeldWaitRig held;
+  ASSERT_TRUE(held.send_write_wait(10));
+  auto* ext = held.ext;
+  auto& wire = held.wire;
   auto entered = ext->entered.get_future();
   ASSERT_EQ(entered.wait_for(10s), std::future_status::ready);
   // Requests of 256 KiB each (a release of a region it does not hold: an
