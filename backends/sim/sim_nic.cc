@@ -93,6 +93,19 @@ class SimQueuePair final : public runtime::QueuePair,
   };
 
   const NicParams& params() const { return local_.fabric().params(); }
+  // A QP's WRITE data streams on this TX and the peer's RX, its READ
+  // responses on the peer's TX and this RX: transfers there take turns.
+  void write_streaming(bool on) { streaming(local_.tx(), remote_.rx(), on); }
+  void read_streaming(bool on) { streaming(remote_.tx(), local_.rx(), on); }
+  static void streaming(PortTimeline& a, PortTimeline& b, bool on) {
+    if (on) {
+      a.join();
+      b.join();
+    } else {
+      a.leave();
+      b.leave();
+    }
+  }
   EventLoop& loop() { return local_.fabric().world().loop(); }
   bool partitioned() {
     auto& net = local_.fabric().world().network();
@@ -157,8 +170,7 @@ class SimQueuePair final : public runtime::QueuePair,
           loop().schedule_after(params().latency,
                                 [self, stream = s.write] { self->write_arrived(stream); });
         } else {
-          local_.tx().leave();
-          remote_.rx().leave();
+          write_streaming(false);
         }
         if (write_waits_for_sender_) {
           write_waits_for_sender_ = false;
@@ -168,8 +180,7 @@ class SimQueuePair final : public runtime::QueuePair,
         continue;
       }
       if (first) {
-        local_.tx().join();
-        remote_.rx().join();
+        write_streaming(true);
       }
       const bool shared = local_.tx().shared() || remote_.rx().shared();
       const std::uint64_t budget = shared ? params().stream_segment_bytes : kBookAhead;
@@ -200,8 +211,7 @@ class SimQueuePair final : public runtime::QueuePair,
         loop().schedule_at(write_tx_free_, [self] { self->send_next(); });
         return;
       }
-      local_.tx().leave();
-      remote_.rx().leave();
+      write_streaming(false);
       sends_.pop_front();
     }
     sending_ = false;
@@ -381,8 +391,7 @@ class SimQueuePair final : public runtime::QueuePair,
     if (!exposed) return;
     const std::uint64_t offset = exposed->pool_offset + (op.remote_addr - exposed->reg.addr);
     if (reads_.empty()) {
-      remote_.tx().join();
-      local_.rx().join();
+      read_streaming(true);
     }
     reads_.push_back({op, std::move(batch), index, exposed->pool, offset, 0, writes_accepted_});
     if (!read_fetching_) fetch_reads();
@@ -402,11 +411,7 @@ class SimQueuePair final : public runtime::QueuePair,
       if (flushed_by(r.batch->first_seq + r.index)) {
         // Flushed behind a failure: the responder sends nothing for it.
         (void)check(r.op, runtime::kAccessRemoteRead, r.batch, r.index);
-        reads_.pop_front();
-        if (reads_.empty()) {
-          remote_.tx().leave();
-          local_.rx().leave();
-        }
+        pop_read();
         continue;
       }
       auto* timing = dynamic_cast<MemoryTiming*>(r.pool);
@@ -424,11 +429,7 @@ class SimQueuePair final : public runtime::QueuePair,
       r.next += len;
       if (r.next >= r.op.wire_length()) {
         finish_read(r);
-        reads_.pop_front();
-        if (reads_.empty()) {
-          remote_.tx().leave();
-          local_.rx().leave();
-        }
+        pop_read();
       }
       if (ready > now + kFetchSlack) {
         auto self = shared_from_this();
@@ -444,6 +445,13 @@ class SimQueuePair final : public runtime::QueuePair,
       }
     }
     read_fetching_ = false;
+  }
+
+  // The front READ is done with: the ports are free of this QP's responses
+  // once no READ is left.
+  void pop_read() {
+    reads_.pop_front();
+    if (reads_.empty()) read_streaming(false);
   }
 
   void finish_read(const PendingRead& r) {
