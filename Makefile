@@ -46,10 +46,11 @@ asan: deps
 # The tests that run threads (thread runtime, TCP, agent threads, the binaries
 # as processes) under ThreadSanitizer (build-tsan).
 TSAN_TESTS := thread_strand_test tcp_transport_test thread_runtime_test echo_both_runtimes_test \
-  agent_threads_test client_shared_directory_thread_test directory_process_test \
+  agent_threads_test client_shared_directory_thread_test client_connectors_thread_test \
+  directory_process_test \
   agent_process_test kv_process_test rcxl-agent rcxl-directory rcxl-kv rcxl-sim
 tsan: deps
 	@cmake -S . -B build-tsan $(GENERATOR) -DRCXL_TSAN=ON >/dev/null
 	@cmake --build build-tsan -j $(JOBS) --target $(TSAN_TESTS)
 	@cd build-tsan && ctest -j $(JOBS) --timeout 900 --output-on-failure -R \
-	  'ThreadStrand|TcpTransport|ThreadRuntime|EchoBoth|AgentThreads|SharedDirectoryThread|DirectoryProcess|AgentProcess|KvProcess'
+	  'ThreadStrand|TcpTransport|ThreadRuntime|EchoBoth|AgentThreads|SharedDirectoryThread|OnThreads|DirectoryProcess|AgentProcess|KvProcess'

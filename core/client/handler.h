@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -141,7 +142,7 @@ class Handler {
   // Config::zero_copy: registers the buffers of ops about to be posted; the
   // returned spans go to release_local once the ops completed.
   std::vector<std::span<std::byte>> register_local(const std::vector<runtime::RdmaOp>& ops);
-  static void release_local(runtime::Nic& nic, const std::vector<std::span<std::byte>>& buffers);
+  void release_local(const std::vector<std::span<std::byte>>& buffers);
   RangesByAgent subset(const RangesByAgent& all, const std::set<std::string>& agents) const;
 
   Config config_;
@@ -159,6 +160,10 @@ class Handler {
   std::size_t next_agent_ = 0;
   std::uint64_t seq_ = 0;
   HandlerStats stats_;
+  // Zero copy: buffers registered with nic_ whose ops have not completed. The
+  // destructor deregisters those whose completion it dropped: left registered,
+  // the NIC would post a later buffer at the same address through them.
+  std::map<std::byte*, std::size_t> registered_locals_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   // Last: destroyed first, its thread joined before the members its tasks use.
   std::unique_ptr<runtime::Strand> strand_;

@@ -3,10 +3,14 @@
 namespace rcxl::client {
 
 WorkerConnector::WorkerConnector(runtime::Runtime& rt, Handler& handler)
-    : handler_(handler), write_behind_(rt.make_strand("write-behind")) {}
+    : handler_(handler), write_behind_(rt.make_strand("write-behind")) {
+  back_to_write_behind_ = std::make_shared<runtime::StrandGate>(*write_behind_);
+}
 
 WorkerConnector::~WorkerConnector() {
-  *alive_ = false;
+  back_to_write_behind_->close();
+  // write_behind_ goes next (last member): queued saves are dropped, a running
+  // task finishes while the other members are alive.
 }
 
 void WorkerConnector::start_load(const std::string& request, std::vector<std::string> keys,
@@ -39,9 +43,8 @@ void WorkerConnector::on_request_finished(const std::string& request) {
 }
 
 void WorkerConnector::save(std::vector<StoreItem> items, Handler::StoreDone done) {
-  std::weak_ptr<bool> alive = alive_;
-  write_behind_->post([this, alive, items = std::move(items), done = std::move(done)]() mutable {
-    if (alive.expired()) return;
+  ++*pending_saves_;
+  write_behind_->post([this, items = std::move(items), done = std::move(done)]() mutable {
     saves_.push_back({std::move(items), std::move(done)});
     next_save();
   });
@@ -52,22 +55,18 @@ void WorkerConnector::next_save() {
   saving_ = true;
   Save save = std::move(saves_.front());
   saves_.pop_front();
-  std::weak_ptr<bool> alive = alive_;
+  // Runs on the handler's strand, maybe after this connector is gone: it
+  // touches only the gate (shared) until the gate puts it on write_behind_.
   handler_.store(std::move(save.items),
-                 [this, alive, done = std::move(save.done)](Result<StoreResult> result) {
+                 [this, gate = back_to_write_behind_, pending = pending_saves_,
+                  done = std::move(save.done)](Result<StoreResult> result) {
+                   --*pending;  // before `done`, which may ask
                    if (done) done(std::move(result));
-                   if (alive.expired()) return;
-                   write_behind_->post([this, alive] {
-                     if (alive.expired()) return;
+                   gate->post([this] {
                      saving_ = false;
                      next_save();
                    });
                  });
-}
-
-std::size_t WorkerConnector::pending_saves() const {
-  // Read between runs in sim; approximate elsewhere.
-  return saves_.size() + (saving_ ? 1 : 0);
 }
 
 std::uint64_t WorkerConnector::promotes_sent() const {

@@ -9,44 +9,15 @@
 #include <mutex>
 #include <thread>
 
-#include "backends/verbs/thread_runtime.h"
 #include "core/client/memory_hints.h"
-#include "core/directory/directory_client.h"
-#include "core/directory/directory_server.h"
+#include "tests/client/thread_rig.h"
 
 namespace rcxl::client {
 namespace {
 
+using testing::DirectoryOnThreads;
+
 using namespace std::chrono_literals;
-
-// A directory server on the thread runtime (TCP on loopback) and one client
-// for everybody to share.
-struct DirectoryOnThreads {
-  verbs::ThreadRuntime rt{verbs::ThreadRuntime::Options{.log_level = runtime::LogLevel::kError}};
-  std::unique_ptr<runtime::Strand> server_strand = rt.make_strand("directory-server");
-  directory::DirectoryServer server{
-      rt, *server_strand, {.directory = {}, .secret = "s", .max_frame_bytes = 1u << 20}};
-  std::unique_ptr<runtime::Strand> client_strand = rt.make_strand("directory-client");
-  std::shared_ptr<directory::DirectoryClient> shared;
-
-  Status start() {
-    std::promise<Result<runtime::Address>> started;
-    server_strand->post([&] { started.set_value(server.start({"127.0.0.1", 0})); });
-    auto address = started.get_future().get();
-    if (!address.ok()) return address.status();
-    shared = std::make_shared<directory::DirectoryClient>(
-        rt, *client_strand, directory::RpcConnection::Options{.address = *address, .secret = "s"});
-    return {};
-  }
-  ~DirectoryOnThreads() {
-    std::promise<void> stopped;
-    server_strand->post([&] {
-      server.stop();
-      stopped.set_value();
-    });
-    stopped.get_future().wait();
-  }
-};
 
 TEST(SharedDirectoryClient, R3_9_HintProbesAndSchedulerLookupsAtOnceOnThreads) {
   DirectoryOnThreads d;

@@ -60,6 +60,41 @@ TEST(Handler, R1_6_ZeroCopyRegistersEachBufferOnlyWhileItsRdmaRuns) {
   EXPECT_EQ(nic.unknown_deregistrations, 0);
 }
 
+// A handler destroyed while its RDMA runs drops the completions, and with them
+// the releases: the destructor deregisters what they would have (a buffer left
+// registered is one the NIC would later post another buffer at its address through).
+TEST(Handler, R1_6_AHandlerDestroyedWhileItsRdmaRunsLeavesNoLocalRegistration) {
+  ClientRig rig;
+  rig.add_memory("mem");
+  CountingNic nic(rig.gpu_nic);
+  Config config = rig.config();
+  config.zero_copy = true;
+  {
+    Handler writer(rig.gpu, config, nic);
+    ASSERT_EQ(rig.store(writer, {item("a", "alpha")})->stored, 1u);
+  }
+  ASSERT_TRUE(nic.live.empty());
+  for (bool loading : {false, true}) {
+    SCOPED_TRACE(loading ? "a load's READ" : "a store's WRITE");
+    auto h = std::make_unique<Handler>(rig.gpu, config, nic);
+    const int before = nic.registered;
+    bool finished = false;
+    if (loading) {
+      h->load({"a"}, [&](Result<LoadResult>) { finished = true; });
+    } else {
+      h->store({item("b", std::string(4096, 'b'))}, [&](Result<StoreResult>) { finished = true; });
+    }
+    ASSERT_TRUE(rig.world.run_until([&] { return nic.registered > before; }).ok());
+    ASSERT_FALSE(nic.live.empty());  // posted, not completed
+    h.reset();
+    EXPECT_TRUE(nic.live.empty());
+    rig.world.run_for(std::chrono::milliseconds(50));  // the RDMA ends; nobody hears of it
+    EXPECT_FALSE(finished);
+    EXPECT_TRUE(nic.live.empty());
+    EXPECT_EQ(nic.unknown_deregistrations, 0);
+  }
+}
+
 TEST(Handler, R1_6_WithoutZeroCopyNoLocalRegistration) {
   ClientRig rig;
   rig.add_memory("mem");
