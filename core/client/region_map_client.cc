@@ -167,49 +167,62 @@ void RegionMapClient::allocate_once(const std::string& agent, std::uint64_t size
                 done = std::move(done)](const Result<AgentHello>& hello) mutable {
     if (alive.expired()) return;
     if (!hello.ok()) return done(hello.status());
-    agents_[agent].conn->call(
-        {{"op", "alloc"}, {"size", size}},
-        [this, alive, agent, size, retry_on_boot, done = std::move(done)](
-            const Status& status, const Json& reply) mutable {
-          if (alive.expired()) return;
-          if (!status.ok()) return done(status);
-          // PROTOCOL.md: {"region":R,"size":S,"handle":..,"read_handle":..}.
-          const auto id = protocol::u64_field(reply, "region");
-          const auto handle = protocol::string_field(reply, "handle");
-          const auto read_handle = protocol::string_field(reply, "read_handle");
-          // The region is the size asked for: a size of 0 would give no pages
-          // (and another alloc, forever), a huge one pages that are not there.
-          const bool other_size =
-              reply.contains("size") && protocol::u64_field(reply, "size") != size;
-          if (!id || !handle || handle->empty() || !read_handle || read_handle->empty() ||
-              other_size) {
-            return done(malformed("alloc", reply));
-          }
-          OwnRegion region;
-          region.agent = agent;
-          region.region = *id;
-          region.size = size;
-          region.handle = *handle;
-          region.read_handle = *read_handle;
-          RegionKey key{agent, region.region};
-          own_[key] = region;
-          map_own(key, 1,
-                  [this, alive, key, agent, size, retry_on_boot,
-                   done = std::move(done)](const Result<Mapping>& mapping) mutable {
-                    if (alive.expired()) return;
-                    auto it = own_.find(key);
-                    if (mapping.ok() && it != own_.end()) return done(it->second);
-                    const ErrorCode code =
-                        mapping.ok() ? ErrorCode::kBootChanged : mapping.status().code();
-                    if (it != own_.end()) give_back(key.first, key.second);
-                    if (retry_on_boot &&
-                        (code == ErrorCode::kStaleEpoch || code == ErrorCode::kBootChanged)) {
-                      return allocate_once(agent, size, false, std::move(done));
-                    }
-                    done(mapping.ok() ? Error(code, "boot changed") : mapping.status());
-                  });
-        });
+    agents_[agent].conn->call({{"op", "alloc"}, {"size", size}},
+                              [this, alive, agent, size, retry_on_boot, done = std::move(done)](
+                                  const Status& status, const Json& reply) mutable {
+                                if (alive.expired()) return;
+                                if (!status.ok()) return done(status);
+                                take_allocated(agent, size, retry_on_boot, reply, std::move(done));
+                              });
   });
+}
+
+void RegionMapClient::take_allocated(const std::string& agent, std::uint64_t size,
+                                     bool retry_on_boot, const Json& reply, Done<OwnRegion> done) {
+  // PROTOCOL.md: {"region":R,"size":S,"handle":..,"read_handle":..}.
+  const auto id = protocol::u64_field(reply, "region");
+  const auto handle = protocol::string_field(reply, "handle");
+  const auto read_handle = protocol::string_field(reply, "read_handle");
+  // The region is the size asked for: a size of 0 would give no pages
+  // (and another alloc, forever), a huge one pages that are not there.
+  const bool other_size = reply.contains("size") && protocol::u64_field(reply, "size") != size;
+  if (!id || !handle || handle->empty() || !read_handle || read_handle->empty() || other_size) {
+    return done(malformed("alloc", reply));
+  }
+  const RegionKey key{agent, *id};
+  if (auto held = own_.find(key); held != own_.end()) {
+    // One region given out twice: its pages would take two keys each.
+    if (held->second.handle == *handle) {
+      return done(Error(ErrorCode::kInternal,
+                        "the agent gave region " + std::to_string(*id) +
+                            " out twice (an alloc reply names a region this client holds)"));
+    }
+    // The id was issued anew (a restart without the region table): the
+    // region we held under it is gone there, and so are its pages.
+    lose_own(key);
+  }
+  OwnRegion region;
+  region.agent = agent;
+  region.region = *id;
+  region.size = size;
+  region.handle = *handle;
+  region.read_handle = *read_handle;
+  own_[key] = region;
+  std::weak_ptr<bool> alive = alive_;
+  map_own(
+      key, 1,
+      [this, alive, key, agent, size, retry_on_boot,
+       done = std::move(done)](const Result<Mapping>& mapping) mutable {
+        if (alive.expired()) return;
+        auto it = own_.find(key);
+        if (mapping.ok() && it != own_.end()) return done(it->second);
+        const ErrorCode code = mapping.ok() ? ErrorCode::kBootChanged : mapping.status().code();
+        if (it != own_.end()) give_back(key.first, key.second);
+        if (retry_on_boot && (code == ErrorCode::kStaleEpoch || code == ErrorCode::kBootChanged)) {
+          return allocate_once(agent, size, false, std::move(done));
+        }
+        done(mapping.ok() ? Error(code, "boot changed") : mapping.status());
+      });
 }
 
 void RegionMapClient::map_own(RegionKey key, int attempt, Done<Mapping> done) {

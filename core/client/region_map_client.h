@@ -134,6 +134,9 @@ class RegionMapClient {
                      Done<Mapping> finish);
   void allocate_once(const std::string& agent, std::uint64_t size, bool retry_on_boot,
                      Done<OwnRegion> done);
+  // An alloc reply: checks it, takes the region and maps it.
+  void take_allocated(const std::string& agent, std::uint64_t size, bool retry_on_boot,
+                      const nlohmann::json& reply, Done<OwnRegion> done);
   bool retryable(ErrorCode code) const;
 
   runtime::Runtime& rt_;

@@ -362,9 +362,10 @@ TEST(Handler, R6_1_AReusedRegionIdDoesNotServeAnOldLocationThroughANewMapping) {
 // SPEC R6.1: stores across an agent restart that keeps its boot but not its
 // region table (region ids start again at 1) never leave a key serving another
 // key's bytes. Pages carry their region's handle (Handler::own_region_of), so
-// a page of the old region 1 is never written into a new region 1. This run
-// does not hit that exact interleaving (the owner learns of the loss before it
-// allocates again); the handle check was added from reading the code.
+// a page of the old region 1 is never written into a new region 1. With a real
+// agent the owner learns of the loss before it allocates again (a new
+// connection maps what it holds first); malformed_reply_test's
+// R6_1_AnAllocReplyReissuingAHeldRegionIdGivesTheOldRegionUp makes the alloc come first.
 TEST(Handler, R6_1_StoresAcrossARestartWithoutTheRegionTableNeverServeAnotherKeysBytes) {
   ClientRig rig;
   const Json waits = {{"actions", {"write_hint", "write_wait"}}, {"write_wait_delay_ms", 200}};

@@ -53,6 +53,9 @@ class ScriptedAgent {
   }
 
   static runtime::Address address() { return {"scripted", 7000}; }
+  // Every alloc answers region 1 with new handles, as an agent restarted
+  // without its region table issues ids anew.
+  void reissue_region_ids() { reissue_ = true; }
   // How many requests got the malformed reply (a case that sends none tests nothing).
   int overridden() const { return overridden_; }
 
@@ -68,10 +71,12 @@ class ScriptedAgent {
                     {"conn", 1},
                     {"region_extension", {{"version", 1}, {"actions", actions_}}}});
     } else if (op == "alloc") {
-      reply.update({{"region", ++regions_},
+      ++regions_;
+      const std::string n = reissue_ ? std::to_string(regions_) : "";
+      reply.update({{"region", reissue_ ? 1 : regions_},
                     {"size", request.value("size", 0)},
-                    {"handle", "own"},
-                    {"read_handle", "read"}});
+                    {"handle", "own" + n},
+                    {"read_handle", "read" + n}});
     } else if (op == "map") {
       reply.update({{"boot", "b1"},
                     {"addr", registration_.addr},
@@ -97,6 +102,7 @@ class ScriptedAgent {
   Json reply_;
   Json actions_;
   std::uint64_t regions_ = 0;
+  bool reissue_ = false;
   int overridden_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
@@ -218,6 +224,62 @@ TEST(MalformedReply, R1_2_AMalformedAgentReplyEndsTheCallAndCrashesNothing) {
       EXPECT_GT(agent.overridden(), 0);
     }
   }
+}
+
+std::vector<StoreItem> items(const std::string& prefix, int n) {
+  std::vector<StoreItem> out;
+  for (int i = 0; i < n; ++i) out.push_back(item(prefix + std::to_string(i), prefix + "-bytes"));
+  return out;
+}
+
+// An alloc reply naming a region the client already holds under the same
+// handle: the agent gave one region out twice. Taking its pages again would
+// put two keys in each; the alloc is refused and the held keys keep their bytes.
+TEST(MalformedReply, R1_2_AnAllocReplyNamingAHeldRegionAgainIsRefused) {
+  ClientRig rig;
+  const Json same_region = {
+      {"ok", true}, {"region", 1}, {"size", 1 << 20}, {"handle", "h"}, {"read_handle", "r"}};
+  ScriptedAgent agent(rig, kGreeting, "alloc", same_region, kAllActions);
+  Config config = rig.config();
+  config.agents = {ScriptedAgent::address()};
+  Handler& h = rig.handler(config);
+  ASSERT_EQ(rig.store(h, items("a", 256))->stored, 256u);  // the region's every page
+  auto more = rig.store(h, {item("b", "b-bytes")});
+  EXPECT_FALSE(more.ok() && more->stored > 0);
+  EXPECT_EQ(agent.overridden(), 2);
+  EXPECT_EQ(h.free_pages(), 0u);
+  EXPECT_EQ(h.regions().own_regions().size(), 1u);
+  auto loaded = rig.load(h, {"a0", "a255"});
+  ASSERT_EQ(loaded->values.size(), 2u);
+  EXPECT_EQ(text_of(loaded->values[0]), "a-bytes");
+  EXPECT_EQ(text_of(loaded->values[1]), "a-bytes");
+}
+
+// SPEC R6.1: an alloc reply naming a held region id under a new handle means
+// the agent issued the id anew (it restarted without its region table): the
+// region held under it is gone there. It is given up like one a map finds
+// gone: its keys leave the directory and its pages take no store.
+TEST(MalformedReply, R6_1_AnAllocReplyReissuingAHeldRegionIdGivesTheOldRegionUp) {
+  ClientRig rig;
+  ScriptedAgent agent(rig, kGreeting, "", {}, kAllActions);
+  agent.reissue_region_ids();
+  Config config = rig.config();
+  config.agents = {ScriptedAgent::address()};
+  Handler& h = rig.handler(config);
+  ASSERT_EQ(rig.store(h, {item("old", "old-bytes")})->stored, 1u);
+  ASSERT_EQ(h.free_pages(), 255u);
+  // 255 free pages are not enough: a second alloc, answered with region 1 again.
+  auto r = rig.store(h, items("n", 256));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(h.regions().regions_lost(), 1u);
+  EXPECT_EQ(h.stats().regions_allocated, 2u);
+  EXPECT_EQ(r->stored, 256u);  // all in the new region: the old one's pages went with it
+  EXPECT_EQ(h.free_pages(), 0u);
+  EXPECT_EQ(h.regions().own_regions().at({ScriptedAgent::address().ToString(), 1}).handle, "own2");
+  EXPECT_FALSE(rig.directory_server->directory().find("old").has_value());
+  auto loaded = rig.load(h, {"n0", "n255"});
+  ASSERT_EQ(loaded->values.size(), 2u);
+  EXPECT_EQ(text_of(loaded->values[1]), "n-bytes");
 }
 
 }  // namespace
