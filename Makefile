@@ -53,4 +53,4 @@ tsan: deps
 	@cmake -S . -B build-tsan $(GENERATOR) -DRCXL_TSAN=ON >/dev/null
 	@cmake --build build-tsan -j $(JOBS) --target $(TSAN_TESTS)
 	@cd build-tsan && ctest -j $(JOBS) --timeout 900 --output-on-failure -R \
-	  'ThreadStrand|TcpTransport|ThreadRuntime|EchoBoth|AgentThreads|SharedDirectoryThread|OnThreads|DirectoryProcess|AgentProcess|KvProcess'
+	  'ThreadStrand|TcpTransport|ThreadRuntime|EchoBoth|AgentThreads|SharedDirectoryClient|OnThreads|DirectoryProcess|AgentProcess|KvProcess'

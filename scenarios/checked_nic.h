@@ -32,6 +32,7 @@ class CheckedNic final : public runtime::Nic {
   std::string endpoint() const override { return inner_.endpoint(); }
   bool moves_data() const override { return inner_.moves_data(); }
   void connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) override;
+  bool needs_local_registration() const override { return inner_.needs_local_registration(); }
   Status register_local(std::span<std::byte> buffer) override {
     return inner_.register_local(buffer);
   }

@@ -63,6 +63,7 @@ class VerbsNic final : public runtime::Nic {
 
   // Zero-copy: ops whose local buffer lies inside a buffer registered here are
   // posted straight from it instead of through the staging buffer.
+  bool needs_local_registration() const override { return true; }
   Status register_local(std::span<std::byte> buffer) override;
   Status deregister_local(std::span<std::byte> buffer) override;
 

@@ -95,13 +95,8 @@ Handler::~Handler() {
   // A directory client shared with others may answer after this: drop it.
   reply_gate_->close();
   *alive_ = false;
-  // The strand goes first: a task still running on it finishes while every
-  // other member is alive, and no completion runs after this.
-  strand_.reset();
-  // Completions it dropped never released their buffers; the NIC outlives us.
-  for (const auto& [data, size] : registered_locals_) {
-    (void)nic_.deregister_local({data, size});
-  }
+  // strand_ is the last member, so it goes first: a task still running on it
+  // finishes while every other member is alive.
 }
 
 void Handler::on_boot_change(const std::string& agent, const std::string& old_boot,
@@ -178,23 +173,10 @@ void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
 
 // ---------------------------------------------------------------- zero copy
 
-std::vector<std::span<std::byte>> Handler::register_local(const std::vector<runtime::RdmaOp>& ops) {
-  std::vector<std::span<std::byte>> registered;
-  if (!config_.zero_copy) return registered;
-  for (const auto& op : ops) {
-    // A buffer that cannot be registered still moves, through the staging copy.
-    if (!op.local.empty() && nic_.register_local(op.local).ok()) {
-      registered.push_back(op.local);
-      registered_locals_[op.local.data()] = op.local.size();
-    }
-  }
-  return registered;
-}
-
-void Handler::release_local(const std::vector<std::span<std::byte>>& buffers) {
-  for (const auto& b : buffers) {
-    if (registered_locals_.erase(b.data()) > 0) (void)nic_.deregister_local(b);
-  }
+std::shared_ptr<LocalRegistration> Handler::register_local(const std::vector<runtime::RdmaOp>& ops,
+                                                           std::shared_ptr<const void> owner) {
+  if (!config_.zero_copy || !nic_.needs_local_registration()) return nullptr;
+  return std::make_shared<LocalRegistration>(nic_, ops, std::move(owner));
 }
 
 // ---------------------------------------------------------------- store
@@ -315,11 +297,12 @@ void Handler::write_and_register(std::shared_ptr<StoreJob> job) {
       }
       if (ops.empty()) return finish_agent();
       stats_.writes_posted += ops.size();
-      auto registered = register_local(ops);
+      // Held by the completion: deregistered when it runs or is dropped unrun.
+      auto registered = register_local(ops, job);
       (*qp)->post(std::move(ops), [this, alive, job, posted, finish_agent, agent,
                                    registered](std::vector<Status> statuses) {
+        if (registered) registered->release();
         if (alive.expired()) return;
-        release_local(registered);
         std::set<std::uint64_t> gone_registrations;
         for (std::size_t k = 0; k < posted.size() && k < statuses.size(); ++k) {
           job->written[posted[k]] = statuses[k];
@@ -508,11 +491,12 @@ void Handler::read_batches(std::shared_ptr<LoadJob> job) {
         }
         stats_.reads_posted += ops.size();
         ++stats_.read_batches;
-        auto registered = register_local(ops);
+        // Held by the completion: deregistered when it runs or is dropped unrun.
+        auto registered = register_local(ops, job);
         auto on_done = [this, alive, job, agent, indexes, remaining,
                         registered](std::vector<Status> statuses) {
+          if (registered) registered->release();
           if (alive.expired()) return;
-          release_local(registered);
           for (std::size_t k = 0; k < indexes.size() && k < statuses.size(); ++k) {
             job->read[indexes[k]] = statuses[k];
             if (statuses[k].code() == ErrorCode::kRemoteAccess) {

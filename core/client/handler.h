@@ -9,13 +9,13 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/client/config.h"
+#include "core/client/local_registration.h"
 #include "core/client/memory_hints.h"
 #include "core/client/memory_waits.h"
 #include "core/client/queue_pairs.h"
@@ -139,10 +139,10 @@ class Handler {
                    std::function<void(std::vector<Status>)> done);
   void on_boot_change(const std::string& agent, const std::string& old_boot,
                       const std::string& new_boot, const std::vector<OwnRegion>& lost);
-  // Config::zero_copy: registers the buffers of ops about to be posted; the
-  // returned spans go to release_local once the ops completed.
-  std::vector<std::span<std::byte>> register_local(const std::vector<runtime::RdmaOp>& ops);
-  void release_local(const std::vector<std::span<std::byte>>& buffers);
+  // Config::zero_copy on a NIC that needs it: registers the buffers of ops
+  // about to be posted, which `owner` holds; null otherwise.
+  std::shared_ptr<LocalRegistration> register_local(const std::vector<runtime::RdmaOp>& ops,
+                                                    std::shared_ptr<const void> owner);
   RangesByAgent subset(const RangesByAgent& all, const std::set<std::string>& agents) const;
 
   Config config_;
@@ -160,10 +160,6 @@ class Handler {
   std::size_t next_agent_ = 0;
   std::uint64_t seq_ = 0;
   HandlerStats stats_;
-  // Zero copy: buffers registered with nic_ whose ops have not completed. The
-  // destructor deregisters those whose completion it dropped: left registered,
-  // the NIC would post a later buffer at the same address through them.
-  std::map<std::byte*, std::size_t> registered_locals_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   // Last: destroyed first, its thread joined before the members its tasks use.
   std::unique_ptr<runtime::Strand> strand_;

@@ -76,7 +76,8 @@ class Nic {
   // Zero copy: ops whose local buffer lies inside a registered buffer are posted
   // straight from it; others may go through a staging copy. Deregister only once
   // no posted op uses the buffer. A NIC that needs no local registration (the
-  // sim RNIC) accepts and ignores both.
+  // sim RNIC) says so here, and accepts and ignores both calls.
+  virtual bool needs_local_registration() const { return false; }
   virtual Status register_local(std::span<std::byte> buffer) {
     (void)buffer;
     return {};

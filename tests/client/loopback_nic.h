@@ -2,9 +2,10 @@
 // process, so client code runs on real threads without RDMA (the host kernel
 // has none; verbs tests need the VM). The memory side registers pool ranges;
 // an initiator's ops are copied to or from them on the NIC's own thread after
-// `latency`, and completions go to the strand given at connect, as the verbs
-// NIC does. Each op fails or succeeds alone (no RC error state). Counts local
-// registrations (zero copy).
+// `latency` (or once the test releases them, see hold()), and completions go
+// to the strand given at connect, as the verbs NIC does. Each op fails or
+// succeeds alone (no RC error state). Counts local registrations (zero copy)
+// and an op whose buffer was registered when posted but not when copied.
 #pragma once
 
 #include <map>
@@ -24,6 +25,15 @@ class LoopbackNic final : public runtime::Nic {
  public:
   explicit LoopbackNic(runtime::Duration latency = runtime::Duration::zero())
       : state_(std::make_shared<State>()), latency_(latency) {}
+  ~LoopbackNic() override {
+    std::vector<runtime::Task> dropped;  // ops still held: their completions go unrun
+    {
+      std::lock_guard lock(state_->mu);
+      dropped.swap(state_->waiting);
+    }
+  }
+  LoopbackNic(const LoopbackNic&) = delete;
+  LoopbackNic& operator=(const LoopbackNic&) = delete;
 
   Result<runtime::Registration> register_memory(runtime::MemoryPool& pool, std::uint64_t offset,
                                                 std::uint64_t length, unsigned access) override {
@@ -38,6 +48,7 @@ class LoopbackNic final : public runtime::Nic {
     return {};
   }
   std::string endpoint() const override { return "loopback"; }
+  bool needs_local_registration() const override { return true; }
   void connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) override {
     auto qp = std::make_shared<Qp>(state_, worker_.queue(), verbs::make_strand_poster(strand),
                                    latency_, endpoint);
@@ -52,9 +63,25 @@ class LoopbackNic final : public runtime::Nic {
   Status deregister_local(std::span<std::byte> buffer) override {
     std::lock_guard lock(state_->mu);
     if (state_->live_locals.erase(buffer.data()) == 0) {
+      ++state_->unknown_deregistrations;
       return Error(ErrorCode::kNotFound, "local buffer not registered");
     }
     return {};
+  }
+
+  // Posted ops wait (not copied, not completed) until release().
+  void hold() {
+    std::lock_guard lock(state_->mu);
+    state_->held = true;
+  }
+  void release() {
+    std::vector<runtime::Task> go;
+    {
+      std::lock_guard lock(state_->mu);
+      state_->held = false;
+      go.swap(state_->waiting);
+    }
+    for (auto& task : go) worker_.post(std::move(task));
   }
 
   int locals_registered() const {
@@ -69,6 +96,15 @@ class LoopbackNic final : public runtime::Nic {
   int in_flight() const {
     std::lock_guard lock(state_->mu);
     return state_->in_flight;
+  }
+  int unknown_deregistrations() const {
+    std::lock_guard lock(state_->mu);
+    return state_->unknown_deregistrations;
+  }
+  // Ops whose buffer was deregistered while they ran (a NIC would fault).
+  int copies_after_deregistration() const {
+    std::lock_guard lock(state_->mu);
+    return state_->copies_after_deregistration;
   }
 
  private:
@@ -85,7 +121,11 @@ class LoopbackNic final : public runtime::Nic {
     std::uint32_t next_rkey = 1;
     int locals_registered = 0;
     std::set<const std::byte*> live_locals;
+    int unknown_deregistrations = 0;
+    int copies_after_deregistration = 0;
     int in_flight = 0;
+    bool held = false;
+    std::vector<runtime::Task> waiting;  // posted while held
   };
 
   class Qp final : public runtime::QueuePair {
@@ -98,26 +138,42 @@ class LoopbackNic final : public runtime::Nic {
           latency_(latency),
           peer_(std::move(peer)) {}
     void post(std::vector<runtime::RdmaOp> ops, CompletionHandler done) override {
+      std::vector<bool> registered;
       {
         std::lock_guard lock(state_->mu);
-        state_->in_flight += static_cast<int>(ops.size());
+        for (const auto& op : ops) registered.push_back(state_->live_locals.count(op.local.data()));
       }
-      worker_->post_after(latency_, [state = state_, poster = poster_, ops = std::move(ops),
-                                     done = std::move(done)]() mutable {
+      const int n = static_cast<int>(ops.size());
+      runtime::Task run = [state = state_, poster = poster_, ops = std::move(ops), registered,
+                           done = std::move(done)]() mutable {
         std::vector<Status> statuses;
-        for (const auto& op : ops) statuses.push_back(copy(*state, op));
+        for (std::size_t i = 0; i < ops.size(); ++i) {
+          statuses.push_back(copy(*state, ops[i], registered[i]));
+        }
         {
           std::lock_guard lock(state->mu);
           state->in_flight -= static_cast<int>(ops.size());
         }
         poster([done = std::move(done), statuses = std::move(statuses)] { done(statuses); });
-      });
+      };
+      {
+        std::lock_guard lock(state_->mu);
+        state_->in_flight += n;
+        if (state_->held) {
+          state_->waiting.push_back(std::move(run));
+          return;
+        }
+      }
+      worker_->post_after(latency_, std::move(run));
     }
     std::string peer() const override { return peer_; }
 
    private:
-    static Status copy(State& state, const runtime::RdmaOp& op) {
+    static Status copy(State& state, const runtime::RdmaOp& op, bool was_registered) {
       std::lock_guard lock(state.mu);
+      if (was_registered && !state.live_locals.count(op.local.data())) {
+        ++state.copies_after_deregistration;
+      }
       auto it = state.remote.find(op.rkey);
       const std::uint64_t length = op.wire_length();
       if (length != op.local.size()) return Error(ErrorCode::kBadRequest, "sampled op");
