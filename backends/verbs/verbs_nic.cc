@@ -17,6 +17,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -233,7 +234,9 @@ class NicCore : public std::enable_shared_from_this<NicCore> {
   void connection_failed(Connection& conn, const Status& why);
   void destroy_queue_pair(Connection& conn);
   void pump(Connection& conn);
-  ibv_mr* find_local_mr(const std::byte* data, std::uint64_t length);
+  // The lkey of a local registration covering [data, data + length), read
+  // under the lock (another thread may deregister the MR right after).
+  std::optional<std::uint32_t> find_local_lkey(const std::byte* data, std::uint64_t length);
   void finish_item(Connection& conn, WorkItem& item, const Status& status);
   void fail_all(Connection& conn, const Status& why);
   void destroy_connection(Connection& conn);
@@ -623,20 +626,23 @@ Status NicCore::deregister_local(std::span<std::byte> buffer) {
   auto it = local_mrs_.find(reinterpret_cast<std::uintptr_t>(buffer.data()));
   if (it == local_mrs_.end()) return Error(ErrorCode::kNotFound, "local buffer not registered");
   // Posted work may still use it: callers deregister only when their ops are done.
-  ibv_dereg_mr(it->second.second);
+  const int failed = ibv_dereg_mr(it->second.second);
+  // Forgotten even then: a later buffer at this address must not be posted
+  // through the old MR, which pins the old pages.
   local_mrs_.erase(it);
+  if (failed != 0) return os_error(ErrorCode::kIoError, "ibv_dereg_mr (local buffer)", failed);
   return {};
 }
 
-ibv_mr* NicCore::find_local_mr(const std::byte* data, std::uint64_t length) {
+std::optional<std::uint32_t> NicCore::find_local_lkey(const std::byte* data, std::uint64_t length) {
   std::lock_guard lock(mr_mu_);
   const auto start = reinterpret_cast<std::uintptr_t>(data);
   auto it = local_mrs_.upper_bound(start);
-  if (it == local_mrs_.begin()) return nullptr;
+  if (it == local_mrs_.begin()) return std::nullopt;
   --it;
   const std::uint64_t into = start - it->first;
-  if (into > it->second.first || length > it->second.first - into) return nullptr;
-  return it->second.second;
+  if (into > it->second.first || length > it->second.first - into) return std::nullopt;
+  return it->second.second->lkey;
 }
 
 // --------------------------------------------------------- initiator side
@@ -881,8 +887,8 @@ void NicCore::pump(Connection& conn) {
     WorkItem& item = conn.pending.front();
     std::uint32_t lkey = 0;
     std::byte* local = item.local;
-    if (ibv_mr* mr = find_local_mr(item.local, item.length)) {
-      lkey = mr->lkey;
+    if (auto registered = find_local_lkey(item.local, item.length)) {
+      lkey = *registered;
       item.bounced = false;
     } else {
       auto offset = conn.ring.allocate(item.length);
