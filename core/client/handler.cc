@@ -64,6 +64,12 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
     // Its keys are unreadable now; the boot did not change, so nothing else drops them.
     directory_->drop_region(agent, r.region, r.read_handle);
   });
+  // SPEC R6.1: keys in a region the agent no longer has go too, even when
+  // their owner never learns it (gone, idle, or its own drop was lost).
+  regions_->set_read_region_gone_listener(
+      [this, alive](const std::string& agent, std::uint64_t region, const std::string& handle) {
+        if (!alive.expired()) directory_->drop_region(agent, region, handle);
+      });
   // SPEC R6.1: keys under a boot the agent has left go, even when no client
   // that saw it leave told the directory (its writer may be gone).
   regions_->set_boot_gone_listener(

@@ -337,6 +337,10 @@ void RegionMapClient::send_read_map(const RegionKey& key, const std::string& han
               // The location may be of the new boot: ask once more under it.
               if (retry_stale) return send_read_map(key, handle, std::nullopt, false, finish);
             }
+            if ((status.code() == ErrorCode::kNotFound || status.code() == ErrorCode::kBadRange) &&
+                read_region_gone_listener_) {
+              read_region_gone_listener_(key.first, key.second, handle);
+            }
             return finish(status);
           }
           auto parsed = mapping_from(reply, 0);

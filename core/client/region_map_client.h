@@ -92,6 +92,15 @@ class RegionMapClient {
   void set_boot_gone_listener(BootGoneListener listener) {
     boot_gone_listener_ = std::move(listener);
   }
+  // A read map answered not_found or bad_range: the agent, in its boot now,
+  // has no region `region` under `read_handle` (it restarted without its
+  // region table, or the region was freed), so locations naming the pair are
+  // dead whoever wrote them (SPEC R6.1: the directory drops such locations).
+  using ReadRegionGoneListener = std::function<void(const std::string& agent, std::uint64_t region,
+                                                    const std::string& read_handle)>;
+  void set_read_region_gone_listener(ReadRegionGoneListener listener) {
+    read_region_gone_listener_ = std::move(listener);
+  }
   // Maps an own region again; a boot change shows in the reply (after an RDMA error).
   void recheck(const std::string& agent, std::uint64_t region);
   // A boot seen on another connection (hint, wait): ignored when it is one this
@@ -152,6 +161,7 @@ class RegionMapClient {
   BootListener boot_listener_;
   RegionLostListener region_lost_listener_;
   BootGoneListener boot_gone_listener_;
+  ReadRegionGoneListener read_region_gone_listener_;
   std::uint64_t boot_changes_ = 0;
   std::uint64_t regions_lost_ = 0;
   std::uint64_t own_maps_sent_ = 0;

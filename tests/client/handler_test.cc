@@ -357,6 +357,38 @@ TEST(Handler, R6_1_AReusedRegionIdDoesNotServeAnOldLocationThroughANewMapping) {
   auto old = rig.load(reader, {"old"});
   ASSERT_TRUE(old.ok()) << old.status().ToString();
   EXPECT_TRUE(old->values.empty()) << text_of(old->values[0]);
+  // The agent refused the old read handle (bad_range): the reader had the
+  // directory drop that region's keys; the new region's stay.
+  rig.world.run_for(50ms);
+  EXPECT_FALSE(rig.directory_server->directory().find("old").has_value());
+  EXPECT_TRUE(rig.directory_server->directory().find("new").has_value());
+}
+
+// SPEC R6.1: keys in a region the agent no longer has (restarted without its
+// region table, same boot) go from the directory when a reader finds the
+// region gone (not_found), even though their writer is gone and never learnt
+// it. Until then every load stopped there and nobody could store them again.
+TEST(Handler, R6_1_AReaderThatFindsARegionGoneHasItsKeysDropped) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem");
+  {
+    Handler writer(rig.gpu, rig.config(), rig.gpu_nic);
+    ASSERT_EQ(rig.store(writer, {item("k", "old-bytes"), item("k2", "old-2")})->stored, 2u);
+  }
+  ASSERT_TRUE(restart_without_region_table(mem).ok());
+  rig.world.run_for(100ms);
+  Handler& reader = rig.handler(rig.config());
+  auto gone = rig.load(reader, {"k"});
+  ASSERT_TRUE(gone.ok()) << gone.status().ToString();
+  EXPECT_TRUE(gone->values.empty());
+  rig.world.run_for(50ms);
+  EXPECT_FALSE(rig.directory_server->directory().find("k").has_value());
+  EXPECT_FALSE(rig.directory_server->directory().find("k2").has_value());  // same region
+  Handler& rewriter = rig.handler(rig.config());
+  ASSERT_EQ(rig.store(rewriter, {item("k", "new-bytes")})->stored, 1u);  // not "already present"
+  auto again = rig.load(reader, {"k"});
+  ASSERT_EQ(again->values.size(), 1u);
+  EXPECT_EQ(text_of(again->values[0]), "new-bytes");
 }
 
 // SPEC R6.1: stores across an agent restart that keeps its boot but not its
