@@ -47,6 +47,16 @@ void RpcConnection::start_connect() {
   greeted_ = false;
   const std::uint64_t generation = ++generation_;
   std::weak_ptr<RpcConnection> weak = weak_from_this();
+  // Connect, greeting and hello reply come in time, or every call waiting on
+  // them fails: a peer that is unreachable (a TCP connect may take far longer)
+  // or accepts and says nothing (hung, stopped) must not hold calls for good.
+  handshake_timer_ = strand_.post_after(options_.reply_timeout, [weak, generation] {
+    auto s = weak.lock();
+    if (!s || generation != s->generation_ || s->state_ != State::kConnecting) return;
+    s->handshake_timer_.reset();
+    s->fail_all(Error(ErrorCode::kTimeout, "no connection, greeting and hello reply from " +
+                                               s->options_.address.ToString() + " in time"));
+  });
   rt_.transport().connect(
       options_.address, strand_, [weak, generation](Result<std::shared_ptr<runtime::Conn>> raw) {
         auto self = weak.lock();
@@ -65,17 +75,6 @@ void RpcConnection::start_connect() {
           if (!s || generation != s->generation_) return;
           s->fail_all(Error(ErrorCode::kClosed, "bad reply frame: " + reason.message()));
         });
-        // A peer that accepts and then says nothing (hung, stopped) must not hold
-        // every call waiting for good: greeting and hello reply come in time.
-        self->handshake_timer_ =
-            self->strand_.post_after(self->options_.reply_timeout, [weak, generation] {
-              auto s = weak.lock();
-              if (!s || generation != s->generation_ || s->state_ != State::kConnecting) return;
-              s->handshake_timer_.reset();
-              s->fail_all(Error(ErrorCode::kTimeout, "no greeting and hello reply from " +
-                                                         s->options_.address.ToString() +
-                                                         " in time"));
-            });
         self->conn_->start(
             self->strand_,
             [weak, generation](Json message) {

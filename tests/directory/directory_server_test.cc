@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "backends/sim/sim_network.h"
 #include "backends/sim/sim_world.h"
 #include "core/directory/directory_client.h"
 #include "core/protocol/auth.h"
@@ -390,6 +391,26 @@ TEST(DirectoryServer, R1_2_APeerThatNeverGreetsFailsTheCallsInTime) {
   auto r = rig.wait(look);
   EXPECT_EQ(r.status().code(), ErrorCode::kTimeout) << r.status().ToString();
   EXPECT_LE(rig.world.loop().now() - t0, std::chrono::milliseconds(1100));
+}
+
+// An unreachable peer (partitioned, TCP connect timing out after 10 s as on
+// Linux) fails the calls waiting on the connect after the reply timeout too:
+// the connect, greeting and hello reply share one deadline.
+TEST(DirectoryServer, R1_2_AnUnreachablePeerFailsTheCallsInTime) {
+  Rig rig;
+  rig.world.network().set_connect_timeout(std::chrono::seconds(10));
+  rig.world.network().partition("dir");
+  const auto t0 = rig.world.loop().now();
+  std::optional<Result<LookupReply>> look;
+  rig.client->lookup({"k"}, [&](auto r) { look = std::move(r); });
+  auto r = rig.wait(look);
+  EXPECT_EQ(r.status().code(), ErrorCode::kTimeout) << r.status().ToString();
+  EXPECT_LE(rig.world.loop().now() - t0, std::chrono::milliseconds(1100));
+  // Reachable again: the next call connects anew and is answered.
+  rig.world.network().heal("dir");
+  std::optional<Result<LookupReply>> again;
+  rig.client->lookup({"k"}, [&](auto r2) { again = std::move(r2); });
+  EXPECT_TRUE(rig.wait(again).ok());
 }
 
 // A server that greets, takes the hello, and answers the next request with a
