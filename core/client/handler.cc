@@ -114,6 +114,7 @@ void Handler::on_boot_change(const std::string& agent, const std::string& old_bo
   // SPEC R6.1: the directory drops every location stored under the old boot.
   directory_->boot_changed(agent, new_boot, old_boot);
   hints_->observe_boot(agent, old_boot, new_boot);  // its next hints go under the new boot
+  waits_->observe_boot(agent, new_boot);            // and its next waits
 }
 
 // ---------------------------------------------------------------- hints

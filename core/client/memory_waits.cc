@@ -81,7 +81,10 @@ void MemoryWaits::plan(std::vector<std::string> agents, runtime::Instant deadlin
 
 void MemoryWaits::note_failure(const std::string& agent, const Status& status, const Json& reply) {
   Peer& p = peer(agent);
-  if (status.code() == ErrorCode::kUnavailable || status.code() == ErrorCode::kClosed) {
+  // A hung agent (no reply in time) is as good as unreachable: asked again,
+  // it would hold every store the whole budget (R4.3).
+  if (status.code() == ErrorCode::kUnavailable || status.code() == ErrorCode::kClosed ||
+      status.code() == ErrorCode::kTimeout) {
     p.unreachable_until = rt_.clock().now() + config_.unreachable_backoff;
   }
   if (status.code() == ErrorCode::kStaleEpoch) {
@@ -91,6 +94,11 @@ void MemoryWaits::note_failure(const std::string& agent, const Status& status, c
       if (boot_observer_) boot_observer_(agent, boot);
     }
   }
+}
+
+void MemoryWaits::observe_boot(const std::string& agent, const std::string& boot) {
+  auto it = peers_.find(agent);
+  if (it != peers_.end() && !boot.empty()) it->second.hello.boot = boot;
 }
 
 void MemoryWaits::wait(const std::string& token, const RangesByAgent& ranges,
@@ -141,6 +149,7 @@ void MemoryWaits::wait_next(std::shared_ptr<std::vector<std::pair<std::string, R
         } else {
           ++stats_.waits_failed;
           note_failure(agent, status, reply);
+          not_asked->insert(agent);  // R4.1: it still gets a write hint
         }
         wait_next(pieces, index + 1, std::move(token), deadline, not_asked, std::move(done));
       },

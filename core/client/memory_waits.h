@@ -47,7 +47,7 @@ class MemoryWaits {
             std::function<void(std::set<std::string>)> done);
   // Asks each agent in turn, all under one budget ending at `deadline` (the
   // store's, from before its plan); `done` gets the agents that were not
-  // asked (budget spent) so the store hints them instead.
+  // asked (budget spent) or whose wait failed, so the store hints them instead.
   void wait(const std::string& token, const RangesByAgent& ranges, runtime::Instant deadline,
             std::function<void(std::set<std::string> not_asked)> done);
   // PAPER P3, the replaced design (#124): one control round trip before each
@@ -62,6 +62,8 @@ class MemoryWaits {
   void end_gate(const std::string& agent, const std::string& token);
 
   const MemoryWaitsStats& stats() const { return stats_; }
+  // A boot the client learnt elsewhere (a map reply): the next wait goes under it.
+  void observe_boot(const std::string& agent, const std::string& boot);
 
  private:
   struct Peer {
