@@ -53,6 +53,14 @@ Result<std::vector<Location>> parse_locations(const Json& reply) {
   return out;
 }
 
+// A reply naming more hits than keys asked (or hits its locations do not
+// match) answers nothing: callers index locations by key.
+Status more_than_asked(const char* op, const Json& reply) {
+  return Error(ErrorCode::kInternal,
+               std::string("the directory's ") + op +
+                   " reply does not match the keys asked: " + reply.dump().substr(0, 200));
+}
+
 std::vector<Json> keys_json(const std::vector<std::string>& keys, std::size_t begin = 0,
                             std::size_t end = SIZE_MAX) {
   end = std::min(end, keys.size());
@@ -213,6 +221,7 @@ void DirectoryClient::lookup(const std::vector<std::string>& keys, Done<LookupRe
   chain->take = [](const Json& reply, std::size_t wanted, LookupReply& out) -> Result<bool> {
     auto locations = parse_locations(reply);
     if (!locations.ok()) return locations.status();
+    if (locations->size() > wanted) return more_than_asked("lookup", reply);
     if (auto lease = protocol::u64_field(reply, "lease"); lease && *lease != 0) {
       out.leases.push_back(*lease);
     }
@@ -236,9 +245,11 @@ void DirectoryClient::probe(const std::vector<std::string>& keys, bool with_loca
   chain->take = [with_locations](const Json& reply, std::size_t wanted,
                                  ProbeReply& out) -> Result<bool> {
     const std::size_t hits = protocol::u64_field(reply, "hits").value_or(0);
+    if (hits > wanted) return more_than_asked("probe", reply);
     if (with_locations) {
       auto locations = parse_locations(reply);
       if (!locations.ok()) return locations.status();
+      if (locations->size() != hits) return more_than_asked("probe", reply);
       for (auto& l : *locations) out.locations.push_back(std::move(l));
     }
     out.hits += hits;

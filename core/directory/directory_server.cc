@@ -164,6 +164,13 @@ void DirectoryServer::handle_hello(Session& session, const Json& message) {
     if (!session.authenticated) close_session(session);
     return;
   }
+  if (message.contains("client") && !message["client"].is_string() &&
+      !message["client"].is_null()) {
+    session.conn->send(
+        protocol::error_reply(id, Error(ErrorCode::kBadRequest, "client must be a string")));
+    if (!session.authenticated) close_session(session);
+    return;
+  }
   if (options_.secret) {
     const bool has_auth = message.contains("auth") && message["auth"].is_string();
     if (!has_auth || !protocol::verify_auth(*options_.secret, session.challenge,

@@ -34,6 +34,14 @@ Result<Location> location_from_json(const Json& j) {
   l.offset = j["offset"].get<std::uint64_t>();
   l.length = j["length"].get<std::uint64_t>();
   if (l.length == 0) return Error(ErrorCode::kBadRequest, "location length is zero");
+  // A lookup reply carries a location per key: long strings would make it
+  // larger than clients' frame limit and fail every call on their connection.
+  for (const std::string* s : {&l.agent, &l.boot, &l.read_handle}) {
+    if (s->size() > kMaxLocationStringBytes) {
+      return Error(ErrorCode::kBadRequest, "location agent, boot and read_handle are at most " +
+                                               std::to_string(kMaxLocationStringBytes) + " bytes");
+    }
+  }
   if (l.offset > std::numeric_limits<std::uint64_t>::max() - l.length) {
     return Error(ErrorCode::kBadRequest, "location offset + length overflows");
   }

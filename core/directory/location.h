@@ -12,6 +12,10 @@ namespace rcxl::directory {
 
 using Json = nlohmann::json;
 
+// Each of agent, boot and read_handle: a location then stays under 1 KiB in
+// a reply, which clients' batching counts on.
+inline constexpr std::size_t kMaxLocationStringBytes = 255;
+
 struct Location {
   std::string agent;  // agent control address "host:port"
   std::string boot;   // the agent's boot when the bytes were written
@@ -24,7 +28,8 @@ struct Location {
 };
 
 Json to_json(const Location& location);
-// Every field present and of its type, length > 0, no overflow; else bad_request.
+// Every field present and of its type, strings of 1..255 bytes, length > 0,
+// no overflow; else bad_request.
 Result<Location> location_from_json(const Json& json);
 
 }  // namespace rcxl::directory

@@ -324,5 +324,15 @@ TEST(DirectoryStats, R1_1_StatsCountsLiveKeysAndDoomedOnesApart) {
   EXPECT_EQ(end.value("doomed", -1), 0) << end.dump();
 }
 
+// As the agent: a hello whose `client` is not a string is bad_request, and a
+// connection that has not said hello is closed after it.
+TEST(DirectoryMutation, R1_2_AHelloWhoseClientIsNotAStringIsRefused) {
+  Rig rig;
+  RawClient c(rig.world, rig.client_node, *rig.client_strand);
+  Json hello =
+      c.call({{"op", "hello"}, {"id", 1}, {"version", 1}, {"client", 5}, {"auth", c.auth()}});
+  EXPECT_EQ(hello["error"]["code"], "bad_request") << hello.dump();
+}
+
 }  // namespace
 }  // namespace rcxl::directory

@@ -441,6 +441,10 @@ struct GarblingServer {
       const Json m = Json::parse(frames[i]);
       if (i == 0) {
         send({{"id", m["id"]}, {"ok", true}, {"service", "rcxl-directory"}, {"version", 1}});
+      } else if (i == 1 && answer) {
+        Json reply = *answer;
+        reply["id"] = m["id"];
+        send(reply);
       } else if (i == 1) {
         conn->send(protocol::encode_frame("{not json"));
       }
@@ -448,6 +452,7 @@ struct GarblingServer {
   }
   static constexpr char kChallenge[] =
       "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+  std::optional<Json> answer;  // the second request's reply instead of a bad frame
 };
 
 // SPEC R1.2: a client that gets a bad frame fails its calls and sends the
@@ -463,6 +468,54 @@ TEST(DirectoryServer, R1_2_AClientAnswersABadReplyFrameByClosingNotByReplying) {
   EXPECT_EQ(r.status().code(), ErrorCode::kClosed) << r.status().ToString();
   rig.world.run_for(std::chrono::milliseconds(10));
   EXPECT_EQ(garbling.frames.size(), 2u) << garbling.frames.back();  // hello, lookup: no more
+}
+
+// A reply is input too (R1.2): a lookup or probe reply naming more hits than
+// keys asked is an error of that call, not locations for keys nobody asked.
+TEST(DirectoryServer, R1_2_AReplyWithMoreHitsThanKeysAskedFailsTheCall) {
+  const Json two_locations = {
+      {"ok", true}, {"lease", 1}, {"locations", {to_json(loc(0)), to_json(loc(4096))}}};
+  const Json three_hits = {{"ok", true}, {"hits", 3}};
+  for (const Json& answer : {two_locations, three_hits}) {
+    SCOPED_TRACE(answer.dump());
+    Rig rig;
+    GarblingServer server(rig.server_node, *rig.server_strand, rig.world);
+    server.answer = answer;
+    DirectoryClient client(rig.client_node, *rig.client_strand,
+                           RpcConnection::Options{.address = {"dir", 7100}, .secret = "s3cret"});
+    Status status;
+    if (answer.contains("locations")) {
+      std::optional<Result<LookupReply>> look;
+      client.lookup({"k"}, [&](auto r) { look = std::move(r); });
+      status = rig.wait(look).status();
+    } else {
+      std::optional<Result<ProbeReply>> probe;
+      client.probe({"k"}, false, [&](auto r) { probe = std::move(r); });
+      status = rig.wait(probe).status();
+    }
+    EXPECT_EQ(status.code(), ErrorCode::kInternal) << status.ToString();
+  }
+}
+
+// A location's strings are at most 255 bytes each, so a lookup reply stays
+// within what clients expect per location (a longer one failed every call on
+// a reader's connection: its reply outgrew the frame limit).
+TEST(DirectoryServer, R1_2_ALocationStringOver255BytesIsBadRequest) {
+  Rig rig;
+  for (std::size_t n : {255u, 256u}) {
+    Location l = loc(0);
+    l.read_handle = std::string(n, 'h');
+    std::optional<Result<std::vector<bool>>> reg;
+    rig.client->register_keys({{"k" + std::to_string(n), l}}, [&](auto r) { reg = std::move(r); });
+    auto r = rig.wait(reg);
+    if (n == 255) {
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(*r, std::vector<bool>{true});
+    } else {
+      EXPECT_EQ(r.status().code(), ErrorCode::kBadRequest) << r.status().ToString();
+      EXPECT_FALSE(rig.server.directory().find("k256").has_value());
+    }
+  }
 }
 
 }  // namespace
