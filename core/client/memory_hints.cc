@@ -177,6 +177,16 @@ void MemoryHints::remember_open(const std::string& request, std::set<std::string
   update_stats([&](auto& s) { s.open_requests = open_.size(); });
 }
 
+void MemoryHints::forget_open(const std::string& request, const std::string& agent) {
+  auto it = open_.find(request);
+  if (it == open_.end() || it->second.agents.erase(agent) == 0) return;
+  if (!it->second.agents.empty()) return;
+  // No agent holds it open: it takes none of the client's R3.6 slots.
+  open_order_.erase(it->second.seq);
+  open_.erase(it);
+  update_stats([&](auto& s) { s.open_requests = open_.size(); });
+}
+
 void MemoryHints::send_end(const std::string& request) {
   auto it = open_.find(request);
   if (it == open_.end()) return;  // never hinted, dropped, or ended already
@@ -185,6 +195,9 @@ void MemoryHints::send_end(const std::string& request) {
     // R4.2: only to an agent that takes ends (one that does not got no
     // read_hint either, unless its hello changed since); ended here all the same.
     if (peer == peers_.end() || !peer->second.hello.advertises("read_hint_end")) continue;
+    // A connection that dropped took its open requests with it at the agent
+    // (R6.6): the end would only start a reconnect, which later hints wait on.
+    if (!peer->second.conn->ready()) continue;
     send(peer->second, agent,
          {{"op", "extension"},
           {"action", "read_hint_end"},
@@ -306,12 +319,16 @@ void MemoryHints::send(Peer& peer, const std::string& agent, Json message) {
   // checks it); news only when it was not the boot this connection knew.
   const bool asks_boot =
       epoch != peer.hello.boot && (action == "read_hint" || action == "write_hint");
+  const std::string request =
+      action == "read_hint" ? protocol::string_field(message, "request").value_or("") : "";
   std::weak_ptr<bool> alive = alive_;
-  // Fire and forget: a reply matters only when it names a newer boot.
+  // Fire and forget: a reply matters when it names a newer boot, or refuses a
+  // read_hint (the agent then holds no open request for it: R3.3).
   peer.conn->call(std::move(message),
-                  [this, alive, agent, asks_boot, epoch, known = peer.hello.boot](
+                  [this, alive, agent, asks_boot, epoch, request, known = peer.hello.boot](
                       const Status& status, const Json& reply) {
                     if (alive.expired()) return;
+                    if (!request.empty() && !status.ok()) forget_open(request, agent);
                     std::string boot;
                     if (status.code() == ErrorCode::kStaleEpoch) {
                       boot = protocol::string_field(reply, "boot").value_or("");

@@ -119,6 +119,8 @@ class MemoryHints {
   void send_ranged(const std::string& action, const char* name_field, const std::string& name,
                    RangesByAgent ranges, std::function<void(std::set<std::string>)> done,
                    std::map<std::string, std::string> epochs = {});
+  // A read_hint the agent refused: it holds no open request for it there.
+  void forget_open(const std::string& request, const std::string& agent);
   void send_end(const std::string& request);
   void send_promote(const std::string& request, Next next);
   // Runs `fn` with the agent's peer once its hello is done (nullptr when unreachable).

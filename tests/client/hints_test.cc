@@ -155,6 +155,59 @@ TEST(MemoryHints, R3_6_AtMost4096HintedRequestsOpenTheOldestEnded) {
   EXPECT_EQ(mem.log("hint", "read_hint").size(), 5000u);
 }
 
+// A read_hint the agent refuses (here bad_range: a handle that is not the
+// region's) opens nothing there, so it takes none of the client's R3.6 slots:
+// before, two refused hints pushed the live request out (force-ended).
+TEST(MemoryHints, R3_6_ARefusedReadHintTakesNoOpenSlot) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
+  Config c = hinting(rig);
+  c.max_open_hint_requests = 2;
+  Handler& h = rig.handler(c);
+  ASSERT_EQ(rig.store(h, {item("k", "v")})->stored, 1u);
+  const auto& region = h.regions().own_regions().begin()->second;
+  RangesByAgent good;
+  good[mem.key()].add({region.region, 0, 4096}, region.read_handle);
+  RangesByAgent bogus;
+  bogus[mem.key()].add({region.region, 0, 4096}, "not-the-handle");
+  h.hints().read_hint_ranges("live", good);
+  rig.settle(h);
+  for (int i = 0; i < 2; ++i) {
+    h.hints().read_hint_ranges("refused" + std::to_string(i), bogus);
+    rig.settle(h);
+  }
+  h.hints().read_hint_ranges("second", good);
+  rig.settle(h);
+  const auto stats = h.hints().stats();
+  EXPECT_EQ(stats.forced_ends, 0u);
+  EXPECT_EQ(stats.open_requests, 2u);  // live and second
+  EXPECT_TRUE(mem.log("hint", "read_hint_end").empty());
+}
+
+// An end after the hint connection dropped is not sent: the agent ended the
+// request when the connection closed (R6.6), and sending it would only start
+// a reconnect that later hints then wait on. It is forgotten here all the same.
+TEST(MemoryHints, R6_6_NoEndOverAConnectionThatDropped) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
+  Handler& h = rig.handler(hinting(rig));
+  ASSERT_EQ(rig.store(h, {item("k", "v")})->stored, 1u);
+  const auto& region = h.regions().own_regions().begin()->second;
+  RangesByAgent ranges;
+  ranges[mem.key()].add({region.region, 0, 4096}, region.read_handle);
+  h.hints().read_hint_ranges("r", ranges);
+  rig.settle(h);
+  ASSERT_EQ(h.hints().stats().open_requests, 1u);
+  rig.world.network().drop_connections("mem");
+  rig.world.run_for(10ms);
+  const auto connections = mem.agent->metrics().connections;
+  h.hints().end_read_hint("r");
+  rig.settle(h);
+  EXPECT_EQ(h.hints().stats().open_requests, 0u);
+  EXPECT_TRUE(mem.log("hint", "read_hint_end").empty());
+  EXPECT_EQ(mem.agent->metrics().connections, connections);  // no reconnect for it
+}
+
 TEST(Handler, R3_7_ALoadWithoutAnEngineHintHintsItselfAndEndsAfter) {
   ClientRig rig;
   auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
