@@ -18,6 +18,17 @@ Config hinting(const ClientRig& rig) {
   return c;
 }
 
+// Stores one key with `h` and names its page at `mem` (under `handle`, or the
+// region's read handle), for hints sent by ranges.
+RangesByAgent stored_page(ClientRig& rig, Handler& h, const MemoryNode& mem,
+                          const std::string& handle = "") {
+  EXPECT_EQ(rig.store(h, {item("k", "v")})->stored, 1u);
+  const auto& region = h.regions().own_regions().begin()->second;
+  RangesByAgent ranges;
+  ranges[mem.key()].add({region.region, 0, 4096}, handle.empty() ? region.read_handle : handle);
+  return ranges;
+}
+
 TEST(AgentHello, R1_4_ActionsKeptOnlyFromAWellFormedVersion1Extension) {
   Json ok = {{"boot", "b"},
              {"region_extension",
@@ -134,10 +145,7 @@ TEST(MemoryHints, R3_6_AtMost4096HintedRequestsOpenTheOldestEnded) {
   ClientRig rig;
   auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
   Handler& h = rig.handler(hinting(rig));
-  ASSERT_EQ(rig.store(h, {item("k", "v")})->stored, 1u);
-  const auto& region = h.regions().own_regions().begin()->second;
-  RangesByAgent ranges;
-  ranges[mem.key()].add({region.region, 0, 4096}, region.read_handle);
+  const RangesByAgent ranges = stored_page(rig, h, mem);
   for (int batch = 0; batch < 5; ++batch) {  // under the queue bound each time
     for (int i = 0; i < 1000; ++i) {
       h.hints().read_hint_ranges("r" + std::to_string(batch * 1000 + i), ranges);
@@ -164,11 +172,9 @@ TEST(MemoryHints, R3_6_ARefusedReadHintTakesNoOpenSlot) {
   Config c = hinting(rig);
   c.max_open_hint_requests = 2;
   Handler& h = rig.handler(c);
-  ASSERT_EQ(rig.store(h, {item("k", "v")})->stored, 1u);
-  const auto& region = h.regions().own_regions().begin()->second;
-  RangesByAgent good;
-  good[mem.key()].add({region.region, 0, 4096}, region.read_handle);
+  const RangesByAgent good = stored_page(rig, h, mem);
   RangesByAgent bogus;
+  const auto& region = h.regions().own_regions().begin()->second;
   bogus[mem.key()].add({region.region, 0, 4096}, "not-the-handle");
   h.hints().read_hint_ranges("live", good);
   rig.settle(h);
@@ -191,11 +197,7 @@ TEST(MemoryHints, R6_6_NoEndOverAConnectionThatDropped) {
   ClientRig rig;
   auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
   Handler& h = rig.handler(hinting(rig));
-  ASSERT_EQ(rig.store(h, {item("k", "v")})->stored, 1u);
-  const auto& region = h.regions().own_regions().begin()->second;
-  RangesByAgent ranges;
-  ranges[mem.key()].add({region.region, 0, 4096}, region.read_handle);
-  h.hints().read_hint_ranges("r", ranges);
+  h.hints().read_hint_ranges("r", stored_page(rig, h, mem));
   rig.settle(h);
   ASSERT_EQ(h.hints().stats().open_requests, 1u);
   rig.world.network().drop_connections("mem");
