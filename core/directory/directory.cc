@@ -21,6 +21,9 @@ void Directory::touch(const std::string& key, Entry& entry) {
 void Directory::remove(std::map<std::string, Entry>::iterator it) {
   if (it->second.doomed) --doomed_;
   lru_.erase(it->second.last_use);
+  auto place = places_.find(place_of(it->second.location));
+  place->second.erase(&it->first);
+  if (place->second.empty()) places_.erase(place);
   keys_.erase(it);
 }
 
@@ -28,8 +31,7 @@ Result<RegisterOutcome> Directory::register_key(const std::string& key, const Lo
   if (key.empty()) return Error(ErrorCode::kBadRequest, "empty key");
   auto boots = boots_.find(location.agent);
   if (boots != boots_.end()) {
-    const auto& retired = boots->second.retired;
-    if (std::find(retired.begin(), retired.end(), location.boot) != retired.end()) {
+    if (boots->second.retired.count(location.boot)) {
       return Error(ErrorCode::kStaleEpoch,
                    "boot " + location.boot + " of agent " + location.agent + " is gone");
     }
@@ -48,9 +50,11 @@ Result<RegisterOutcome> Directory::register_key(const std::string& key, const Lo
     leases = it->second.leases;
     remove(it);
   }
-  Entry& entry = keys_[key];
+  auto [inserted, fresh] = keys_.try_emplace(key);
+  Entry& entry = inserted->second;
   entry.location = location;
   entry.leases = leases;
+  places_[place_of(location)].insert(&inserted->first);
   touch(key, entry);
   // The new key is the most recent use; evicting it would answer "registered"
   // for a key no lookup finds. With every other key leased the directory stays
@@ -74,6 +78,7 @@ LookupResult Directory::lookup(const std::vector<std::string>& keys, runtime::In
   if (!lease.keys.empty()) {
     lease.expires = now + options_.lease_ttl;
     result.lease = {next_lease_++, lease.expires};
+    lease_expiry_.insert({lease.expires, result.lease.id});
     leases_[result.lease.id] = std::move(lease);
   }
   return result;
@@ -99,17 +104,17 @@ Status Directory::release(std::uint64_t lease_id) {
     if (it == keys_.end()) continue;
     if (--it->second.leases == 0 && it->second.doomed) remove(it);
   }
+  lease_expiry_.erase({lease->second.expires, lease_id});
   leases_.erase(lease);
   evict_over_capacity();
   return {};
 }
 
 void Directory::expire_leases(runtime::Instant now) {
-  std::vector<std::uint64_t> expired;
-  for (const auto& [id, lease] : leases_) {
-    if (lease.expires <= now) expired.push_back(id);
+  // Oldest expiry first: only the expired ones are looked at.
+  while (!lease_expiry_.empty() && lease_expiry_.begin()->first <= now) {
+    (void)release(lease_expiry_.begin()->second);
   }
-  for (auto id : expired) (void)release(id);
 }
 
 std::size_t Directory::erase(const std::vector<std::string>& keys) {
@@ -131,11 +136,12 @@ std::size_t Directory::erase(const std::vector<std::string>& keys) {
 std::size_t Directory::drop_region(const std::string& agent, std::uint64_t region,
                                    const std::string& read_handle) {
   std::vector<std::string> doomed;
-  for (const auto& [key, entry] : keys_) {
-    if (entry.location.agent == agent && entry.location.region == region &&
-        (read_handle.empty() || entry.location.read_handle == read_handle)) {
-      doomed.push_back(key);
-    }
+  // Places of this agent and region (and handle, when given) are contiguous.
+  for (auto it = places_.lower_bound({agent, region, read_handle, std::string()});
+       it != places_.end() && std::get<0>(it->first) == agent && std::get<1>(it->first) == region &&
+       (read_handle.empty() || std::get<2>(it->first) == read_handle);
+       ++it) {
+    for (const std::string* key : it->second) doomed.push_back(*key);
   }
   return erase(doomed);
 }
@@ -143,10 +149,14 @@ std::size_t Directory::drop_region(const std::string& agent, std::uint64_t regio
 std::size_t Directory::drop_where(const std::string& agent,
                                   const std::function<bool(const std::string&)>& gone) {
   std::vector<std::string> doomed;
-  for (const auto& [key, entry] : keys_) {
-    // A key doomed before (deleted while leased) was counted when it was dropped.
-    if (entry.doomed) continue;
-    if (entry.location.agent == agent && gone(entry.location.boot)) doomed.push_back(key);
+  // The agent's places are contiguous; one per region, handle and boot.
+  for (auto it = places_.lower_bound({agent, 0, std::string(), std::string()});
+       it != places_.end() && std::get<0>(it->first) == agent; ++it) {
+    if (!gone(std::get<3>(it->first))) continue;
+    for (const std::string* key : it->second) {
+      // A key doomed before (deleted while leased) was counted when it was dropped.
+      if (!keys_.at(*key).doomed) doomed.push_back(*key);
+    }
   }
   // The memory behind them is gone: a lease cannot keep them readable.
   for (const auto& key : doomed) {
@@ -165,11 +175,9 @@ Result<std::size_t> Directory::boot_changed(const std::string& agent, const std:
                                             const std::string& from) {
   if (agent.empty() || boot.empty()) return Error(ErrorCode::kBadRequest, "empty agent or boot");
   AgentBoots& boots = boots_[agent];
-  auto retired = [&](const std::string& b) {
-    return std::find(boots.retired.begin(), boots.retired.end(), b) != boots.retired.end();
-  };
+  auto retired = [&](const std::string& b) { return boots.retired.count(b) > 0; };
   auto retire = [&](const std::string& b) {
-    boots.retired.push_back(b);
+    boots.retired.insert(b);
     boots.seen.erase(b);
   };
   if (!from.empty()) {

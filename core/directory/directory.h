@@ -10,6 +10,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/directory/location.h"
@@ -87,21 +89,33 @@ class Directory {
     std::vector<std::string> keys;
   };
   struct AgentBoots {
-    std::string current;               // the last reported new boot
-    std::vector<std::string> retired;  // reported gone: never taken again
-    std::set<std::string> seen;        // registered under, not retired
+    std::string current;            // the last reported new boot
+    std::set<std::string> retired;  // reported gone: never taken again
+    std::set<std::string> seen;     // registered under, not retired
   };
+  // Where keys' bytes are, coarsely (agent, region, read handle, boot): drops
+  // find their keys here instead of scanning every key (a drop at 1M keys
+  // held the directory ~0.1 s).
+  using Place = std::tuple<std::string, std::uint64_t, std::string, std::string>;
+  // Keys of one place, by value (deterministic order); they point into keys_.
+  struct ByKey {
+    bool operator()(const std::string* a, const std::string* b) const { return *a < *b; }
+  };
+  using KeySet = std::set<const std::string*, ByKey>;
 
   void touch(const std::string& key, Entry& entry);
   void remove(std::map<std::string, Entry>::iterator it);
   void evict_over_capacity(const std::string* keep = nullptr);
   std::size_t drop_where(const std::string& agent,
                          const std::function<bool(const std::string&)>& gone);
+  static Place place_of(const Location& l) { return {l.agent, l.region, l.read_handle, l.boot}; }
 
   DirectoryOptions options_;
   std::map<std::string, Entry> keys_;
   std::map<std::uint64_t, std::string> lru_;  // last use -> key, oldest first
   std::map<std::uint64_t, LeaseState> leases_;
+  std::set<std::pair<runtime::Instant, std::uint64_t>> lease_expiry_;  // (expires, id)
+  std::map<Place, KeySet> places_;
   std::map<std::string, AgentBoots> boots_;
   std::uint64_t use_clock_ = 0;
   std::uint64_t next_lease_ = 1;
