@@ -27,6 +27,7 @@ struct Flags {
   std::uint64_t max_keys = 1u << 20;
   double lease_ttl_s = 10;
   double hello_timeout_s = 10;
+  std::uint32_t max_connections = 0;
   std::uint32_t max_frame_bytes = 1u << 20;
   std::string log_level = "info";
 };
@@ -68,6 +69,9 @@ int main(int argc, char** argv) {
                  "seconds a connection may take to authenticate before it is closed (0 = never)")
       ->capture_default_str()
       ->check(rcxl::apps::Seconds(/*zero_ok=*/true));
+  app.add_option("--max-connections", f.max_connections,
+                 "connections past this are closed at once (0 = no limit)")
+      ->capture_default_str();
   app.add_option("--lease-ttl-s", f.lease_ttl_s, "seconds a lookup's lease lasts unreleased")
       ->capture_default_str()
       ->check(rcxl::apps::SecondsAtLeast(kMinLeaseTtlSeconds));
@@ -93,6 +97,7 @@ int main(int argc, char** argv) {
   options.directory.lease_ttl = rcxl::runtime::from_seconds(f.lease_ttl_s);
   options.hello_timeout = rcxl::runtime::from_seconds(f.hello_timeout_s);
   options.max_frame_bytes = f.max_frame_bytes;
+  options.max_connections = f.max_connections;
   if (f.auth == "none") {
     if (!f.auth_secret_file.empty()) {
       return fail("give --auth none or --auth-secret-file, not both");

@@ -48,6 +48,12 @@ void DirectoryServer::end_session(std::uint64_t conn_id) {
 }
 
 void DirectoryServer::on_accept(std::shared_ptr<runtime::Conn> raw) {
+  if (options_.max_connections > 0 && conns_.size() >= options_.max_connections) {
+    log_.warn("refusing a connection from ", raw->peer().ToString(), ": --max-connections ",
+              options_.max_connections, " reached");
+    raw->close();
+    return;
+  }
   auto conn = protocol::FramedConn::Make(std::move(raw), options_.max_frame_bytes);
   const std::uint64_t id = conn->id();
   Session& session = conns_[id];

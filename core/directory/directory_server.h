@@ -24,6 +24,9 @@ struct DirectoryServerOptions {
   std::uint32_t max_frame_bytes = protocol::kDefaultMaxFrameBytes;
   // A connection without a successful hello by then is closed (zero: never).
   runtime::Duration hello_timeout = std::chrono::seconds(10);
+  // More connections than this are closed at once (0 = no limit), so a flood
+  // cannot use up the process's file descriptors (R7, as the agent).
+  std::uint32_t max_connections = 0;
 };
 
 class DirectoryServer {

@@ -518,5 +518,37 @@ TEST(DirectoryServer, R1_2_ALocationStringOver255BytesIsBadRequest) {
   }
 }
 
+// R7 (as the agent's --max-connections): a connection past the limit is
+// closed at once, before a greeting; those already in are served.
+TEST(DirectoryServer, R7_MaxConnectionsClosesTheNextConnection) {
+  sim::SimWorld world{4};
+  sim::SimNode& server_node = world.add_node("dir");
+  sim::SimNode& client_node = world.add_node("gpu");
+  auto server_strand = server_node.make_strand("dir");
+  auto client_strand = client_node.make_strand("client");
+  DirectoryServer server(server_node, *server_strand,
+                         {.directory = {}, .secret = "s3cret", .max_connections = 1});
+  ASSERT_TRUE(server.start({"dir", 7000}).ok());
+  auto client = [&] {
+    return std::make_unique<DirectoryClient>(
+        client_node, *client_strand,
+        RpcConnection::Options{.address = {"dir", 7000}, .secret = "s3cret"});
+  };
+  auto first = client();
+  auto second = client();
+  std::optional<Result<LookupReply>> one, two;
+  first->lookup({"k"}, [&](auto r) { one = std::move(r); });
+  ASSERT_TRUE(world.run_until([&] { return one.has_value(); }).ok());
+  EXPECT_TRUE(one->ok()) << one->status().ToString();
+  second->lookup({"k"}, [&](auto r) { two = std::move(r); });
+  ASSERT_TRUE(world.run_until([&] { return two.has_value(); }).ok());
+  EXPECT_FALSE(two->ok());
+  EXPECT_EQ(server.connections(), 1u);
+  std::optional<Result<LookupReply>> again;
+  first->lookup({"k"}, [&](auto r) { again = std::move(r); });
+  ASSERT_TRUE(world.run_until([&] { return again.has_value(); }).ok());
+  EXPECT_TRUE(again->ok());
+}
+
 }  // namespace
 }  // namespace rcxl::directory
