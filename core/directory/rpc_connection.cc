@@ -90,6 +90,7 @@ void RpcConnection::start_connect() {
 
 void RpcConnection::on_message(std::uint64_t generation, Json message) {
   if (generation != generation_) return;
+  ++messages_heard_;
   if (!greeted_) return on_greeting(message);
   if (!message.contains("id") || !message["id"].is_number_unsigned()) {
     // A bad_frame reply has no id: the peer closes next.
@@ -143,16 +144,23 @@ void RpcConnection::send_now(Json request, ReplyHandler done, runtime::Duration 
   const std::uint64_t id = next_id_++;
   request["id"] = id;
   std::weak_ptr<RpcConnection> weak = weak_from_this();
-  Pending pending{std::move(done), 0};
+  Pending pending{std::move(done), 0, messages_heard_};
   pending.timer = strand_.post_after(options_.reply_timeout + extra, [weak, id] {
     auto self = weak.lock();
     if (!self) return;
     auto it = self->pending_.find(id);
     if (it == self->pending_.end()) return;
     auto handler = std::move(it->second.done);
+    const bool silent = it->second.heard_before == self->messages_heard_;
     self->pending_.erase(it);
-    handler(Error(ErrorCode::kTimeout, "no reply from " + self->options_.address.ToString()),
-            Json());
+    const std::string peer = self->options_.address.ToString();
+    // Not a word since this call went out: the peer is gone or hung. The
+    // connection goes, and the next call connects anew.
+    if (silent) {
+      self->fail_all(
+          Error(ErrorCode::kTimeout, "no word from " + peer + " in time: connection given up"));
+    }
+    handler(Error(ErrorCode::kTimeout, "no reply from " + peer), Json());
   });
   pending_[id] = std::move(pending);
   ++calls_sent_;

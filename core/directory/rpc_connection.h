@@ -56,6 +56,7 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
   struct Pending {
     ReplyHandler done;
     runtime::TimerId timer = 0;
+    std::uint64_t heard_before = 0;  // messages_heard_ when it was sent
   };
   struct Queued {
     Json request;
@@ -88,6 +89,10 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
   std::map<std::uint64_t, Pending> pending_;
   std::uint64_t next_id_ = 1;
   std::uint64_t calls_sent_ = 0;
+  // Messages from the peer on this connection: a call that times out with
+  // none since it was sent finds the peer silent, and the connection is
+  // given up (a dead host leaves TCP open for many minutes).
+  std::uint64_t messages_heard_ = 0;
 };
 
 // Turns a reply object into its Status (ok, or the wire error's code).

@@ -550,5 +550,58 @@ TEST(DirectoryServer, R7_MaxConnectionsClosesTheNextConnection) {
   EXPECT_TRUE(again->ok());
 }
 
+// A server that greets every connection and answers its hello, then never
+// says another word (a hung process whose TCP stays up).
+struct HangsAfterHello {
+  struct Peer {
+    std::shared_ptr<runtime::Conn> conn;
+    protocol::FrameDecoder decoder;
+  };
+  std::unique_ptr<runtime::Listener> listener;
+  std::vector<std::unique_ptr<Peer>> peers;
+  HangsAfterHello(sim::SimNode& node, runtime::Strand& strand) {
+    listener = node.transport()
+                   .listen({"dir", 7300}, strand,
+                           [this, &strand](std::shared_ptr<runtime::Conn> c) {
+                             auto& p = *peers.emplace_back(std::make_unique<Peer>());
+                             p.conn = std::move(c);
+                             p.conn->start(
+                                 strand, [this, &p](std::string_view bytes) { on_bytes(p, bytes); },
+                                 [](const Status&) {});
+                             send(p, {{"op", "greeting"},
+                                      {"version", 1},
+                                      {"challenge", GarblingServer::kChallenge}});
+                           })
+                   .value();
+  }
+  static void send(Peer& p, const Json& m) { p.conn->send(protocol::encode_frame(m.dump())); }
+  void on_bytes(Peer& p, std::string_view bytes) {
+    std::vector<std::string> frames;
+    ASSERT_TRUE(p.decoder.feed(bytes, frames).ok());
+    for (const auto& f : frames) {
+      const Json m = Json::parse(f);
+      if (m.value("op", "") == "hello") {
+        send(p, {{"id", m["id"]}, {"ok", true}, {"service", "rcxl-directory"}, {"version", 1}});
+      }
+    }
+  }
+};
+
+// A call that times out without a word from the peer since it went out gives
+// the connection up: the next call connects anew (a host that died leaves TCP
+// open for many minutes, and every call would time out on it meanwhile).
+TEST(DirectoryServer, R1_2_ASilentPeerIsGivenUpAndTheNextCallReconnects) {
+  Rig rig;
+  HangsAfterHello hung(rig.server_node, *rig.server_strand);
+  DirectoryClient client(rig.client_node, *rig.client_strand,
+                         RpcConnection::Options{.address = {"dir", 7300}, .secret = "s3cret"});
+  for (int call = 1; call <= 2; ++call) {
+    std::optional<Result<LookupReply>> look;
+    client.lookup({"k"}, [&](auto r) { look = std::move(r); });
+    EXPECT_EQ(rig.wait(look).status().code(), ErrorCode::kTimeout);
+    EXPECT_EQ(hung.peers.size(), static_cast<std::size_t>(call));  // one connection per call
+  }
+}
+
 }  // namespace
 }  // namespace rcxl::directory
