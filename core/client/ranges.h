@@ -24,9 +24,15 @@ struct RangeList {
   std::vector<Range> ranges;                     // access order
   std::map<std::uint64_t, std::string> handles;  // region -> handle
 
-  void add(const Range& range, const std::string& handle) {
+  // False (and not added) when the region is already here under another
+  // handle: a message names one handle per region (R3.1), and a range sent
+  // under the wrong one would have the agent refuse the whole message. After
+  // an agent restart an id can name two regions, and the later is left out.
+  bool add(const Range& range, const std::string& handle) {
+    auto [it, first] = handles.emplace(range.region, handle);
+    if (!first && it->second != handle) return false;
     ranges.push_back(range);
-    handles.emplace(range.region, handle);
+    return true;
   }
   bool empty() const { return ranges.empty(); }
   // Pieces of at most `max_ranges`, order kept, each with its regions' handles.

@@ -120,6 +120,20 @@ TEST(MemoryHints, R3_4_RangesPerMessageIsClampedToOneThroughTheProtocolsMost) {
   EXPECT_EQ(list.split(0).size(), 3u);
 }
 
+// R3.1: a message names one handle per region. A region id seen under a second
+// handle (an agent that restarted without its region table gave it out again)
+// is left out of that message rather than sent under the wrong handle, which
+// would have the agent refuse the whole message and its good ranges with it.
+TEST(MemoryHints, R3_1_ARangeUnderASecondHandleOfItsRegionIsLeftOut) {
+  RangeList list;
+  EXPECT_TRUE(list.add({1, 0, 4096}, "old"));
+  EXPECT_TRUE(list.add({2, 0, 4096}, "other"));
+  EXPECT_FALSE(list.add({1, 4096, 4096}, "new"));
+  EXPECT_TRUE(list.add({1, 8192, 4096}, "old"));
+  EXPECT_EQ(list.ranges, (std::vector<Range>{{1, 0, 4096}, {2, 0, 4096}, {1, 8192, 4096}}));
+  EXPECT_EQ(list.handles.at(1), "old");
+}
+
 TEST(MemoryHints, R3_5_AtMost1024QueuedHintsAndEndsAreNeverDropped) {
   ClientRig rig;
   auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
