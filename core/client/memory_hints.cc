@@ -159,27 +159,45 @@ void MemoryHints::send_read_hint(const std::string& request, RangesByAgent range
     send_end(open_order_.begin()->second);
     update_stats([](auto& s) { ++s.forced_ends; });
   }
-  std::weak_ptr<bool> alive = alive_;
+  const std::uint64_t seq = ++open_seq_;
+  RangedCallbacks callbacks;
+  // Taken before the message goes, so no reply can come before it.
+  callbacks.sending = [this, request, seq](const std::string& agent, std::size_t) {
+    add_open(request, seq, agent);
+  };
+  callbacks.failed = [this, request, seq](const std::string& agent, std::size_t pieces,
+                                          const Status& status) {
+    const ErrorCode code = status.code();
+    // Certainly not open at the agent: its connection went (R6.6 ended it
+    // there), extension_failed (the agent closes it), or a refusal of a hint
+    // sent as one message (it opened nothing). A timeout, or a refused later
+    // piece of a longer hint, may leave it open: the end still goes.
+    const bool gone = code == ErrorCode::kClosed || code == ErrorCode::kUnavailable ||
+                      code == ErrorCode::kExtensionFailed ||
+                      (pieces == 1 && code != ErrorCode::kTimeout && code != ErrorCode::kInternal);
+    if (gone) forget_open(request, seq, agent);
+  };
   send_ranged(
       "read_hint", "request", request, std::move(ranges),
-      [this, alive, request, next = std::move(next)](std::set<std::string> agents) {
-        if (alive.expired()) return;
-        if (!agents.empty()) remember_open(request, std::move(agents));
-        next();
-      },
-      std::move(epochs));
+      [next = std::move(next)](const std::set<std::string>&) { next(); }, std::move(epochs),
+      std::move(callbacks));
 }
 
-void MemoryHints::remember_open(const std::string& request, std::set<std::string> agents) {
-  const std::uint64_t seq = ++open_seq_;
-  open_[request] = {seq, std::move(agents)};
-  open_order_[seq] = request;
+void MemoryHints::add_open(const std::string& request, std::uint64_t seq,
+                           const std::string& agent) {
+  auto [it, first] = open_.try_emplace(request);
+  if (first) {
+    it->second.seq = seq;
+    open_order_[seq] = request;
+  }
+  it->second.agents.insert(agent);
   update_stats([&](auto& s) { s.open_requests = open_.size(); });
 }
 
-void MemoryHints::forget_open(const std::string& request, const std::string& agent) {
+void MemoryHints::forget_open(const std::string& request, std::uint64_t seq,
+                              const std::string& agent) {
   auto it = open_.find(request);
-  if (it == open_.end() || it->second.agents.erase(agent) == 0) return;
+  if (it == open_.end() || it->second.seq != seq || it->second.agents.erase(agent) == 0) return;
   if (!it->second.agents.empty()) return;
   // No agent holds it open: it takes none of the client's R3.6 slots.
   open_order_.erase(it->second.seq);
@@ -212,7 +230,8 @@ void MemoryHints::send_end(const std::string& request) {
 void MemoryHints::send_ranged(const std::string& action, const char* name_field,
                               const std::string& name, RangesByAgent ranges,
                               std::function<void(std::set<std::string>)> done,
-                              std::map<std::string, std::string> epochs) {
+                              std::map<std::string, std::string> epochs,
+                              RangedCallbacks callbacks) {
   auto shared = std::make_shared<RangesByAgent>(std::move(ranges));
   auto sent_to = std::make_shared<std::set<std::string>>();
   std::vector<std::string> agents;
@@ -221,14 +240,22 @@ void MemoryHints::send_ranged(const std::string& action, const char* name_field,
   }
   for_each_peer(
       std::move(agents),
-      [this, shared, sent_to, action, name_field, name, epochs = std::move(epochs)](
-          const std::string& agent, Peer* peer) {
+      [this, shared, sent_to, action, name_field, name, epochs = std::move(epochs),
+       callbacks = std::move(callbacks)](const std::string& agent, Peer* peer) {
         if (peer == nullptr || !peer->hello.advertises(action)) return;  // R4.2
         // A read_hint the agent could never take the end of would stay open
         // (and count against its limit, R3.3) until the connection closes.
         if (action == "read_hint" && !peer->hello.advertises("read_hint_end")) return;
         auto epoch = epochs.find(agent);
-        for (const auto& piece : shared->at(agent).split(config_.ranges_per_message())) {
+        const auto pieces = shared->at(agent).split(config_.ranges_per_message());
+        if (callbacks.sending) callbacks.sending(agent, pieces.size());
+        std::function<void(const Status&)> failed;
+        if (callbacks.failed) {
+          failed = [failed_cb = callbacks.failed, agent, n = pieces.size()](const Status& s) {
+            failed_cb(agent, n, s);
+          };
+        }
+        for (const auto& piece : pieces) {
           Json message = {{"op", "extension"},
                           {"action", action},
                           {"epoch", epoch == epochs.end() ? peer->hello.boot : epoch->second},
@@ -237,7 +264,7 @@ void MemoryHints::send_ranged(const std::string& action, const char* name_field,
           update_stats([&](auto& s) {
             s.max_ranges_in_message = std::max(s.max_ranges_in_message, piece.ranges.size());
           });
-          send(*peer, agent, std::move(message));
+          send(*peer, agent, std::move(message), failed);
         }
         sent_to->insert(agent);
       },
@@ -311,7 +338,8 @@ void MemoryHints::with_peer(const std::string& agent, std::function<void(Peer*)>
   });
 }
 
-void MemoryHints::send(Peer& peer, const std::string& agent, Json message) {
+void MemoryHints::send(Peer& peer, const std::string& agent, Json message,
+                       std::function<void(const Status&)> failed) {
   const std::string action = message["action"].get<std::string>();
   const std::string epoch = message["epoch"].get<std::string>();
   update_stats([&](auto& s) { ++s.messages[action]; });
@@ -319,16 +347,14 @@ void MemoryHints::send(Peer& peer, const std::string& agent, Json message) {
   // checks it); news only when it was not the boot this connection knew.
   const bool asks_boot =
       epoch != peer.hello.boot && (action == "read_hint" || action == "write_hint");
-  const std::string request =
-      action == "read_hint" ? protocol::string_field(message, "request").value_or("") : "";
   std::weak_ptr<bool> alive = alive_;
-  // Fire and forget: a reply matters when it names a newer boot, or refuses a
-  // read_hint (the agent then holds no open request for it: R3.3).
+  // Fire and forget: a reply matters when it names a newer boot, or when the
+  // sender asked to hear of a failure (a read_hint's open slot).
   peer.conn->call(std::move(message),
-                  [this, alive, agent, asks_boot, epoch, request, known = peer.hello.boot](
-                      const Status& status, const Json& reply) {
+                  [this, alive, agent, asks_boot, epoch, failed = std::move(failed),
+                   known = peer.hello.boot](const Status& status, const Json& reply) {
                     if (alive.expired()) return;
-                    if (!request.empty() && !status.ok()) forget_open(request, agent);
+                    if (failed && !status.ok()) failed(status);
                     std::string boot;
                     if (status.code() == ErrorCode::kStaleEpoch) {
                       boot = protocol::string_field(reply, "boot").value_or("");

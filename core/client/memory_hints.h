@@ -116,21 +116,30 @@ class MemoryHints {
   void send_read_hint(const std::string& request, RangesByAgent ranges, Next next,
                       std::map<std::string, std::string> epochs = {});
   // `epochs`: per agent, the boot to send under instead of the connection's.
+  // Per agent sent to: `sending(agent, pieces)` before its messages go, and
+  // `failed(agent, pieces, status)` for each message that fails.
+  struct RangedCallbacks {
+    std::function<void(const std::string&, std::size_t)> sending;
+    std::function<void(const std::string&, std::size_t, const Status&)> failed;
+  };
   void send_ranged(const std::string& action, const char* name_field, const std::string& name,
                    RangesByAgent ranges, std::function<void(std::set<std::string>)> done,
-                   std::map<std::string, std::string> epochs = {});
-  // A read_hint the agent refused: it holds no open request for it there.
-  void forget_open(const std::string& request, const std::string& agent);
+                   std::map<std::string, std::string> epochs = {}, RangedCallbacks callbacks = {});
+  // The agent holds `request` (hint `seq`) open: it takes a slot here (R3.6).
+  void add_open(const std::string& request, std::uint64_t seq, const std::string& agent);
+  // It certainly does not (any more): the slot goes. A reply of an older hint
+  // of the same name (`seq`) changes nothing.
+  void forget_open(const std::string& request, std::uint64_t seq, const std::string& agent);
   void send_end(const std::string& request);
   void send_promote(const std::string& request, Next next);
   // Runs `fn` with the agent's peer once its hello is done (nullptr when unreachable).
   void with_peer(const std::string& agent, std::function<void(Peer*)> fn);
-  void send(Peer& peer, const std::string& agent, Json message);
+  void send(Peer& peer, const std::string& agent, Json message,
+            std::function<void(const Status&)> failed = nullptr);
   // The agent's boot moved to `boot` (a reply said so): keep it and tell the observer.
   void observe_boot_here(const std::string& agent, const std::string& boot);
   // Moves the believed boot; the old one joins past_boots.
   static void move_boot(Peer& peer, const std::string& boot);
-  void remember_open(const std::string& request, std::set<std::string> agents);
   void for_each_peer(std::vector<std::string> agents,
                      std::function<void(const std::string&, Peer*)> fn, Next done);
   template <typename F>

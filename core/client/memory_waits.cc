@@ -149,7 +149,13 @@ void MemoryWaits::wait_next(std::shared_ptr<std::vector<std::pair<std::string, R
         } else {
           ++stats_.waits_failed;
           note_failure(agent, status, reply);
-          not_asked->insert(agent);  // R4.1: it still gets a write hint
+          // Refused before the extension saw it (R4.1: it still gets a write
+          // hint); a timeout or extension_failed reached the extension already.
+          const ErrorCode code = status.code();
+          if (code != ErrorCode::kTimeout && code != ErrorCode::kExtensionFailed &&
+              code != ErrorCode::kInternal) {
+            not_asked->insert(agent);
+          }
         }
         wait_next(pieces, index + 1, std::move(token), deadline, not_asked, std::move(done));
       },

@@ -47,7 +47,9 @@ class MemoryWaits {
             std::function<void(std::set<std::string>)> done);
   // Asks each agent in turn, all under one budget ending at `deadline` (the
   // store's, from before its plan); `done` gets the agents that were not
-  // asked (budget spent) or whose wait failed, so the store hints them instead.
+  // asked (budget spent) or whose wait was refused before the extension saw
+  // it (stale_epoch, bad_range, a dropped connection...), so the store hints
+  // them instead.
   void wait(const std::string& token, const RangesByAgent& ranges, runtime::Instant deadline,
             std::function<void(std::set<std::string> not_asked)> done);
   // PAPER P3, the replaced design (#124): one control round trip before each

@@ -240,40 +240,46 @@ void RegionMapClient::map_own(RegionKey key, int attempt, Done<Mapping> done) {
   }
   std::weak_ptr<bool> alive = alive_;
   const std::string sent_under = state.hello.boot;
-  state.conn->call(
-      std::move(request), [this, alive, key, attempt, sent_under, done = std::move(done)](
-                              const Status& status, const Json& reply) mutable {
-        if (alive.expired()) return;
-        if (!status.ok()) {
-          if (status.code() == ErrorCode::kStaleEpoch) {
-            adopt_reply_boot(key.first, boot_of(reply), sent_under);
-            return done(status);
-          }
-          if (status.code() == ErrorCode::kNotFound || status.code() == ErrorCode::kBadRange) {
-            lose_own(key);  // gone at the agent: its pages must not take more stores
-            return done(status);
-          }
-          if (retryable(status.code()) && attempt < config_.map_attempts && own_.count(key)) {
-            strand_.post_after(config_.map_retry_delay,
-                               [this, alive, key, attempt, done = std::move(done)]() mutable {
-                                 if (!alive.expired()) map_own(key, attempt + 1, std::move(done));
-                               });
-            return;
-          }
-          return done(status);
-        }
-        auto it = own_.find(key);
-        auto mapping = mapping_from(reply, it == own_.end() ? 0 : it->second.size);
-        if (!mapping.ok()) return done(mapping.status());
-        // R6.3: a map reply's boot wins over the connection's (unless it is older news).
-        adopt_reply_boot(key.first, mapping->boot, sent_under);
-        it = own_.find(key);
-        if (it == own_.end())
-          return done(Error(ErrorCode::kBootChanged, "boot changed: region gone"));
-        it->second.map_replied = true;
-        it->second.mapping = *mapping;
-        done(it->second.mapping);
-      });
+  // The reply speaks of the region held under this handle; an alloc that
+  // reissued the id since (take_allocated) put another region at the key.
+  const std::string sent_handle = it->second.handle;
+  state.conn->call(std::move(request), [this, alive, key, attempt, sent_under, sent_handle,
+                                        done = std::move(done)](const Status& status,
+                                                                const Json& reply) mutable {
+    if (alive.expired()) return;
+    auto held = [&] {
+      auto now = own_.find(key);
+      return now != own_.end() && now->second.handle == sent_handle;
+    };
+    if (!status.ok()) {
+      if (status.code() == ErrorCode::kStaleEpoch) {
+        adopt_reply_boot(key.first, boot_of(reply), sent_under);
+        return done(status);
+      }
+      if (status.code() == ErrorCode::kNotFound || status.code() == ErrorCode::kBadRange) {
+        if (held()) lose_own(key);  // gone at the agent: its pages must not take more stores
+        return done(status);
+      }
+      if (retryable(status.code()) && attempt < config_.map_attempts && held()) {
+        strand_.post_after(config_.map_retry_delay,
+                           [this, alive, key, attempt, done = std::move(done)]() mutable {
+                             if (!alive.expired()) map_own(key, attempt + 1, std::move(done));
+                           });
+        return;
+      }
+      return done(status);
+    }
+    auto it = own_.find(key);
+    auto mapping = mapping_from(reply, it == own_.end() ? 0 : it->second.size);
+    if (!mapping.ok()) return done(mapping.status());
+    // R6.3: a map reply's boot wins over the connection's (unless it is older news).
+    adopt_reply_boot(key.first, mapping->boot, sent_under);
+    if (!held()) return done(Error(ErrorCode::kBootChanged, "boot changed: region gone"));
+    it = own_.find(key);
+    it->second.map_replied = true;
+    it->second.mapping = *mapping;
+    done(it->second.mapping);
+  });
 }
 
 void RegionMapClient::lose_own(const RegionKey& key) {

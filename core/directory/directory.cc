@@ -113,7 +113,9 @@ Status Directory::release(std::uint64_t lease_id) {
 void Directory::expire_leases(runtime::Instant now) {
   // Oldest expiry first: only the expired ones are looked at.
   while (!lease_expiry_.empty() && lease_expiry_.begin()->first <= now) {
-    (void)release(lease_expiry_.begin()->second);
+    const std::uint64_t id = lease_expiry_.begin()->second;
+    lease_expiry_.erase(lease_expiry_.begin());  // taken out first: the loop always ends
+    (void)release(id);
   }
 }
 

@@ -34,13 +34,14 @@ Result<Location> location_from_json(const Json& j) {
   l.offset = j["offset"].get<std::uint64_t>();
   l.length = j["length"].get<std::uint64_t>();
   if (l.length == 0) return Error(ErrorCode::kBadRequest, "location length is zero");
-  // A lookup reply carries a location per key: long strings would make it
-  // larger than clients' frame limit and fail every call on their connection.
-  for (const std::string* s : {&l.agent, &l.boot, &l.read_handle}) {
-    if (s->size() > kMaxLocationStringBytes) {
-      return Error(ErrorCode::kBadRequest, "location agent, boot and read_handle are at most " +
-                                               std::to_string(kMaxLocationStringBytes) + " bytes");
-    }
+  // A lookup reply carries a location per key: a larger one would make it
+  // outgrow clients' frame limit and fail every call on their connection.
+  // Measured as it is sent (escapes, replaced bytes), with its key's share.
+  const std::size_t bytes = to_json(l).dump(-1, ' ', false, Json::error_handler_t::replace).size();
+  if (bytes > kMaxLocationJsonBytes) {
+    return Error(ErrorCode::kBadRequest,
+                 "a location is at most " + std::to_string(kMaxLocationJsonBytes) +
+                     " bytes as JSON; this one is " + std::to_string(bytes));
   }
   if (l.offset > std::numeric_limits<std::uint64_t>::max() - l.length) {
     return Error(ErrorCode::kBadRequest, "location offset + length overflows");

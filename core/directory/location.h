@@ -12,9 +12,9 @@ namespace rcxl::directory {
 
 using Json = nlohmann::json;
 
-// Each of agent, boot and read_handle: a location then stays under 1 KiB in
-// a reply, which clients' batching counts on.
-inline constexpr std::size_t kMaxLocationStringBytes = 255;
+// A location as JSON: clients' batching counts on 1 KiB per location in a
+// reply (directory_client.cc); this leaves room for the separators.
+inline constexpr std::size_t kMaxLocationJsonBytes = 1000;
 
 struct Location {
   std::string agent;  // agent control address "host:port"
@@ -28,8 +28,8 @@ struct Location {
 };
 
 Json to_json(const Location& location);
-// Every field present and of its type, strings of 1..255 bytes, length > 0,
-// no overflow; else bad_request.
+// Every field present and of its type, strings not empty, length > 0, no
+// overflow, at most kMaxLocationJsonBytes as JSON; else bad_request.
 Result<Location> location_from_json(const Json& json);
 
 }  // namespace rcxl::directory

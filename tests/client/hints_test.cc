@@ -18,14 +18,17 @@ Config hinting(const ClientRig& rig) {
   return c;
 }
 
-// Stores one key with `h` and names its page at `mem` (under `handle`, or the
-// region's read handle), for hints sent by ranges.
+// Stores one key with `h` and names the first `pages` pages of its region at
+// `mem` (under `handle`, or the region's read handle), for hints sent by ranges.
 RangesByAgent stored_page(ClientRig& rig, Handler& h, const MemoryNode& mem,
-                          const std::string& handle = "") {
+                          const std::string& handle = "", std::uint64_t pages = 1) {
   EXPECT_EQ(rig.store(h, {item("k", "v")})->stored, 1u);
   const auto& region = h.regions().own_regions().begin()->second;
   RangesByAgent ranges;
-  ranges[mem.key()].add({region.region, 0, 4096}, handle.empty() ? region.read_handle : handle);
+  for (std::uint64_t i = 0; i < pages; ++i) {
+    ranges[mem.key()].add({region.region, i * 4096, 4096},
+                          handle.empty() ? region.read_handle : handle);
+  }
   return ranges;
 }
 
@@ -90,13 +93,8 @@ TEST(MemoryHints, R3_4_AtMost4096RangesPerMessage) {
   Config c = hinting(rig);
   c.region_size_bytes = 64ull << 20;
   Handler& h = rig.handler(c);
-  ASSERT_EQ(rig.store(h, {item("k", "v")})->stored, 1u);
+  h.hints().read_hint_ranges("big", stored_page(rig, h, mem, "", 5000));
   const auto& region = h.regions().own_regions().begin()->second;
-  RangesByAgent ranges;
-  for (std::uint64_t i = 0; i < 5000; ++i) {
-    ranges[mem.key()].add({region.region, i * 4096, 4096}, region.read_handle);
-  }
-  h.hints().read_hint_ranges("big", ranges);
   rig.settle(h);
   auto hints = mem.log("hint", "read_hint");
   ASSERT_EQ(hints.size(), 2u);
@@ -202,6 +200,26 @@ TEST(MemoryHints, R3_6_ARefusedReadHintTakesNoOpenSlot) {
   EXPECT_EQ(stats.forced_ends, 0u);
   EXPECT_EQ(stats.open_requests, 2u);  // live and second
   EXPECT_TRUE(mem.log("hint", "read_hint_end").empty());
+}
+
+// ... but a refused later piece of a hint sent as several messages may leave
+// the request open at the agent: it keeps its slot, and its end still goes.
+TEST(MemoryHints, R3_6_ARefusedLaterPieceKeepsTheRequestOpenUntilItsEnd) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
+  Config c = hinting(rig);
+  c.region_size_bytes = 64ull << 20;
+  Handler& h = rig.handler(c);
+  RangesByAgent ranges = stored_page(rig, h, mem, "", 4096);
+  const auto& region = h.regions().own_regions().begin()->second;
+  ranges[mem.key()].add({region.region + 1, 0, 4096}, "no-such-region");  // the second piece
+  h.hints().read_hint_ranges("split", ranges);
+  rig.settle(h);
+  EXPECT_EQ(h.hints().stats().open_requests, 1u);
+  h.hints().end_read_hint("split");
+  rig.settle(h);
+  EXPECT_EQ(mem.log("hint", "read_hint_end").size(), 1u);
+  EXPECT_EQ(mem.agent->metrics().open_hint_requests, 0u);
 }
 
 // An end after the hint connection dropped is not sent: the agent ended the

@@ -497,25 +497,38 @@ TEST(DirectoryServer, R1_2_AReplyWithMoreHitsThanKeysAskedFailsTheCall) {
   }
 }
 
-// A location's strings are at most 255 bytes each, so a lookup reply stays
-// within what clients expect per location (a longer one failed every call on
-// a reader's connection: its reply outgrew the frame limit).
-TEST(DirectoryServer, R1_2_ALocationStringOver255BytesIsBadRequest) {
+// A location is at most 1000 bytes as JSON (escapes counted), so a lookup
+// reply stays within what clients expect per location (a longer one failed
+// every call on a reader's connection: its reply outgrew the frame limit).
+// A boot id and a generation of 255 bytes each fit.
+TEST(DirectoryServer, R1_2_ALocationOver1000BytesAsJsonIsBadRequest) {
   Rig rig;
-  for (std::size_t n : {255u, 256u}) {
+  Location long_boot = loc(0);
+  long_boot.boot = std::string(128, 'b') + ":" + std::string(255, 'g') + "~12";
+  std::optional<Result<std::vector<bool>>> ok;
+  rig.client->register_keys({{"long-boot", long_boot}}, [&](auto r) { ok = std::move(r); });
+  ASSERT_TRUE(rig.wait(ok).ok());
+  const std::size_t base = to_json(loc(0)).dump().size() - std::string("readhandle").size();
+  for (std::size_t n : {1000 - base, 1001 - base}) {
     Location l = loc(0);
     l.read_handle = std::string(n, 'h');
     std::optional<Result<std::vector<bool>>> reg;
     rig.client->register_keys({{"k" + std::to_string(n), l}}, [&](auto r) { reg = std::move(r); });
     auto r = rig.wait(reg);
-    if (n == 255) {
+    if (n == 1000 - base) {
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       EXPECT_EQ(*r, std::vector<bool>{true});
     } else {
       EXPECT_EQ(r.status().code(), ErrorCode::kBadRequest) << r.status().ToString();
-      EXPECT_FALSE(rig.server.directory().find("k256").has_value());
+      EXPECT_FALSE(rig.server.directory().find("k" + std::to_string(n)).has_value());
     }
   }
+  // Escapes count: 200 control bytes are 1200 bytes on the wire.
+  Location escaped = loc(0);
+  escaped.read_handle = std::string(200, '\x01');
+  std::optional<Result<std::vector<bool>>> refused;
+  rig.client->register_keys({{"escaped", escaped}}, [&](auto r) { refused = std::move(r); });
+  EXPECT_EQ(rig.wait(refused).status().code(), ErrorCode::kBadRequest);
 }
 
 // R7 (as the agent's --max-connections): a connection past the limit is
