@@ -71,7 +71,8 @@ class MemoryHints {
   // A copy, taken on the hint strand's behalf (sim: call between runs).
   MemoryHintsStats stats() const;
   runtime::Strand& strand() { return *strand_; }
-  // True when nothing is queued or being sent.
+  // True when nothing is queued or being sent. Not thread-safe: read it on
+  // the hint strand, or between runs in sim (tests).
   bool idle() const;
 
  private:

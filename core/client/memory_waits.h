@@ -63,6 +63,7 @@ class MemoryWaits {
   // Ends a gate's read_hint after its READ (fire and forget).
   void end_gate(const std::string& agent, const std::string& token);
 
+  // On the handler's strand, or between runs in sim (not thread-safe).
   const MemoryWaitsStats& stats() const { return stats_; }
   // A boot the client learnt elsewhere (a map reply): the next wait goes under it.
   void observe_boot(const std::string& agent, const std::string& boot);
