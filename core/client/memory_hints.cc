@@ -329,10 +329,30 @@ void MemoryHints::with_peer(const std::string& agent, std::function<void(Peer*)>
     return fn(nullptr);
   }
   std::weak_ptr<bool> alive = alive_;
+  // An agent whose last connect failed is probed in the background, skipped
+  // meanwhile: waiting on it again would hold the queue up to a reply
+  // timeout once per backoff. The first contact waits (a healthy agent
+  // answers at once, and its first hint should go).
+  if (it->second.failed_before && !it->second.conn->ready()) {
+    it->second.unreachable_until = rt_.clock().now() + config_.unreachable_backoff;
+    it->second.conn->ensure_ready([this, alive, agent](const Status& status) {
+      if (alive.expired()) return;
+      Peer& p = peers_[agent];
+      if (status.ok()) {
+        p.failed_before = false;
+        p.unreachable_until = runtime::Instant{0};
+      } else {
+        p.unreachable_until = rt_.clock().now() + config_.unreachable_backoff;
+      }
+    });
+    update_stats([](auto& s) { ++s.skipped_unreachable; });
+    return fn(nullptr);
+  }
   it->second.conn->ensure_ready([this, alive, agent, fn = std::move(fn)](const Status& status) {
     if (alive.expired()) return;
     if (!status.ok()) {
       peers_[agent].unreachable_until = rt_.clock().now() + config_.unreachable_backoff;
+      peers_[agent].failed_before = true;
     }
     fn(status.ok() ? &peers_[agent] : nullptr);
   });

@@ -100,6 +100,7 @@ class MemoryHints {
     AgentHello hello;
     std::set<std::string> past_boots;       // left behind: their locations are advice about nothing
     runtime::Instant unreachable_until{0};  // hints skip it until then
+    bool failed_before = false;             // its last connect failed: probe, do not wait
   };
   struct OpenRequest {
     std::uint64_t seq = 0;

@@ -331,6 +331,14 @@ TEST(MemoryHints, R3_4_AnUnreachableAgentDoesNotStallTheHintQueue) {
   // One connect attempt times out; the other hints skip the agent at once.
   EXPECT_EQ(h.hints().stats().skipped_unreachable, 19u);
   EXPECT_LT(rig.world.loop().now() - t0, 2s);
+  // After the backoff the agent is probed in the background: the queue does
+  // not wait on it again (it did, a connect attempt per backoff).
+  rig.world.run_for(6s);
+  const auto t1 = rig.world.loop().now();
+  for (int i = 20; i < 40; ++i) h.hint_read("r" + std::to_string(i), {"dead-key"});
+  rig.settle(h);
+  EXPECT_EQ(h.hints().stats().skipped_unreachable, 39u);
+  EXPECT_LT(rig.world.loop().now() - t1, 100ms);
 }
 
 // Stores until one succeeds: the first after a boot change may fail (its
