@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/client/unseen_by_extension.h"
 #include "core/protocol/reply_fields.h"
 
 namespace rcxl::client {
@@ -162,7 +163,7 @@ void MemoryHints::send_read_hint(const std::string& request, RangesByAgent range
   const std::uint64_t seq = ++open_seq_;
   RangedCallbacks callbacks;
   // Taken before the message goes, so no reply can come before it.
-  callbacks.sending = [this, request, seq](const std::string& agent, std::size_t) {
+  callbacks.sending = [this, request, seq](const std::string& agent) {
     add_open(request, seq, agent);
   };
   callbacks.failed = [this, request, seq](const std::string& agent, std::size_t pieces,
@@ -174,7 +175,7 @@ void MemoryHints::send_read_hint(const std::string& request, RangesByAgent range
     // piece of a longer hint, may leave it open: the end still goes.
     const bool gone = code == ErrorCode::kClosed || code == ErrorCode::kUnavailable ||
                       code == ErrorCode::kExtensionFailed ||
-                      (pieces == 1 && code != ErrorCode::kTimeout && code != ErrorCode::kInternal);
+                      (pieces == 1 && unseen_by_extension(code));
     if (gone) forget_open(request, seq, agent);
   };
   send_ranged(
@@ -248,7 +249,7 @@ void MemoryHints::send_ranged(const std::string& action, const char* name_field,
         if (action == "read_hint" && !peer->hello.advertises("read_hint_end")) return;
         auto epoch = epochs.find(agent);
         const auto pieces = shared->at(agent).split(config_.ranges_per_message());
-        if (callbacks.sending) callbacks.sending(agent, pieces.size());
+        if (callbacks.sending) callbacks.sending(agent);
         std::function<void(const Status&)> failed;
         if (callbacks.failed) {
           failed = [failed_cb = callbacks.failed, agent, n = pieces.size()](const Status& s) {
@@ -336,26 +337,24 @@ void MemoryHints::with_peer(const std::string& agent, std::function<void(Peer*)>
   if (it->second.failed_before && !it->second.conn->ready()) {
     it->second.unreachable_until = rt_.clock().now() + config_.unreachable_backoff;
     it->second.conn->ensure_ready([this, alive, agent](const Status& status) {
-      if (alive.expired()) return;
-      Peer& p = peers_[agent];
-      if (status.ok()) {
-        p.failed_before = false;
-        p.unreachable_until = runtime::Instant{0};
-      } else {
-        p.unreachable_until = rt_.clock().now() + config_.unreachable_backoff;
-      }
+      if (!alive.expired()) note_connect(agent, status);
     });
     update_stats([](auto& s) { ++s.skipped_unreachable; });
     return fn(nullptr);
   }
   it->second.conn->ensure_ready([this, alive, agent, fn = std::move(fn)](const Status& status) {
     if (alive.expired()) return;
-    if (!status.ok()) {
-      peers_[agent].unreachable_until = rt_.clock().now() + config_.unreachable_backoff;
-      peers_[agent].failed_before = true;
-    }
+    note_connect(agent, status);
     fn(status.ok() ? &peers_[agent] : nullptr);
   });
+}
+
+void MemoryHints::note_connect(const std::string& agent, const Status& status) {
+  Peer& p = peers_[agent];
+  p.failed_before = !status.ok();
+  // Skipped for the backoff after a failure; reachable again at once.
+  p.unreachable_until =
+      status.ok() ? runtime::Instant{0} : rt_.clock().now() + config_.unreachable_backoff;
 }
 
 void MemoryHints::send(Peer& peer, const std::string& agent, Json message,

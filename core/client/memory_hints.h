@@ -118,10 +118,10 @@ class MemoryHints {
   void send_read_hint(const std::string& request, RangesByAgent ranges, Next next,
                       std::map<std::string, std::string> epochs = {});
   // `epochs`: per agent, the boot to send under instead of the connection's.
-  // Per agent sent to: `sending(agent, pieces)` before its messages go, and
-  // `failed(agent, pieces, status)` for each message that fails.
+  // Per agent sent to: `sending(agent)` before its messages go, and
+  // `failed(agent, pieces, status)` for each of its `pieces` messages that fails.
   struct RangedCallbacks {
-    std::function<void(const std::string&, std::size_t)> sending;
+    std::function<void(const std::string&)> sending;
     std::function<void(const std::string&, std::size_t, const Status&)> failed;
   };
   void send_ranged(const std::string& action, const char* name_field, const std::string& name,
@@ -136,6 +136,8 @@ class MemoryHints {
   void send_promote(const std::string& request, Next next);
   // Runs `fn` with the agent's peer once its hello is done (nullptr when unreachable).
   void with_peer(const std::string& agent, std::function<void(Peer*)> fn);
+  // A connect attempt's outcome: the skip starts (failure) or ends (success).
+  void note_connect(const std::string& agent, const Status& status);
   void send(Peer& peer, const std::string& agent, Json message,
             std::function<void(const Status&)> failed = nullptr);
   // The agent's boot moved to `boot` (a reply said so): keep it and tell the observer.

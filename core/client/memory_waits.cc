@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/client/unseen_by_extension.h"
 #include "core/protocol/reply_fields.h"
 
 namespace rcxl::client {
@@ -149,13 +150,8 @@ void MemoryWaits::wait_next(std::shared_ptr<std::vector<std::pair<std::string, R
         } else {
           ++stats_.waits_failed;
           note_failure(agent, status, reply);
-          // Refused before the extension saw it (R4.1: it still gets a write
-          // hint); a timeout or extension_failed reached the extension already.
-          const ErrorCode code = status.code();
-          if (code != ErrorCode::kTimeout && code != ErrorCode::kExtensionFailed &&
-              code != ErrorCode::kInternal) {
-            not_asked->insert(agent);
-          }
+          // R4.1: an agent that heard nothing of the store gets a write hint.
+          if (unseen_by_extension(status.code())) not_asked->insert(agent);
         }
         wait_next(pieces, index + 1, std::move(token), deadline, not_asked, std::move(done));
       },

@@ -50,7 +50,7 @@ Result<RegisterOutcome> Directory::register_key(const std::string& key, const Lo
     leases = it->second.leases;
     remove(it);
   }
-  auto [inserted, fresh] = keys_.try_emplace(key);
+  auto inserted = keys_.try_emplace(key).first;  // not there: removed above if doomed
   Entry& entry = inserted->second;
   entry.location = location;
   entry.leases = leases;

@@ -41,14 +41,24 @@ class CountingNic final : public runtime::Nic {
   runtime::Nic& inner_;
 };
 
+// One memory node; handlers reach it through a CountingNic, zero copy on.
+struct ZeroCopyRig {
+  ClientRig rig;
+  MemoryNode& mem = rig.add_memory("mem");
+  CountingNic nic{rig.gpu_nic};
+  Config config = [this] {
+    Config c = rig.config();
+    c.zero_copy = true;
+    return c;
+  }();
+};
+
 // SPEC R1.6: the data path is the same with zero copy; only local registration differs.
 TEST(Handler, R1_6_ZeroCopyRegistersEachBufferOnlyWhileItsRdmaRuns) {
-  ClientRig rig;
-  rig.add_memory("mem");
-  CountingNic nic(rig.gpu_nic);
-  Config config = rig.config();
-  config.zero_copy = true;
-  Handler h(rig.gpu, config, nic);
+  ZeroCopyRig z;
+  auto& rig = z.rig;
+  auto& nic = z.nic;
+  Handler h(rig.gpu, z.config, nic);
   ASSERT_EQ(rig.store(h, {item("a", "alpha"), item("b", "beta")})->stored, 2u);
   EXPECT_EQ(nic.registered, 2);  // one per WRITE
   EXPECT_TRUE(nic.live.empty());
@@ -66,11 +76,10 @@ TEST(Handler, R1_6_ZeroCopyRegistersEachBufferOnlyWhileItsRdmaRuns) {
 // left registered is one the NIC would later post another buffer at its
 // address through; one deregistered under a running op faults it).
 TEST(Handler, R1_6_AHandlerDestroyedWhileItsRdmaRunsLeavesNoLocalRegistration) {
-  ClientRig rig;
-  rig.add_memory("mem");
-  CountingNic nic(rig.gpu_nic);
-  Config config = rig.config();
-  config.zero_copy = true;
+  ZeroCopyRig z;
+  auto& rig = z.rig;
+  auto& nic = z.nic;
+  const Config& config = z.config;
   {
     Handler writer(rig.gpu, config, nic);
     ASSERT_EQ(rig.store(writer, {item("a", "alpha")})->stored, 1u);
