@@ -162,11 +162,19 @@ void MemoryWaits::gate(const std::string& agent, const std::string& token, Range
                        std::function<void()> done) {
   ++stats_.gates;
   Peer& p = peer(agent);
+  if (rt_.clock().now() < p.unreachable_until) {
+    ++stats_.skipped_backoff;  // as a store's plan: a hung agent would hold every load
+    return done();
+  }
   std::weak_ptr<bool> alive = alive_;
   p.conn->ensure_ready([this, alive, agent, token, ranges = std::move(ranges),
                         done = std::move(done)](const Status& status) mutable {
     if (alive.expired()) return;
-    if (!status.ok()) return done();  // a gate never stops a READ
+    if (!status.ok()) {
+      ++stats_.gates_failed;
+      note_failure(agent, status, Json());
+      return done();  // a gate never stops a READ
+    }
     const Peer& p = peers_[agent];
     // Not write_wait: a write hint gives no leave to change the pages (R4.1).
     // An agent that takes no read hints has nothing to gate with, and the
@@ -187,10 +195,18 @@ void MemoryWaits::gate_next(const std::string& agent, const std::string& token,
       {"op", "extension"}, {"action", "read_hint"}, {"epoch", p.hello.boot}, {"request", token}};
   (*pieces)[index].write_to(message);
   std::weak_ptr<bool> alive = alive_;
-  p.conn->call(std::move(message), [this, alive, agent, token, pieces, index,
-                                    done = std::move(done)](const Status&, const Json&) mutable {
-    if (!alive.expired()) gate_next(agent, token, pieces, index + 1, std::move(done));
-  });
+  p.conn->call(std::move(message),
+               [this, alive, agent, token, pieces, index, done = std::move(done)](
+                   const Status& status, const Json& reply) mutable {
+                 if (alive.expired()) return;
+                 if (!status.ok()) {
+                   // The READ goes now: asking the rest would cost a reply timeout per piece.
+                   ++stats_.gates_failed;
+                   note_failure(agent, status, reply);
+                   return done();
+                 }
+                 gate_next(agent, token, pieces, index + 1, std::move(done));
+               });
 }
 
 void MemoryWaits::end_gate(const std::string& agent, const std::string& token) {

@@ -28,6 +28,7 @@ struct MemoryWaitsStats {
   std::uint64_t waits_failed = 0;     // timeout, closed, refused
   std::uint64_t skipped_backoff = 0;  // agent unreachable in the last 5 s
   std::uint64_t gates = 0;
+  std::uint64_t gates_failed = 0;  // the READ went without its answer
 };
 
 class MemoryWaits {

@@ -153,24 +153,24 @@ TEST(Handler, R4_6_WaitsUseAConnectionOfTheirOwn) {
   EXPECT_FALSE(a.agent->holds(hint_conn, region));
 }
 
-// An agent that says hello, advertises write_wait and then never answers.
+// An agent that says hello, advertises `actions` and then never answers.
 struct SilentAgent {
-  SilentAgent(ClientRig& rig) : node(rig.world.add_node("silent")), strand(node.make_strand("s")) {
-    auto l = node.transport().listen({"silent", 7000}, *strand, [this](auto raw) {
+  SilentAgent(ClientRig& rig, Json actions = Json::array({"write_wait"}))
+      : node(rig.world.add_node("silent")), strand(node.make_strand("s")) {
+    auto l = node.transport().listen({"silent", 7000}, *strand, [this, actions](auto raw) {
       auto conn = protocol::FramedConn::Make(std::move(raw));
       conns.push_back(conn);
       // A weak capture: the handler lives in the conn (a shared_ptr would leak both).
       conn->start(
           *strand,
-          [weak = std::weak_ptr<protocol::FramedConn>(conn)](Json m) {
+          [weak = std::weak_ptr<protocol::FramedConn>(conn), actions](Json m) {
             auto conn = weak.lock();
             if (!conn || m.value("op", "") != "hello") return;  // silence
-            conn->send(
-                {{"id", m["id"]},
-                 {"ok", true},
-                 {"boot", "b"},
-                 {"conn", 1},
-                 {"region_extension", {{"version", 1}, {"actions", Json::array({"write_wait"})}}}});
+            conn->send({{"id", m["id"]},
+                        {"ok", true},
+                        {"boot", "b"},
+                        {"conn", 1},
+                        {"region_extension", {{"version", 1}, {"actions", actions}}}});
           },
           [](const Status&) {});
       conn->send({{"op", "greeting"}, {"version", 1}, {"challenge", std::string(64, 'a')}});
@@ -357,6 +357,38 @@ TEST(Handler, P3_GateOfALargeBatchSendsEveryPiece) {
   }
   rig.world.run_for(10ms);
   EXPECT_EQ(a.agent->metrics().open_hint_requests, 0u);
+}
+
+// A gate is a round trip the READ waits for, not one it depends on: an agent
+// that does not answer costs the reply timeout once (not once per piece of a
+// large batch), and the next loads' gates skip it for the backoff (5 s).
+TEST(MemoryWaits, P3_AGateTheAgentDoesNotAnswerCostsTheReplyTimeoutOnce) {
+  ClientRig rig;
+  SilentAgent silent{rig, Json::array({"read_hint", "read_hint_end"})};
+  Config c = rig.config();
+  c.reply_timeout = 1s;
+  c.max_ranges_per_message = 1;
+  auto strand = rig.gpu.make_strand("load");
+  MemoryWaits waits(rig.gpu, *strand, c);
+  auto gate = [&] {
+    RangeList ranges;
+    for (std::uint64_t page = 0; page < 3; ++page) ranges.add({1, page * 4096, 4096}, "h");
+    std::optional<bool> done;
+    const auto t0 = rig.world.loop().now();
+    strand->post([&] { waits.gate("silent:7000", "tok", ranges, [&] { done = true; }); });
+    rig.wait(done);
+    return rig.world.loop().now() - t0;
+  };
+  const auto first = gate();
+  EXPECT_GE(first, 1s);
+  EXPECT_LT(first, 1100ms);  // three pieces: one timeout, then the READ goes
+  EXPECT_EQ(waits.stats().gates_failed, 1u);
+  EXPECT_LT(gate(), 1ms);  // in the backoff: not asked
+  EXPECT_EQ(waits.stats().skipped_backoff, 1u);
+  rig.world.run_for(c.unreachable_backoff);
+  EXPECT_GE(gate(), 1s);  // asked again after it
+  EXPECT_EQ(waits.stats().gates_failed, 2u);
+  EXPECT_EQ(waits.stats().gates, 3u);
 }
 
 }  // namespace
