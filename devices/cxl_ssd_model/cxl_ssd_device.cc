@@ -48,7 +48,7 @@ Status CxlSsdDevice::read(std::uint64_t offset, std::span<std::byte> out) const 
     const std::uint64_t at = offset + done;
     const std::uint64_t n = std::min(page_bytes() - at % page_bytes(), out.size() - done);
     const auto page = static_cast<Page>(at / page_bytes());
-    const std::uint8_t f = table_.flags(page);
+    const PageTable::Flags f = table_.flags(page);
     if (f & PageTable::kPoisoned) {
       // Its newest bytes were lost in a reset: a CXL memory device answers such a
       // read with poison, never with older bytes (docs/device-model.md). Only
@@ -79,9 +79,9 @@ Status CxlSsdDevice::write(std::uint64_t offset, std::span<const std::byte> in) 
     const auto page = static_cast<Page>(at / page_bytes());
     // The frame may have gone between access_ready and now; bytes still land in DRAM.
     if (!(table_.flags(page) & PageTable::kResident)) fill_page(page, now());
-    std::uint8_t& f = table_.flags_mut(page);
+    PageTable::Flags& f = table_.flags_mut(page);
     // A write ends a page's poison; the rest of the page reads as its flash copy.
-    f &= static_cast<std::uint8_t>(~PageTable::kPoisoned);
+    f &= static_cast<PageTable::Flags>(~PageTable::kPoisoned);
     if (!(f & PageTable::kDirty)) {
       const std::uint64_t base = std::uint64_t{page} * page_bytes();
       for (std::uint64_t o = 0; o < page_bytes(); o += copy.size()) {
@@ -105,8 +105,8 @@ Status CxlSsdDevice::write_flash(std::uint64_t offset, std::span<const std::byte
   flash_bytes_.write(offset, in);
   if (params_.all_resident) return {};
   for (std::uint64_t p = offset / page_bytes(); p * page_bytes() < offset + in.size(); ++p) {
-    std::uint8_t& f = table_.flags_mut(static_cast<Page>(p));
-    f &= static_cast<std::uint8_t>(~PageTable::kTrimmed);
+    PageTable::Flags& f = table_.flags_mut(static_cast<Page>(p));
+    f &= static_cast<PageTable::Flags>(~PageTable::kTrimmed);
     f |= PageTable::kFlashBytes;
   }
   return {};
@@ -125,24 +125,36 @@ Instant CxlSsdDevice::access_ready(std::uint64_t offset, std::uint64_t length, b
     return ready;
   }
   write_back_idle(now());
+  // A write hint's frame (no contents yet) is a miss for a READ, and for a
+  // WRITE that leaves part of the page as it was.
+  const auto needs_contents = [&](Page p, PageTable::Flags f) {
+    if (!(f & PageTable::kNoContents)) return false;
+    const std::uint64_t base = std::uint64_t{p} * page_bytes();
+    return !write || offset > base || offset + length < base + page_bytes();
+  };
   // A range already on the LRU in page order (the usual re-access) is all hits
-  // and merges, and moves to the front in one splice: no fill can interleave.
+  // and merges, and moves to the front in one splice: filling a frame's
+  // contents does not move it.
   if (table_.lru_touch_run(first, last)) {
     for (Page p = first;; ++p) {
-      const Instant in(table_.ready_at(p));
-      ++(in > at ? counters_.merged_misses : counters_.hits);
+      Instant in(table_.ready_at(p));
+      if (needs_contents(p, table_.flags(p))) {
+        in = fill_missing(p, write, at);
+      } else {
+        ++(in > at ? counters_.merged_misses : counters_.hits);
+      }
       ready = std::max(ready, in + params_.dram_access);
       if (p == last) break;
     }
     return ready;
   }
   for (Page p = first;; ++p) {
-    std::uint8_t f = table_.flags(p);
+    PageTable::Flags f = table_.flags(p);
     // Pages of the request being prefetched ride the prefetch stream.
-    if (!write && !(f & PageTable::kResident) && table_.pins(p) > 0 && pull_forward(p)) {
+    if (!write && needs_fill(f) && table_.pins(p) > 0 && pull_forward(p)) {
       f = table_.flags(p);
     }
-    if (f & PageTable::kResident) {
+    if ((f & PageTable::kResident) && !needs_contents(p, f)) {
       const Instant in(table_.ready_at(p));
       if (in > at) {
         ++counters_.merged_misses;  // joins the fill in flight (MSHR)
@@ -152,24 +164,25 @@ Instant CxlSsdDevice::access_ready(std::uint64_t offset, std::uint64_t length, b
       ready = std::max(ready, in + params_.dram_access);
       if (f & PageTable::kInLru) table_.lru_touch(p);
     } else {
-      ++counters_.misses;
-      // A flash read waits for a miss slot: write-allocate (posted writes apply in
-      // order) or the RNIC's read window. Trimmed pages need no flash read.
-      Instant in;
-      if (f & PageTable::kTrimmed) {
-        in = fill_page(p, at);
-      } else if (write) {
-        in = fill_in_slot(write_slots_, p, at);
-        ++counters_.write_allocate_fills;
-      } else {
-        in = fill_in_slot(read_slots_, p, at);
-        ++counters_.demand_read_fills;
-      }
-      ready = std::max(ready, in + params_.dram_access);
+      if (f & PageTable::kInLru) table_.lru_touch(p);  // a frame without contents
+      ready = std::max(ready, fill_missing(p, write, at) + params_.dram_access);
     }
     if (p == last) break;
   }
   return ready;
+}
+
+Instant CxlSsdDevice::fill_missing(Page p, bool write, Instant at) {
+  ++counters_.misses;
+  // A flash read waits for a miss slot: write-allocate (posted writes apply in
+  // order) or the RNIC's read window. Trimmed pages need no flash read.
+  if (table_.flags(p) & PageTable::kTrimmed) return fill_page(p, at);
+  if (write) {
+    ++counters_.write_allocate_fills;
+    return fill_in_slot(write_slots_, p, at);
+  }
+  ++counters_.demand_read_fills;
+  return fill_in_slot(read_slots_, p, at);
 }
 
 void CxlSsdDevice::accessed(std::uint64_t offset, std::uint64_t length, bool write, Instant at) {
@@ -179,7 +192,7 @@ void CxlSsdDevice::accessed(std::uint64_t offset, std::uint64_t length, bool wri
   write_back_idle(now());
   for (Page p = first;; ++p) {
     if (!(table_.flags(p) & PageTable::kResident)) fill_page(p, at);
-    table_.flags_mut(p) &= static_cast<std::uint8_t>(~PageTable::kPoisoned);
+    table_.flags_mut(p) &= static_cast<PageTable::Flags>(~PageTable::kPoisoned);
     mark_dirty(p, at);
     if (p == last) break;
   }
@@ -203,8 +216,10 @@ Instant CxlSsdDevice::fill_in_slot(std::vector<Instant>& slots, Page page, Insta
 }
 
 Instant CxlSsdDevice::fill_page(Page page, Instant start) {
-  make_room(start);
-  std::uint8_t& f = table_.flags_mut(page);
+  // A write hint's frame is already counted and placed: only its contents come.
+  const bool has_frame = table_.flags(page) & PageTable::kResident;
+  if (!has_frame) make_room(start);
+  PageTable::Flags& f = table_.flags_mut(page);
   Instant in = start;
   if (f & PageTable::kTrimmed) {
     ++counters_.zero_fills;
@@ -212,8 +227,9 @@ Instant CxlSsdDevice::fill_page(Page page, Instant start) {
     in = flash_.read_page(page, start);
     ++counters_.fills;
   }
-  f |= PageTable::kResident;
+  f = static_cast<PageTable::Flags>((f | PageTable::kResident) & ~PageTable::kNoContents);
   table_.set_ready_at(page, in.count());
+  if (has_frame) return in;
   ++resident_pages_;
   if (table_.pins(page) == 0) table_.lru_push_front(page);
   return in;
@@ -231,18 +247,18 @@ void CxlSsdDevice::make_room(Instant at) {
 }
 
 void CxlSsdDevice::evict(Page page, Instant at) {
-  std::uint8_t& f = table_.flags_mut(page);
+  PageTable::Flags& f = table_.flags_mut(page);
   if (f & PageTable::kDirty) {
     write_back(page, at);
     ++counters_.write_backs;
   }
-  f &= static_cast<std::uint8_t>(~PageTable::kResident);
+  f &= static_cast<PageTable::Flags>(~(PageTable::kResident | PageTable::kNoContents));
   --resident_pages_;
   ++counters_.evictions;
 }
 
 void CxlSsdDevice::write_back(Page page, Instant at) {
-  std::uint8_t& f = table_.flags_mut(page);
+  PageTable::Flags& f = table_.flags_mut(page);
   const std::uint64_t base = std::uint64_t{page} * page_bytes();
   if (f & PageTable::kHasBytes) {
     std::array<std::byte, 4096> copy{};
@@ -255,11 +271,12 @@ void CxlSsdDevice::write_back(Page page, Instant at) {
     f |= PageTable::kFlashBytes;
   } else if (f & PageTable::kFlashBytes) {
     flash_bytes_.drop(base, page_bytes());  // never-stored bytes stay zeros on flash
-    f &= static_cast<std::uint8_t>(~PageTable::kFlashBytes);
+    f &= static_cast<PageTable::Flags>(~PageTable::kFlashBytes);
   }
   flash_.program_page(page, at);
   // Flash has a copy now.
-  f &= static_cast<std::uint8_t>(~(PageTable::kTrimmed | PageTable::kDirty | PageTable::kHasBytes));
+  f &= static_cast<PageTable::Flags>(
+      ~(PageTable::kTrimmed | PageTable::kDirty | PageTable::kHasBytes));
 }
 
 void CxlSsdDevice::write_back_idle(Instant until) {
@@ -269,7 +286,7 @@ void CxlSsdDevice::write_back_idle(Instant until) {
   for (auto& queue : dirty_queues_) {
     while (!queue.empty()) {
       const DirtyPage d = queue.front();
-      std::uint8_t& f = table_.flags_mut(d.page);
+      PageTable::Flags& f = table_.flags_mut(d.page);
       const bool dirty_frame = (f & (PageTable::kResident | PageTable::kDirty)) ==
                                (PageTable::kResident | PageTable::kDirty);
       if (dirty_frame) {
@@ -280,7 +297,7 @@ void CxlSsdDevice::write_back_idle(Instant until) {
         write_back(d.page, start);
         ++counters_.idle_write_backs;
       }
-      f &= static_cast<std::uint8_t>(~PageTable::kWriteBackQueued);
+      f &= static_cast<PageTable::Flags>(~PageTable::kWriteBackQueued);
       queue.pop_front();
       --dirty_queued_;
     }
@@ -336,8 +353,8 @@ Status CxlSsdDevice::prepare_write(Tag tag, std::span<const PoolRange> ranges) {
       if (table_.flags(p) & PageTable::kResident) continue;
       // A page wholly overwritten needs no flash read: a frame is enough.
       make_room(now());
-      std::uint8_t& f = table_.flags_mut(p);
-      f |= PageTable::kResident;
+      PageTable::Flags& f = table_.flags_mut(p);
+      f |= PageTable::kResident | PageTable::kNoContents;
       table_.set_ready_at(p, now().count());
       ++resident_pages_;
       if (table_.pins(p) == 0) table_.lru_push_front(p);
@@ -455,8 +472,8 @@ bool CxlSsdDevice::issue_front(Instant limit, bool whole_span) {
   // Page by page: the same as one call per page, without the queue lookup.
   do {
     const Page p = q.pages.first;
-    const std::uint8_t f = table_.flags(p);
-    if (!(f & PageTable::kResident)) {
+    const PageTable::Flags f = table_.flags(p);
+    if (needs_fill(f)) {
       // Commit fills only a little ahead, so promotes and demand misses still count.
       if (!(f & PageTable::kTrimmed) &&
           (flash_.die_free_at(p) > limit || flash_.backend_free_at() > limit)) {
@@ -485,7 +502,7 @@ bool CxlSsdDevice::pull_forward(Page page) {
     }
   }
   if (!queued_here) return false;
-  while (!(table_.flags(page) & PageTable::kResident) && !queue_.empty()) {
+  while (needs_fill(table_.flags(page)) && !queue_.empty()) {
     (void)issue_front(Instant::max(), false);
   }
   if (!queue_.empty()) schedule_pump();
@@ -534,7 +551,7 @@ Status CxlSsdDevice::trim(std::uint64_t offset, std::uint64_t length) {
       table_.lru_remove(page);
       --resident_pages_;
     }
-    std::uint8_t& f = table_.flags_mut(page);
+    PageTable::Flags& f = table_.flags_mut(page);
     f = PageTable::kTrimmed;
   }
   if (end > first) {
@@ -588,12 +605,13 @@ std::uint64_t CxlSsdDevice::waiting_bytes() const {
 
 PageState CxlSsdDevice::page_state(std::uint64_t offset) const {
   const auto p = static_cast<Page>(offset / page_bytes());
-  const std::uint8_t f = table_.flags(p);
+  const PageTable::Flags f = table_.flags(p);
   PageState s;
   s.resident = params_.all_resident || (f & PageTable::kResident);
   s.dirty = f & PageTable::kDirty;
   s.trimmed = f & PageTable::kTrimmed;
   s.poisoned = f & PageTable::kPoisoned;
+  s.no_contents = f & PageTable::kNoContents;
   s.pins = table_.pins(p);
   s.ready_at = Instant(table_.ready_at(p));
   return s;

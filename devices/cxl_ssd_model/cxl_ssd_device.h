@@ -52,7 +52,8 @@ struct PageState {
   bool resident = false;
   bool dirty = false;
   bool trimmed = false;
-  bool poisoned = false;  // lost in a reset (poison_lost_pages): reads fail until written
+  bool poisoned = false;     // lost in a reset (poison_lost_pages): reads fail until written
+  bool no_contents = false;  // a write hint's frame, neither filled nor written yet
   std::uint16_t pins = 0;
   Instant ready_at{0};
 };
@@ -96,9 +97,10 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   void promote(Tag tag);
   // Unpins the tag's pages and drops what it still had queued.
   void release(Tag tag);
-  // True when every page of the range is in DRAM and filled.
+  // True when every page of the range is in DRAM and filled, or has a write
+  // hint's frame: ready to be written (write_wait's question).
   bool range_ready(std::uint64_t offset, std::uint64_t length) const;
-  // When every page will be in; nullopt while some page has no fill issued.
+  // When every page will be in; nullopt while some page has no frame.
   std::optional<Instant> range_ready_at(std::uint64_t offset, std::uint64_t length) const;
   // Drops whole pages' contents (fresh region): no write-back, no later flash read.
   Status trim(std::uint64_t offset, std::uint64_t length);
@@ -147,6 +149,12 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   std::uint64_t page_bytes() const { return params_.page_bytes; }
   // Gives `page` a frame filled from flash starting at `start` (none if trimmed).
   Instant fill_page(Page page, Instant start);
+  // A miss of an access at `at`: counted, filled in its kind's slot.
+  Instant fill_missing(Page p, bool write, Instant at);
+  // For a READ: no frame, or a write hint's frame without contents.
+  static bool needs_fill(PageTable::Flags f) {
+    return !(f & PageTable::kResident) || (f & PageTable::kNoContents);
+  }
   // A miss that waits for one of `slots` (outstanding misses of its kind).
   Instant fill_in_slot(std::vector<Instant>& slots, Page page, Instant at);
   void make_room(Instant at);
@@ -215,8 +223,9 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
 
 // Per written page, inline: a store marks every page of its WRITEs.
 inline void CxlSsdDevice::mark_dirty(Page page, Instant at) {
-  std::uint8_t& f = table_.flags_mut(page);
-  f |= PageTable::kDirty;
+  PageTable::Flags& f = table_.flags_mut(page);
+  // Written: the frame holds the page's contents now (a partial WRITE was filled first).
+  f = static_cast<PageTable::Flags>((f | PageTable::kDirty) & ~PageTable::kNoContents);
   if (dirty_queues_.empty() || (f & PageTable::kWriteBackQueued)) return;
   // A page written again while queued keeps its place (first dirtying time).
   f |= PageTable::kWriteBackQueued;

@@ -107,8 +107,8 @@ void PageTable::drop_all_frames(bool poison_dirty) {
     if (!c) continue;
     for (auto& f : c->flags) {
       // DRAM held its only copy.
-      const std::uint8_t lost = (poison_dirty && (f & kDirty)) ? kPoisoned : 0;
-      f = static_cast<std::uint8_t>((f & (kTrimmed | kFlashBytes | kPoisoned)) | lost);
+      const Flags lost = (poison_dirty && (f & kDirty)) ? kPoisoned : 0;
+      f = static_cast<Flags>((f & (kTrimmed | kFlashBytes | kPoisoned)) | lost);
     }
     c->pins.fill(0);
     c->ready_at.fill(0);

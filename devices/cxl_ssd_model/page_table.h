@@ -18,7 +18,8 @@ class PageTable {
  public:
   using Page = std::uint32_t;
   static constexpr Page kNone = UINT32_MAX;
-  enum Flag : std::uint8_t {
+  using Flags = std::uint16_t;
+  enum Flag : Flags {
     kResident = 1,   // has a DRAM frame (possibly still filling: see ready_at)
     kDirty = 2,      // DRAM holds bytes newer than flash
     kTrimmed = 4,    // flash holds no copy: a miss needs no flash read (reads zeros)
@@ -31,17 +32,21 @@ class PageTable {
     // Lost in a reset while dirty: reads fail until a write or a trim (CXL
     // poison; only with CxlSsdParams::poison_lost_pages).
     kPoisoned = 128,
+    // Resident as a frame a write hint gave, its contents not brought in: a
+    // READ, or a WRITE of part of the page, must read flash first (R4.1: a
+    // write hint gives no leave to change the pages).
+    kNoContents = 256,
   };
 
   explicit PageTable(std::uint64_t pages);
 
   std::uint64_t pages() const { return pages_; }
   // Flags of a page never touched are 0: not resident, flash-backed.
-  std::uint8_t flags(Page p) const {
+  Flags flags(Page p) const {
     const Chunk* c = find(p);
     return c ? c->flags[p & kChunkMask] : 0;
   }
-  std::uint8_t& flags_mut(Page p) { return chunk(p).flags[p & kChunkMask]; }
+  Flags& flags_mut(Page p) { return chunk(p).flags[p & kChunkMask]; }
   std::int64_t ready_at(Page p) const {
     const Chunk* c = find(p);
     return c ? c->ready_at[p & kChunkMask] : 0;
@@ -96,7 +101,7 @@ class PageTable {
   // pins) each read one field of neighbouring pages, so a cache line serves
   // 64 pages' flags instead of 4 pages' whole records.
   struct Chunk {
-    std::array<std::uint8_t, kChunkPages> flags{};
+    std::array<Flags, kChunkPages> flags{};
     std::array<std::uint16_t, kChunkPages> pins{};
     std::array<std::uint32_t, kChunkPages> run{};  // its LRU run while kInLru
     std::array<std::int64_t, kChunkPages> ready_at{};
@@ -154,7 +159,7 @@ inline PageTable::Page PageTable::lru_pop_back() {
   // The back page is its run's lowest: no lookup of the page's run needed.
   Run& run = runs_[tail_];
   const Page p = run.first;
-  chunk(p).flags[p & kChunkMask] &= static_cast<std::uint8_t>(~kInLru);
+  chunk(p).flags[p & kChunkMask] &= static_cast<Flags>(~kInLru);
   if (run.first == run.last) {
     const std::uint32_t r = tail_;
     unlink_run(r);
@@ -223,7 +228,7 @@ inline void PageTable::push_front(Page p, Chunk& c, Page i) {
 }
 
 inline void PageTable::unlink(Page p, Chunk& c, Page i) {
-  c.flags[i] &= static_cast<std::uint8_t>(~kInLru);
+  c.flags[i] &= static_cast<Flags>(~kInLru);
   const std::uint32_t r = c.run[i];
   Run& run = runs_[r];
   if (run.first == run.last) {

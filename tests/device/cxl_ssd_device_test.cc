@@ -544,6 +544,65 @@ TEST(CxlSsdDevice, R4_1_PreparedWholePagesNeedNoFlashRead) {
   EXPECT_EQ(d.counters().hinted_bytes_prepared, 3 * kPage);
 }
 
+// R4.1: a write hint gives no leave to change the pages. Its frame has no
+// contents until written, so a READ before the WRITE pays the flash read (it
+// was a DRAM hit) and gets the old bytes.
+TEST(CxlSsdDevice, R4_1_AReadOfAWriteHintsFrameBeforeItsWriteReadsFlashFirst) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  ASSERT_TRUE(d.write_flash(kPage, bytes_of("old")).ok());
+  const PoolRange r{0, 2 * kPage};
+  ASSERT_TRUE(d.prepare_write(7, std::span(&r, 1)).ok());
+  EXPECT_TRUE(d.page_state(kPage).no_contents);
+  const std::uint64_t resident = d.resident_pages();
+  const Instant fill = 3000ns + d.flash().page_transfer();
+  EXPECT_EQ(d.access_ready(kPage, 100, false, Instant{0}), fill);
+  EXPECT_EQ(d.counters().demand_read_fills, 1u);
+  EXPECT_EQ(d.counters().hits, 0u);
+  EXPECT_FALSE(d.page_state(kPage).no_contents);
+  EXPECT_EQ(d.resident_pages(), resident);  // the same frame, filled
+  EXPECT_EQ(read_string(d, kPage, 3), "old");
+  // Once filled it is an ordinary resident page.
+  EXPECT_EQ(d.access_ready(kPage, 100, false, Instant{20us}), Instant{20us});
+  EXPECT_EQ(d.counters().fills, 1u);
+  // The other frame, read again through the in-order path (on the LRU in page
+  // order), is a miss too.
+  EXPECT_EQ(d.access_ready(0, 2 * kPage, false, Instant{30us}), Instant{30us} + fill);
+  EXPECT_EQ(d.counters().fills, 2u);
+}
+
+// Written whole, the frame holds the page: no flash read, and a READ after it hits.
+// Written in part, the rest of the page must come from flash first.
+TEST(CxlSsdDevice, R4_1_AWriteHintsFrameWrittenWholeNeedsNoFillWrittenInPartDoes) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  const PoolRange r{0, 2 * kPage};
+  ASSERT_TRUE(d.prepare_write(7, std::span(&r, 1)).ok());
+  EXPECT_EQ(d.access_ready(0, kPage, true, Instant{0}), Instant{0});
+  d.accessed(0, kPage, true, Instant{0});
+  EXPECT_FALSE(d.page_state(0).no_contents);
+  EXPECT_EQ(d.access_ready(0, kPage, false, Instant{1us}), Instant{1us});
+  EXPECT_EQ(d.counters().fills, 0u);
+  const Instant fill = 3000ns + d.flash().page_transfer();
+  EXPECT_EQ(d.access_ready(kPage + 8, 16, true, Instant{2us}), Instant{2us} + fill);
+  EXPECT_EQ(d.counters().write_allocate_fills, 1u);
+  EXPECT_FALSE(d.page_state(kPage).no_contents);
+}
+
+// A read hint over a write hint's frame brings its contents in.
+TEST(CxlSsdDevice, R4_1_AReadHintFillsAWriteHintsFrame) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  const PoolRange r{0, kPage};
+  ASSERT_TRUE(d.prepare_write(7, std::span(&r, 1)).ok());
+  ASSERT_TRUE(d.prefetch(8, std::span(&r, 1), true).ok());
+  loop.run_until([] { return false; });
+  EXPECT_EQ(d.counters().fills, 1u);
+  EXPECT_FALSE(d.page_state(0).no_contents);
+  EXPECT_EQ(d.access_ready(0, kPage, false, Instant{20us}), Instant{20us});
+  EXPECT_EQ(d.counters().fills, 1u);
+}
+
 TEST(CxlSsdDevice, R3_PrefetchRunsInHintOrderAndPromoteMovesARequestToTheFront) {
   sim::EventLoop loop;
   auto params = small_params();

@@ -79,7 +79,7 @@ TEST(PageTable, LruOrderMatchesAListOnRandomOperations) {
         }
         ASSERT_EQ(victim, ref.order.back());
         table.lru_remove(victim);
-        table.flags_mut(victim) &= static_cast<std::uint8_t>(~PageTable::kResident);
+        table.flags_mut(victim) &= static_cast<PageTable::Flags>(~PageTable::kResident);
         ref.order.pop_back();
         ref.resident[victim] = false;
         break;
@@ -182,7 +182,7 @@ TEST(PageTable, LruTouchRunMatchesPerPageTouchesOnRandomOperations) {
         }
         ASSERT_EQ(victim, ref.order.back()) << "step " << step;
         table.lru_remove(victim);
-        table.flags_mut(victim) &= static_cast<std::uint8_t>(~PageTable::kResident);
+        table.flags_mut(victim) &= static_cast<PageTable::Flags>(~PageTable::kResident);
         ref.order.pop_back();
         ref.resident[victim] = false;
         break;
