@@ -48,6 +48,7 @@ const std::vector<std::string>& fixed_counter_paths() {
   static const std::vector<std::string> kPaths = {
       "agent.boot_changes",
       "agent.connections_closed",
+      "agent.hint_requests_closed_by_boot_change",
       "agent.hint_requests_closed_by_disconnect",
       "agent.maps",
       "agent.maps_refused",

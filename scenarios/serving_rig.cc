@@ -674,6 +674,7 @@ class Deployment {
             {"open_hint_requests", m.open_hint_requests},
             {"connections_closed", m.connections_closed},
             {"hint_requests_closed_by_disconnect", m.hint_requests_closed_by_disconnect},
+            {"hint_requests_closed_by_boot_change", m.hint_requests_closed_by_boot_change},
             {"write_waits", m.write_waits},
             {"hints_accepted", m.hints_accepted},
             {"hints_refused", m.hints_refused}};

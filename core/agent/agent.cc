@@ -995,9 +995,11 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
                              const protocol::ExtensionRequest& r) {
   const std::string action(protocol::action_name(r.action));
   std::vector<ext::Range> ranges;
-  bool opened_here = false;  // this read_hint opened its request (not a later piece of it)
+  bool opened_here = false;   // this read_hint opened its request (not a later piece of it)
+  std::string checked_under;  // the boot the checks ran under
   std::optional<Json> early = [&]() -> std::optional<Json> {
     std::lock_guard lock(mu_);
+    checked_under = boot_.boot();
     // SPEC R3.1 / PROTOCOL.md check order: epoch, action, ranges, limit.
     if (protocol::action_has_ranges(r.action) && *r.epoch != boot_.boot()) {
       return refuse_hint_locked(
@@ -1105,11 +1107,13 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
   ext::Hint hint{s->id, action, r.name, std::move(ranges)};
   Status st = call_extension("hint", [&] { return ext_->hint(hint); });
   Json reply;
+  bool overtaken = false;  // a boot change closed the request before the hint got there
   {
     std::lock_guard lock(mu_);
     if (st.ok()) {
       ++metrics_.hints_accepted[action];
       reply = protocol::ok_reply(id);
+      overtaken = r.action == Action::kReadHint && boot_.boot() != checked_under;
     } else {
       // A failed hint leaves nothing open (SPEC R3.3, PROTOCOL extension_failed),
       // also when it was a later piece of a request the extension took before.
@@ -1129,6 +1133,8 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
       return ext_->hint(ext::Hint{s->id, "read_hint_end", r.name, {}});
     });
   }
+  // Its end may have reached the extension before the hint did: end it again.
+  if (overtaken) end_closed_requests({{s->id, r.name}});
   complete(s, reply);
 }
 
@@ -1150,14 +1156,29 @@ void Agent::drop_hold_locked(Region& region, std::uint64_t conn) {
   if (region.holders.empty()) deregister_locked(region);
 }
 
-void Agent::drop_everything_locked() {
+std::vector<std::pair<std::uint64_t, std::string>> Agent::drop_everything_locked() {
   for (auto& [id, region] : regions_) {
     deregister_locked(*region);
     region->holders.clear();
   }
+  std::vector<std::pair<std::uint64_t, std::string>> closed;
   for (auto& [id, record] : conns_) {
     record.holds.clear();
+    for (auto& name : record.open_requests) closed.emplace_back(id, name);
     record.open_requests.clear();
+  }
+  metrics_.hint_requests_closed_by_boot_change += closed.size();
+  return closed;
+}
+
+void Agent::end_closed_requests(const std::vector<std::pair<std::uint64_t, std::string>>& closed) {
+  // Only an extension that takes ends is given one (R4.2); without, nothing it
+  // holds outlives a request.
+  if (!advertised_.count("read_hint_end")) return;
+  for (const auto& [conn, name] : closed) {
+    (void)call_extension("hint", [&] {
+      return ext_->hint(ext::Hint{conn, "read_hint_end", name, {}});
+    });
   }
 }
 
@@ -1173,18 +1194,21 @@ void Agent::read_generation() {
   if (!st.ok() || (generation && generation->empty())) generation.reset();
   std::string after;
   bool persist = false;
+  std::vector<std::pair<std::uint64_t, std::string>> closed;
   {
     std::lock_guard lock(mu_);
     const std::string before = boot_.boot();
     const auto change = boot_.observe(generation, rt_.clock().now());
     if (change == BootTracker::Change::kNone) return;
     ++metrics_.boot_changes;
-    drop_everything_locked();
+    closed = drop_everything_locked();
     after = boot_.boot();
     log_.warn("boot changed from '", before, "' to '", after,
               "': every mapping, hold and open hint request dropped");
     persist = change == BootTracker::Change::kUnknown;
   }
+  // PROTOCOL (Boot): the change closed them; the extension holds what they asked for.
+  end_closed_requests(closed);
   // A restarted agent continues the `~n` count (R6.4); a failed write is logged.
   if (persist) (void)persist_regions();
   // Outside mu_, under generation_mu_: observers see changes one at a time, in order.

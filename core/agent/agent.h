@@ -148,7 +148,10 @@ class Agent {
   void drop_hold_locked(Region& region, std::uint64_t conn);
   void deregister_locked(Region& region);
   // A boot change: every mapping, hold and open hint request goes (SPEC R6.3).
-  void drop_everything_locked();
+  // Returns the closed requests (conn, name): the extension is told outside mu_.
+  std::vector<std::pair<std::uint64_t, std::string>> drop_everything_locked();
+  // read_hint_end to the extension for requests the agent closed on its own.
+  void end_closed_requests(const std::vector<std::pair<std::uint64_t, std::string>>& closed);
   void retire_outside_lock(const std::vector<ext::RegionInfo>& candidates);
   // The state file: loaded once at start; written after each change, outside mu_.
   Status load_regions();

@@ -46,6 +46,9 @@ std::string metrics_text(const AgentMetrics& m) {
   scalar(out, "hint_requests_closed_by_disconnect_total", "counter",
          "Open hint requests closed because their connection closed.",
          m.hint_requests_closed_by_disconnect);
+  scalar(out, "hint_requests_closed_by_boot_change_total", "counter",
+         "Open hint requests closed because the boot changed (each ended at the extension).",
+         m.hint_requests_closed_by_boot_change);
   scalar(out, "regions", "gauge", "Allocated regions.", m.regions);
   scalar(out, "retiring_regions", "gauge", "Freed regions retire() kept.", m.retiring_regions);
   scalar(out, "extension_errors_total", "counter", "Extension hooks that failed.",

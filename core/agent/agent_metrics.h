@@ -22,6 +22,9 @@ struct AgentMetrics {
   std::uint64_t connections_closed = 0;  // closed control connections (R6.6: each told)
   // Hint requests a connection still held open when it closed, closed by that (R3.3).
   std::uint64_t hint_requests_closed_by_disconnect = 0;
+  // Hint requests open when the boot changed, closed by that (PROTOCOL Boot);
+  // each ended at the extension as read_hint_end would.
+  std::uint64_t hint_requests_closed_by_boot_change = 0;
   std::uint64_t regions = 0;           // gauge: allocated, not freed
   std::uint64_t retiring_regions = 0;  // gauge: freed, retire() said no so far
   std::uint64_t extension_errors = 0;  // failed hooks incl. ignored connection_closed

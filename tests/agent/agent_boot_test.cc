@@ -1,4 +1,7 @@
 // SPEC R6: boots and memory generations, and R6.5's map that races a reset.
+#include <set>
+#include <utility>
+
 #include "tests/agent/agent_rig.h"
 
 namespace rcxl::agent::testing {
@@ -82,6 +85,21 @@ TEST(AgentBoot, R6_3_EveryConnectionAndEveryEpochActionSeesTheNewBoot) {
   EXPECT_EQ(rig.agent->open_hint_requests(owner->conn), 0u);
   EXPECT_EQ(rig.agent->open_hint_requests(other->conn), 0u);
   EXPECT_EQ(rig.agent->metrics().open_hint_requests, 0u);
+  // Closed at the extension too, as their ends would: it holds what they
+  // asked for (a cxl_ssd pins their pages) and no end will come from clients,
+  // whose read_hint_end now answers {} without reaching it.
+  std::set<std::pair<std::uint64_t, std::string>> ended;
+  for (const auto& line : rig.log_lines("hint")) {
+    if (line["action"] == "read_hint_end") ended.emplace(line["conn"], line["request"]);
+  }
+  EXPECT_EQ(ended, (std::set<std::pair<std::uint64_t, std::string>>{{owner->conn, "q1"},
+                                                                    {other->conn, "q2"}}));
+  EXPECT_EQ(rig.agent->metrics().hint_requests_closed_by_boot_change, 2u);
+  const auto hints_logged = rig.log_lines("hint").size();
+  EXPECT_EQ(code_of(owner->call(
+                {{"op", "extension"}, {"id", 8}, {"action", "read_hint_end"}, {"request", "q1"}})),
+            "ok");
+  EXPECT_EQ(rig.log_lines("hint").size(), hints_logged);  // not open: not passed on
   const Json ranges = Json::array({{a.region, 0, 4096}});
   const Json handles = {{std::to_string(a.region), a.handle}};
   Json write_hint = owner->hint("write_hint", "t1", ranges, handles);
@@ -155,6 +173,36 @@ TEST(AgentBoot, R6_4_UnknownPeriodsGiveNewBootsEvenWithTheSameGeneration) {
   c->boot = boots.back();
   EXPECT_EQ(code_of(c->map(a.region, a.handle)), "ok");
   EXPECT_EQ(rig.hello_client()->boot, kGenBoot + ":5~2");
+}
+
+// An unknown period closes open requests as a generation change does, and the
+// extension hears their ends (a cxl_ssd's generation does not change in it, so
+// it would otherwise keep their pins until the connection closes). An
+// extension that takes no ends is sent none (R4.2).
+TEST(AgentBoot, R6_4_AnUnknownPeriodEndsOpenHintRequestsAtTheExtension) {
+  for (const bool takes_ends : {true, false}) {
+    SCOPED_TRACE(takes_ends ? "takes read_hint_end" : "takes read_hint only");
+    AgentRig rig;
+    rig.set_generation("5");
+    const Json actions =
+        takes_ends ? Json::array({"read_hint", "read_hint_end"}) : Json::array({"read_hint"});
+    ASSERT_TRUE(rig.start(rig.recording({{"generation_file", "/gen"}, {"actions", actions}})).ok());
+    auto c = rig.hello_client();
+    auto a = c->alloc();
+    ASSERT_EQ(code_of(c->map(a.region, a.handle)), "ok");
+    ASSERT_EQ(code_of(c->read_hint("q", a)), "ok");
+    rig.mem.files().remove("/gen");
+    rig.run_for(2200ms);
+    ASSERT_EQ(rig.agent->boot(), kGenBoot + ":unknown");
+    auto lines = rig.log_lines("hint");
+    ASSERT_EQ(lines.size(), takes_ends ? 2u : 1u);
+    if (takes_ends) {
+      EXPECT_EQ(lines[1]["action"], "read_hint_end");
+      EXPECT_EQ(lines[1]["request"], "q");
+      EXPECT_EQ(lines[1]["conn"], c->conn);
+    }
+    EXPECT_EQ(rig.agent->metrics().hint_requests_closed_by_boot_change, 1u);
+  }
 }
 
 TEST(AgentBoot, R6_2_HelloReadsTheGenerationAtOnce) {

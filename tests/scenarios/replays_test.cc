@@ -199,6 +199,28 @@ TEST(Replay, R4_2_NoReadHintToAnAgentThatCannotEndIt) {
   EXPECT_GT(counter_value(r.counters, "scheduler.lookups"), 0.0);
 }
 
+// An unknown period while scheduler hints are open (the cxl_ssd device keeps
+// its generation through it, so only the agent's ends free its pins): every
+// request the boot change closed is ended at the extension, and the run ends
+// with none open there (the invariant hid them before).
+TEST(Replay, R6_4_AnUnknownPeriodEndsTheOpenHintsAtTheExtension) {
+  const Json j = {
+      {"name", "unknown_with_open_hints"},
+      {"seed", 2},
+      {"client", {{"read_hints", true}, {"read_hint_on_arrival", true}}},
+      {"workload",
+       {{"conversations", 24},
+        {"turns", 4},
+        {"start_window_s", 0.5},
+        {"first_prompt_tokens", {4000, 8000}}}},
+      {"faults",
+       {{{"kind", "unknown_generation"}, {"during_load", 10}, {"after_ms", 1}, {"for_s", 2.5}}}}};
+  const RunResult r = run_json(j, "unknown_with_open_hints");
+  for (const auto& v : r.invariants.violations) ADD_FAILURE() << v;
+  EXPECT_GE(counter_value(r.counters, "agent.hint_requests_closed_by_boot_change"), 1.0);
+  EXPECT_EQ(r.invariants.open_hints_at_end, 0u);
+}
+
 // A reset while a load's READs stream (7.62 s, inside the agent's 0.1 s poll,
 // so the registrations are still there): the pages whose bytes were only in
 // DRAM are poisoned and a READ of them fails, so the load is a miss, never a
