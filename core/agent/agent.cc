@@ -138,6 +138,7 @@ Agent::Agent(runtime::Runtime& runtime, runtime::MemoryPool& pool, runtime::Nic&
       accept_strand_(runtime.make_strand("agent-accept")),
       poll_strand_(runtime.make_strand("agent-generation")),
       sweep_strand_(runtime.make_strand("agent-sweep")),
+      reap_strand_(runtime.make_strand("agent-reap")),
       boot_(config_.boot_id, ext_ && ext_->has_memory_generation(), config_.generation_grace),
       allocator_(pool.size()),
       handle_random_(runtime.random("agent/handles")),
@@ -160,6 +161,7 @@ Agent::~Agent() {
   sessions.clear();
   closed.clear();
   // End the agent's own strands (threads) before the state their tasks touch goes.
+  reap_strand_.reset();
   sweep_strand_.reset();
   poll_strand_.reset();
   accept_strand_.reset();
@@ -338,7 +340,9 @@ void Agent::accept(std::shared_ptr<runtime::Conn> raw) {
   std::string challenge;
   {
     std::lock_guard lock(mu_);
-    if (config_.max_connections > 0 && conns_.size() >= config_.max_connections) {
+    // A closed connection counts until its strand (a thread) has ended.
+    if (config_.max_connections > 0 &&
+        conns_.size() + closed_sessions_.size() >= config_.max_connections) {
       log_.warn("refusing a connection from ", raw->peer().ToString(), ": --max-connections ",
                 config_.max_connections, " reached");
       raw->close();
@@ -501,6 +505,7 @@ void Agent::on_closed(const SessionPtr& s) {
   s->closing = true;
   s->queue.clear();
   s->queued_bytes = 0;
+  bool reap = false;
   {
     std::lock_guard lock(mu_);
     auto it = conns_.find(s->id);
@@ -517,7 +522,14 @@ void Agent::on_closed(const SessionPtr& s) {
     if (session != sessions_.end()) {
       closed_sessions_.push_back(std::move(session->second));
       sessions_.erase(session);
+      reap = !std::exchange(reap_posted_, true);
     }
+  }
+  if (reap) {
+    reap_strand_->post([this, activity = activity_] {
+      Activity::Scope scope(activity);
+      if (scope) reap_closed_sessions();
+    });
   }
   // SPEC R6.6 / R2.4: after the holds went, outside the lock; a failure is only logged.
   if (ext_ && !stopped_) {
@@ -1248,6 +1260,16 @@ void Agent::sweep() {
   }
   retire_outside_lock(candidates);
   closed.clear();  // their strands end here, never on themselves
+}
+
+void Agent::reap_closed_sessions() {
+  std::vector<SessionPtr> closed;
+  {
+    std::lock_guard lock(mu_);
+    closed.swap(closed_sessions_);
+    reap_posted_ = false;
+  }
+  closed.clear();  // joins each one's thread: off its own strand
 }
 
 }  // namespace rcxl::agent

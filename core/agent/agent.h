@@ -160,6 +160,8 @@ class Agent {
   void schedule_poll(runtime::Strand& strand);
   void schedule_sweep(runtime::Strand& strand);
   void sweep();
+  // Destroys the sessions closed so far (on reap_strand_).
+  void reap_closed_sessions();
   protocol::Json refuse_hint_locked(const protocol::Json& id, const Status& status, bool with_boot);
   Status call_extension(const char* hook, const std::function<Status()>& call);
 
@@ -172,6 +174,7 @@ class Agent {
   std::unique_ptr<runtime::Strand> accept_strand_;
   std::unique_ptr<runtime::Strand> poll_strand_;
   std::unique_ptr<runtime::Strand> sweep_strand_;
+  std::unique_ptr<runtime::Strand> reap_strand_;  // ends closed connections' strands
   std::vector<std::unique_ptr<runtime::Listener>> listeners_;
   std::atomic<bool> started_{false};
   std::atomic<bool> up_{false};  // start() succeeded
@@ -192,7 +195,10 @@ class Agent {
   std::map<std::uint64_t, ext::RegionInfo> retiring_;
   std::map<std::uint64_t, ConnRecord> conns_;
   std::map<std::uint64_t, SessionPtr> sessions_;
-  std::vector<SessionPtr> closed_sessions_;  // destroyed by the sweep, off their own strand
+  // Destroyed on reap_strand_ as soon as they close (never on their own strand):
+  // each holds a thread on the thread runtime until then.
+  std::vector<SessionPtr> closed_sessions_;
+  bool reap_posted_ = false;  // a reap of closed_sessions_ is queued
   // Spare simdjson parsers (each keeps buffers sized to the largest frame it saw).
   std::mutex decoders_mu_;
   std::vector<std::unique_ptr<protocol::FastRequestDecoder>> decoders_;

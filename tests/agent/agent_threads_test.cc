@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <fstream>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -124,8 +126,10 @@ struct ThreadRig {
   std::unique_ptr<Agent> agent;
   int port = 0;
 
-  // `other`: an extension of the test's instead of the slow-map one.
-  explicit ThreadRig(std::unique_ptr<ext::RegionExtension> other = nullptr) {
+  // `other`: an extension of the test's instead of the slow-map one;
+  // `adjust` changes the agent's configuration before it starts.
+  explicit ThreadRig(std::unique_ptr<ext::RegionExtension> other = nullptr,
+                     const std::function<void(AgentConfig&)>& adjust = {}) {
     auto p = verbs::AnonMemoryPool::create(16ull << 20, false);
     EXPECT_TRUE(p.ok());
     pool = std::move(p).value();
@@ -139,6 +143,7 @@ struct ThreadRig {
     config.listen = {{"127.0.0.1", 0}};
     config.auth_secret = "k";
     config.boot_id = "tboot";
+    if (adjust) adjust(config);
     agent = std::make_unique<Agent>(rt, *pool, nic, std::move(e), config);
     EXPECT_TRUE(agent->start().ok());
     port = agent->listen_addresses().at(0).port;
@@ -168,6 +173,44 @@ struct ThreadRig {
     return w;
   }
 };
+
+// This process's thread count (/proc/self/status).
+int threads_now() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
+
+// R7 --max-connections bounds the connection threads: a closed connection's
+// thread ends at once, not at the next sweep (before, a peer that connected
+// and closed in a loop left thousands of threads between two sweeps), and it
+// counts against the limit until it has ended.
+TEST(AgentThreads, R7_AClosedConnectionsThreadEndsWithoutWaitingForTheSweep) {
+  ThreadRig rig(nullptr, [](AgentConfig& c) {
+    c.sweep_interval = 1h;
+    c.max_connections = 4;
+  });
+  const int before = threads_now();
+  ASSERT_GT(before, 0);
+  int greeted = 0;
+  for (int i = 0; i < 100; ++i) {
+    rcxl::testing::Wire w(rig.port);
+    // A connection refused while closed ones still end gets no greeting.
+    greeted += w.next().contains("challenge");
+  }
+  EXPECT_GE(greeted, 50);
+  int after = threads_now();
+  for (int i = 0; i < 500 && after > before + 4; ++i) {
+    std::this_thread::sleep_for(10ms);
+    after = threads_now();
+  }
+  EXPECT_LE(after, before + 4);  // the connections' threads ended
+  auto w = rig.hello();          // and the agent still serves
+  EXPECT_EQ(rig.agent->metrics().connections, 1u);
+}
 
 TEST(AgentThreads, R2_2_RacingMapsOfOneRegionCallMappedOnceAndBothHold) {
   ThreadRig rig;
