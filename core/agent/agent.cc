@@ -203,6 +203,12 @@ Status Agent::start() {
                    "the region extension cannot tell the memory generation at start (an unknown "
                    "period); start the agent once the memory can tell it");
     }
+    if (const std::string why = unusable_generation(*generation); !why.empty()) {
+      return Error(ErrorCode::kGenerationUnknown,
+                   "the region extension's memory generation cannot be part of the boot: " + why +
+                       "; a generation is 1 to 64 printable ASCII characters without ':' or '~', "
+                       "not 'unknown' (fix the extension or its generation source)");
+    }
     std::lock_guard lock(mu_);
     boot_.start(*generation);
   }
@@ -1204,6 +1210,16 @@ void Agent::read_generation() {
     return Status();
   });
   if (!st.ok() || (generation && generation->empty())) generation.reset();
+  // Cannot be part of a boot: as good as cannot tell (logged once per value).
+  if (const std::string why = generation ? unusable_generation(*generation) : std::string();
+      !why.empty()) {
+    if (generation != unusable_logged_) {
+      unusable_logged_ = generation;
+      log_.warn("the memory generation the extension tells is not usable (", why,
+                "): taken as cannot tell");
+    }
+    generation.reset();
+  }
   std::string after;
   bool persist = false;
   std::vector<std::pair<std::uint64_t, std::string>> closed;

@@ -198,7 +198,8 @@ class Agent {
   // Destroyed on reap_strand_ as soon as they close (never on their own strand):
   // each holds a thread on the thread runtime until then.
   std::vector<SessionPtr> closed_sessions_;
-  bool reap_posted_ = false;  // a reap of closed_sessions_ is queued
+  bool reap_posted_ = false;                    // a reap of closed_sessions_ is queued
+  std::optional<std::string> unusable_logged_;  // the last one logged (generation_mu_)
   // Spare simdjson parsers (each keeps buffers sized to the largest frame it saw).
   std::mutex decoders_mu_;
   std::vector<std::unique_ptr<protocol::FastRequestDecoder>> decoders_;

@@ -2,6 +2,21 @@
 
 namespace rcxl::agent {
 
+std::string unusable_generation(const std::string& generation) {
+  constexpr std::size_t kMaxGeneration = 64;
+  if (generation.empty()) return "it is empty";
+  if (generation.size() > kMaxGeneration) {
+    return "it is " + std::to_string(generation.size()) + " bytes long (at most " +
+           std::to_string(kMaxGeneration) + ")";
+  }
+  for (const char c : generation) {
+    if (c < 0x21 || c > 0x7e) return "it holds a byte that is not printable ASCII";
+    if (c == ':' || c == '~') return std::string("it holds '") + c + "', which delimits the boot";
+  }
+  if (generation == "unknown") return "'unknown' is the boot of an unknown period";
+  return "";
+}
+
 BootTracker::BootTracker(std::string boot_id, bool has_generation, runtime::Duration grace)
     : boot_id_(std::move(boot_id)), has_generation_(has_generation), grace_(grace) {
   update_boot();

@@ -205,6 +205,46 @@ TEST(AgentBoot, R6_4_AnUnknownPeriodEndsOpenHintRequestsAtTheExtension) {
   }
 }
 
+// A generation is glued into the boot: one holding the boot's delimiters, a
+// byte a JSON reply cannot carry as it is, or `unknown` would let boots repeat
+// or never match the epoch clients send back (every map stale_epoch). At start
+// it stops the agent and says why; later it counts as cannot tell.
+TEST(AgentBoot, R6_1_AGenerationThatCannotBePartOfABootIsRefusedAtStart) {
+  const std::vector<std::string> unusable = {"3~1",     "a:b",       "7\xff",
+                                             "unknown", "has space", std::string(65, '7')};
+  for (const std::string& bad : unusable) {
+    SCOPED_TRACE(bad);
+    AgentRig rig;
+    rig.set_generation(bad);
+    const Status st = rig.start(rig.recording({{"generation_file", "/gen"}}));
+    EXPECT_EQ(st.code(), ErrorCode::kGenerationUnknown) << st.ToString();
+    EXPECT_NE(st.message().find("cannot be part of the boot"), std::string::npos) << st.ToString();
+  }
+  AgentRig ok;
+  ok.set_generation(std::string(64, '7'));
+  EXPECT_TRUE(ok.start(ok.recording({{"generation_file", "/gen"}})).ok());
+}
+
+TEST(AgentBoot, R6_4_AGenerationWithTheBootsDelimitersIsCannotTellAndNoBootRepeats) {
+  AgentRig rig;
+  rig.set_generation("3");
+  ASSERT_TRUE(rig.start(rig.recording({{"generation_file", "/gen"}})).ok());
+  std::vector<std::string> boots = {rig.agent->boot()};
+  rig.set_generation("3~1");
+  rig.run_for(1500ms);  // within the grace: as a failed read, the old generation stands
+  EXPECT_EQ(rig.agent->boot(), kGenBoot + ":3");
+  rig.run_for(700ms);
+  boots.push_back(rig.agent->boot());
+  rig.set_generation("3");
+  rig.run_for(150ms);
+  boots.push_back(rig.agent->boot());
+  rig.set_generation("7\xff");
+  rig.run_for(2200ms);
+  boots.push_back(rig.agent->boot());
+  EXPECT_EQ(boots, (std::vector<std::string>{kGenBoot + ":3", kGenBoot + ":unknown",
+                                             kGenBoot + ":3~1", kGenBoot + ":unknown"}));
+}
+
 TEST(AgentBoot, R6_2_HelloReadsTheGenerationAtOnce) {
   AgentRig rig;
   rig.set_generation("1");
