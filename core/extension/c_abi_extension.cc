@@ -1,6 +1,7 @@
 #include "core/extension/c_abi_extension.h"
 
 #include <array>
+#include <cstring>
 
 namespace rcxl::ext {
 namespace {
@@ -12,7 +13,8 @@ using ErrorBuffer = std::array<char, kErrorSize>;
 
 Status failed(const std::string& hook, const ErrorBuffer& error,
               ErrorCode code = ErrorCode::kExtensionFailed) {
-  std::string text(error.data());
+  // The plugin may fill the buffer without a NUL: read at most its size.
+  std::string text(error.data(), strnlen(error.data(), error.size()));
   return Error(code, hook + " failed" + (text.empty() ? "" : ": " + text));
 }
 

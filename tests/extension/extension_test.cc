@@ -146,6 +146,9 @@ TEST(PluginLoader, R2_1_LoadsASharedObjectPluginThroughTheCAbi) {
   EXPECT_EQ(ext.memory_generation(), "g1");
   EXPECT_TRUE(ext.hint({1, "read_hint", "ok", {{8, 0, 1, 0}}}).ok());
   EXPECT_EQ(ext.hint({1, "read_hint", "fail", {}}).code(), ErrorCode::kExtensionFailed);
+  // An error buffer without a NUL is read to its end, never past it (ASan).
+  EXPECT_EQ(ext.hint({1, "read_hint", "fill", {}}).message(),
+            "hint failed: " + std::string(512, 'x'));
   EXPECT_TRUE(ext.connection_closed(1).ok());  // optional hook absent
   std::optional<Result<Json>> answer;
   ext.write_wait({1, "t", {{8, 0, 1, 0}, {8, 1, 1, 1}}, 10},

@@ -1,6 +1,7 @@
 // A tiny region-extension plugin speaking the C ABI (core/extension/c_abi.h):
 // config {"refuse":[ids], "generation":"g", "close_sleep_s":N (close() hangs N s)};
-// a hint named "fail" fails; write_wait
+// a hint named "fail" fails, one named "fill" fails with an error filling the
+// whole buffer without a NUL; write_wait
 // answers {"ranges":N} at once. Built twice: as is, and with a wrong ABI version.
 #include <chrono>
 #include <cstdio>
@@ -64,6 +65,10 @@ int retire(void*, const rcxl_region_info*) {
 int hint(void*, const rcxl_hint* hint, char* error, size_t size) {
   if (std::strcmp(hint->request, "fail") == 0) {
     put(error, size, "hint failed on purpose");
+    return 1;
+  }
+  if (std::strcmp(hint->request, "fill") == 0) {
+    std::memset(error, 'x', size);  // a whole buffer, no NUL (as strncpy can leave it)
     return 1;
   }
   return 0;
