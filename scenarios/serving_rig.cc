@@ -58,6 +58,29 @@ std::uint64_t region_bytes(const Profile& profile) {
          static_cast<std::uint64_t>(profile.engine.chunk_tokens) * kChunksPerRegion;
 }
 
+namespace {
+
+// A chunk keeps its first RunOptions::payload_sample_bytes real (its key), and
+// a region of kChunksPerRegion chunks is allocated in whole 4 KiB pages
+// (PROTOCOL alloc): other sizes make every store fail.
+Status check_chunks_can_be_stored(const EngineParams& engine) {
+  const std::uint64_t kSample = RunOptions{}.payload_sample_bytes;
+  constexpr std::uint64_t kUnit = 4096 / kChunksPerRegion;  // so regions are whole pages
+  const std::uint64_t chunk = engine.kv_bytes_per_token * std::uint64_t(engine.chunk_tokens);
+  if (chunk >= kSample && chunk % kUnit == 0) return {};
+  return Error(ErrorCode::kBadRequest,
+               "/engine/kv_bytes_per_token: a KV chunk of " + std::to_string(chunk) +
+                   " bytes (kv_bytes_per_token x chunk_tokens) cannot be stored: it must be at "
+                   "least " +
+                   std::to_string(kSample) + " bytes (the key the simulator keeps of it) and a " +
+                   "multiple of " + std::to_string(kUnit) + " (regions of " +
+                   std::to_string(kChunksPerRegion) +
+                   " chunks are allocated in whole 4096-byte pages): e.g. kv_bytes_per_token a "
+                   "multiple of 8 and chunk_tokens a multiple of 16");
+}
+
+}  // namespace
+
 Status check_pools_hold_a_region(const Scenario& scenario, const Profile& profile) {
   const std::uint64_t region = region_bytes(profile);
   for (int i = 0; i < scenario.topology.memory_nodes; ++i) {
@@ -130,6 +153,9 @@ Result<Profile> profile_from_json(const Json& j, const std::string& origin) {
     if (!engine.ok())
       return Error(ErrorCode::kBadRequest, origin + ": " + engine.status().message());
     p.engine = engine.value();
+  }
+  if (Status s = check_chunks_can_be_stored(p.engine); !s.ok()) {
+    return Error(ErrorCode::kBadRequest, origin + ": " + s.message());
   }
   if (j.contains("control_link")) {
     // Read and bounded by load_device_profile; here only its sources are required.

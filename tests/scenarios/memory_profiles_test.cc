@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "scenarios/embedded/embedded.h"
 #include "scenarios/serving_rig.h"
@@ -55,6 +57,29 @@ TEST(MemoryProfiles, R8_EachMemoryNodeHasItsOwnProfilesDevice) {
   ASSERT_TRUE(s.status.ok()) << s.status.ToString();
   EXPECT_GT(device_misses(s, "mem0"), 0.0);
   EXPECT_EQ(device_misses(s, "mem1"), 0.0);
+}
+
+// A profile whose KV chunk cannot be stored (under the 64 bytes a chunk keeps
+// real, or 32 of them not whole pages, which alloc refuses) is refused naming
+// the field; it ran before, every store failed, and the run said ok.
+TEST(MemoryProfiles, R8_AnEngineWhoseChunksCannotBeStoredIsRefused) {
+  Json j = Json::parse(*embedded_file("profiles/cxl_ssd_default.json"));
+  for (const auto& [kv, tokens] :
+       std::vector<std::pair<int, int>>{{1, 16}, {100, 16}, {4097, 16}}) {
+    SCOPED_TRACE(std::to_string(kv) + " x " + std::to_string(tokens));
+    j["engine"]["kv_bytes_per_token"]["value"] = kv;
+    j["engine"]["chunk_tokens"]["value"] = tokens;
+    auto p = profile_from_json(j, "odd.json");
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.status().message().rfind("odd.json: /engine/kv_bytes_per_token: a KV chunk of " +
+                                             std::to_string(kv * tokens) + " bytes",
+                                         0),
+              0u)
+        << p.status().message();
+  }
+  j["engine"]["kv_bytes_per_token"]["value"] = 8;  // 128-byte chunks: whole pages per region
+  j["engine"]["chunk_tokens"]["value"] = 16;
+  EXPECT_TRUE(profile_from_json(j, "odd.json").ok());
 }
 
 // Naming the scenario's own profile for every node is the run without memory_profiles.
