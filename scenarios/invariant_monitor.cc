@@ -40,11 +40,23 @@ void InvariantMonitor::on_mapped(const ext::RegionInfo& region, bool fresh, bool
   if (accepted) mapped_regions_.insert(region.region);
 }
 
-// Only maps and alloc replies matter here: other frames are not parsed.
+// Only maps and messages with ranges matter here: other frames are not parsed.
 void InvariantMonitor::on_agent_frame_in(std::string_view payload) {
-  if (payload.find("\"map\"") == std::string_view::npos) return;
+  // A range is at least `[r,o,l]` and a comma: shorter frames cannot break R3.4.
+  const bool ranges = payload.size() >= 8 * (std::size_t{limits_.max_ranges_per_message} + 1) &&
+                      payload.find("\"ranges\"") != std::string_view::npos;
+  if (!ranges && payload.find("\"map\"") == std::string_view::npos) return;
   const auto j = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || j.value("op", nlohmann::json()) != "map") return;
+  if (!j.is_object()) return;
+  // SPEC R3.4 as the client sent it: the agent refuses a larger message before
+  // its extension sees it, so on_hint alone could never see one.
+  if (const auto r = j.find("ranges");
+      r != j.end() && r->is_array() && r->size() > limits_.max_ranges_per_message) {
+    violate("a client sent more ranges in one message than allowed (SPEC R3.4)",
+            j.value("action", nlohmann::json()).dump() + " with " + std::to_string(r->size()) +
+                " ranges");
+  }
+  if (j.value("op", nlohmann::json()) != "map") return;
   if (j.value("fresh", nlohmann::json()) != true) return;
   const auto region = j.value("region", nlohmann::json());
   const auto handle = j.value("handle", nlohmann::json());

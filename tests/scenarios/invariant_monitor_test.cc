@@ -227,6 +227,24 @@ TEST(Invariants, R3_4_MessageRangeBound) {
   EXPECT_EQ(m.violations().size(), 2u);
 }
 
+// The agent refuses a message of more than 4096 ranges before its extension
+// hears of it, so the bound is checked on the client's frames as they arrive.
+TEST(Invariants, R3_4_AClientsMessageOfTooManyRangesIsCaughtOnTheWire) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  auto frame = [](std::size_t n) {
+    nlohmann::json j = {{"id", 1},      {"op", "extension"}, {"action", "read_hint"},
+                        {"epoch", "b"}, {"request", "q"},    {"ranges", nlohmann::json::array()}};
+    for (std::size_t i = 0; i < n; ++i) j["ranges"].push_back({1, i * 4096, 4096});
+    return j.dump();
+  };
+  m.on_agent_frame_in(frame(4096));
+  EXPECT_EQ(m.violation_count(), 0u);
+  m.on_agent_frame_in(frame(4097));
+  ASSERT_EQ(m.violations().size(), 1u);
+  EXPECT_NE(m.violations()[0].find("4097 ranges"), std::string::npos) << m.violations()[0];
+}
+
 TEST(Invariants, R6_4_ABootNeverRepeatsAfterAnUnknownPeriod) {
   FixedClock clock;
   InvariantMonitor m(clock, {});
