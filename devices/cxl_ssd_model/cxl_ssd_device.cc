@@ -89,8 +89,8 @@ Status CxlSsdDevice::write(std::uint64_t offset, std::span<const std::byte> in) 
         flash_bytes_.read(base + o, std::span(copy).first(len));
         dram_bytes_.write(base + o, std::span(copy).first(len));
       }
+      mark_dirty(page, now());  // first: it reads the bit as kNoContents on a clean page
       f |= PageTable::kHasBytes;
-      mark_dirty(page, now());
     } else if (!(f & PageTable::kHasBytes)) {
       f |= PageTable::kHasBytes;  // dirty from a sampled write: its other bytes read as zeros
     }
@@ -128,7 +128,7 @@ Instant CxlSsdDevice::access_ready(std::uint64_t offset, std::uint64_t length, b
   // A write hint's frame (no contents yet) is a miss for a READ, and for a
   // WRITE that leaves part of the page as it was.
   const auto needs_contents = [&](Page p, PageTable::Flags f) {
-    if (!(f & PageTable::kNoContents)) return false;
+    if (!PageTable::no_contents(f)) return false;
     const std::uint64_t base = std::uint64_t{p} * page_bytes();
     return !write || offset > base || offset + length < base + page_bytes();
   };
@@ -138,8 +138,8 @@ Instant CxlSsdDevice::access_ready(std::uint64_t offset, std::uint64_t length, b
   if (table_.lru_touch_run(first, last)) {
     for (Page p = first;; ++p) {
       Instant in(table_.ready_at(p));
-      if (needs_contents(p, table_.flags(p))) {
-        in = fill_missing(p, write, at);
+      if (needs_contents(p, table_.flags(p))) [[unlikely]] {
+        in = fill_frame_contents(p, write, at);
       } else {
         ++(in > at ? counters_.merged_misses : counters_.hits);
       }
@@ -163,26 +163,40 @@ Instant CxlSsdDevice::access_ready(std::uint64_t offset, std::uint64_t length, b
       }
       ready = std::max(ready, in + params_.dram_access);
       if (f & PageTable::kInLru) table_.lru_touch(p);
+    } else if (f & PageTable::kResident) [[unlikely]] {
+      if (f & PageTable::kInLru) table_.lru_touch(p);
+      ready = std::max(ready, fill_frame_contents(p, write, at) + params_.dram_access);
     } else {
-      if (f & PageTable::kInLru) table_.lru_touch(p);  // a frame without contents
-      ready = std::max(ready, fill_missing(p, write, at) + params_.dram_access);
+      ++counters_.misses;
+      // A flash read waits for a miss slot: write-allocate (posted writes apply in
+      // order) or the RNIC's read window. Trimmed pages need no flash read.
+      Instant in;
+      if (f & PageTable::kTrimmed) {
+        in = fill_page(p, at);
+      } else if (write) {
+        in = fill_in_slot(write_slots_, p, at);
+        ++counters_.write_allocate_fills;
+      } else {
+        in = fill_in_slot(read_slots_, p, at);
+        ++counters_.demand_read_fills;
+      }
+      ready = std::max(ready, in + params_.dram_access);
     }
     if (p == last) break;
   }
   return ready;
 }
 
-Instant CxlSsdDevice::fill_missing(Page p, bool write, Instant at) {
+// A miss on a write hint's frame: its contents come from flash as a miss's
+// would, in its kind's slot, into the frame it has.
+Instant CxlSsdDevice::fill_frame_contents(Page p, bool write, Instant at) {
   ++counters_.misses;
-  // A flash read waits for a miss slot: write-allocate (posted writes apply in
-  // order) or the RNIC's read window. Trimmed pages need no flash read.
-  if (table_.flags(p) & PageTable::kTrimmed) return fill_page(p, at);
-  if (write) {
-    ++counters_.write_allocate_fills;
-    return fill_in_slot(write_slots_, p, at);
-  }
-  ++counters_.demand_read_fills;
-  return fill_in_slot(read_slots_, p, at);
+  if (table_.flags(p) & PageTable::kTrimmed) return fill_contents(p, at);
+  ++(write ? counters_.write_allocate_fills : counters_.demand_read_fills);
+  auto& slots = write ? write_slots_ : read_slots_;
+  auto slot = std::min_element(slots.begin(), slots.end());
+  *slot = fill_contents(p, std::max(at, *slot));
+  return *slot;
 }
 
 void CxlSsdDevice::accessed(std::uint64_t offset, std::uint64_t length, bool write, Instant at) {
@@ -216,9 +230,7 @@ Instant CxlSsdDevice::fill_in_slot(std::vector<Instant>& slots, Page page, Insta
 }
 
 Instant CxlSsdDevice::fill_page(Page page, Instant start) {
-  // A write hint's frame is already counted and placed: only its contents come.
-  const bool has_frame = table_.flags(page) & PageTable::kResident;
-  if (!has_frame) make_room(start);
+  make_room(start);
   PageTable::Flags& f = table_.flags_mut(page);
   Instant in = start;
   if (f & PageTable::kTrimmed) {
@@ -227,11 +239,20 @@ Instant CxlSsdDevice::fill_page(Page page, Instant start) {
     in = flash_.read_page(page, start);
     ++counters_.fills;
   }
-  f = static_cast<PageTable::Flags>((f | PageTable::kResident) & ~PageTable::kNoContents);
+  f |= PageTable::kResident;
   table_.set_ready_at(page, in.count());
-  if (has_frame) return in;
   ++resident_pages_;
   if (table_.pins(page) == 0) table_.lru_push_front(page);
+  return in;
+}
+
+Instant CxlSsdDevice::fill_contents(Page page, Instant start) {
+  PageTable::Flags& f = table_.flags_mut(page);
+  const bool zeros = f & PageTable::kTrimmed;
+  const Instant in = zeros ? start : flash_.read_page(page, start);
+  ++(zeros ? counters_.zero_fills : counters_.fills);
+  f &= static_cast<PageTable::Flags>(~PageTable::kNoContents);  // not dirty: the mark only
+  table_.set_ready_at(page, in.count());
   return in;
 }
 
@@ -252,6 +273,7 @@ void CxlSsdDevice::evict(Page page, Instant at) {
     write_back(page, at);
     ++counters_.write_backs;
   }
+  // Written back if dirty (which clears its bytes); else the bit is kNoContents.
   f &= static_cast<PageTable::Flags>(~(PageTable::kResident | PageTable::kNoContents));
   --resident_pages_;
   ++counters_.evictions;
@@ -354,7 +376,7 @@ Status CxlSsdDevice::prepare_write(Tag tag, std::span<const PoolRange> ranges) {
       // A page wholly overwritten needs no flash read: a frame is enough.
       make_room(now());
       PageTable::Flags& f = table_.flags_mut(p);
-      f |= PageTable::kResident | PageTable::kNoContents;
+      f |= PageTable::kResident | PageTable::kNoContents;  // not resident, so not dirty
       table_.set_ready_at(p, now().count());
       ++resident_pages_;
       if (table_.pins(p) == 0) table_.lru_push_front(p);
@@ -479,7 +501,11 @@ bool CxlSsdDevice::issue_front(Instant limit, bool whole_span) {
           (flash_.die_free_at(p) > limit || flash_.backend_free_at() > limit)) {
         return false;
       }
-      fill_page(p, now());
+      if (f & PageTable::kResident) [[unlikely]] {
+        fill_contents(p, now());  // a write hint's frame
+      } else {
+        fill_page(p, now());
+      }
       counters_.hinted_bytes_prepared += page_bytes();
     }
     ++q.pages.first;
@@ -603,6 +629,14 @@ std::uint64_t CxlSsdDevice::waiting_bytes() const {
   return total;
 }
 
+std::uint64_t CxlSsdDevice::frames_without_contents() const {
+  std::uint64_t n = 0;
+  for (std::uint64_t p = 0; p < table_.pages(); ++p) {
+    n += PageTable::no_contents(table_.flags(static_cast<Page>(p)));
+  }
+  return n;
+}
+
 PageState CxlSsdDevice::page_state(std::uint64_t offset) const {
   const auto p = static_cast<Page>(offset / page_bytes());
   const PageTable::Flags f = table_.flags(p);
@@ -611,7 +645,7 @@ PageState CxlSsdDevice::page_state(std::uint64_t offset) const {
   s.dirty = f & PageTable::kDirty;
   s.trimmed = f & PageTable::kTrimmed;
   s.poisoned = f & PageTable::kPoisoned;
-  s.no_contents = f & PageTable::kNoContents;
+  s.no_contents = PageTable::no_contents(f);
   s.pins = table_.pins(p);
   s.ready_at = Instant(table_.ready_at(p));
   return s;

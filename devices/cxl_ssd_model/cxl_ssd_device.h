@@ -124,6 +124,8 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   std::uint64_t waiting_bytes() const;
   std::uint64_t pinned_bytes() const { return pinned_bytes_; }
   std::uint64_t resident_pages() const { return resident_pages_; }
+  // Frames a write hint gave whose contents never came (a walk: tests).
+  std::uint64_t frames_without_contents() const;
   PageState page_state(std::uint64_t offset) const;
   // The flash timelines (P4 derivation, tests).
   const FlashArray& flash() const { return flash_; }
@@ -149,11 +151,13 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   std::uint64_t page_bytes() const { return params_.page_bytes; }
   // Gives `page` a frame filled from flash starting at `start` (none if trimmed).
   Instant fill_page(Page page, Instant start);
-  // A miss of an access at `at`: counted, filled in its kind's slot.
-  Instant fill_missing(Page p, bool write, Instant at);
+  // Fills a write hint's frame (resident, no contents) from flash.
+  [[gnu::cold]] Instant fill_contents(Page page, Instant start);
+  // A miss on such a frame at `at`: counted, filled in its kind's slot.
+  [[gnu::cold]] Instant fill_frame_contents(Page p, bool write, Instant at);
   // For a READ: no frame, or a write hint's frame without contents.
   static bool needs_fill(PageTable::Flags f) {
-    return !(f & PageTable::kResident) || (f & PageTable::kNoContents);
+    return !(f & PageTable::kResident) || PageTable::no_contents(f);
   }
   // A miss that waits for one of `slots` (outstanding misses of its kind).
   Instant fill_in_slot(std::vector<Instant>& slots, Page page, Instant at);
@@ -224,8 +228,10 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
 // Per written page, inline: a store marks every page of its WRITEs.
 inline void CxlSsdDevice::mark_dirty(Page page, Instant at) {
   PageTable::Flags& f = table_.flags_mut(page);
-  // Written: the frame holds the page's contents now (a partial WRITE was filled first).
-  f = static_cast<PageTable::Flags>((f | PageTable::kDirty) & ~PageTable::kNoContents);
+  // Written: the frame holds the page's contents now (a partial WRITE was filled
+  // first); on a clean page the bit is kNoContents, not stored bytes.
+  if (PageTable::no_contents(f)) f &= static_cast<PageTable::Flags>(~PageTable::kNoContents);
+  f |= PageTable::kDirty;
   if (dirty_queues_.empty() || (f & PageTable::kWriteBackQueued)) return;
   // A page written again while queued keeps its place (first dirtying time).
   f |= PageTable::kWriteBackQueued;

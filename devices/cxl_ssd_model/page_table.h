@@ -18,13 +18,19 @@ class PageTable {
  public:
   using Page = std::uint32_t;
   static constexpr Page kNone = UINT32_MAX;
-  using Flags = std::uint16_t;
+  using Flags = std::uint8_t;
   enum Flag : Flags {
     kResident = 1,   // has a DRAM frame (possibly still filling: see ready_at)
     kDirty = 2,      // DRAM holds bytes newer than flash
     kTrimmed = 4,    // flash holds no copy: a miss needs no flash read (reads zeros)
     kInLru = 8,      // resident and evictable (not pinned)
     kHasBytes = 16,  // dirty with its bytes stored (payload-sampled writes store none)
+    // The same bit on a page that is not dirty: a write hint's frame whose
+    // contents were never brought in, so a READ, or a WRITE of part of the
+    // page, must read flash first (R4.1: a write hint gives no leave to change
+    // the pages). One bit for both keeps the flags one byte a page (two bytes
+    // made serving runs ~20% slower); see no_contents().
+    kNoContents = 16,
     // The flash byte store may hold bytes of this page (set on every store
     // there, cleared when they are dropped): eviction skips the drop without it.
     kFlashBytes = 32,
@@ -32,11 +38,10 @@ class PageTable {
     // Lost in a reset while dirty: reads fail until a write or a trim (CXL
     // poison; only with CxlSsdParams::poison_lost_pages).
     kPoisoned = 128,
-    // Resident as a frame a write hint gave, its contents not brought in: a
-    // READ, or a WRITE of part of the page, must read flash first (R4.1: a
-    // write hint gives no leave to change the pages).
-    kNoContents = 256,
   };
+
+  // A write hint's frame without contents (kNoContents on a clean page).
+  static bool no_contents(Flags f) { return (f & (kNoContents | kDirty)) == kNoContents; }
 
   explicit PageTable(std::uint64_t pages);
 

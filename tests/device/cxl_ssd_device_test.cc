@@ -554,6 +554,7 @@ TEST(CxlSsdDevice, R4_1_AReadOfAWriteHintsFrameBeforeItsWriteReadsFlashFirst) {
   const PoolRange r{0, 2 * kPage};
   ASSERT_TRUE(d.prepare_write(7, std::span(&r, 1)).ok());
   EXPECT_TRUE(d.page_state(kPage).no_contents);
+  EXPECT_EQ(d.frames_without_contents(), 2u);
   const std::uint64_t resident = d.resident_pages();
   const Instant fill = 3000ns + d.flash().page_transfer();
   EXPECT_EQ(d.access_ready(kPage, 100, false, Instant{0}), fill);
@@ -569,6 +570,7 @@ TEST(CxlSsdDevice, R4_1_AReadOfAWriteHintsFrameBeforeItsWriteReadsFlashFirst) {
   // order), is a miss too.
   EXPECT_EQ(d.access_ready(0, 2 * kPage, false, Instant{30us}), Instant{30us} + fill);
   EXPECT_EQ(d.counters().fills, 2u);
+  EXPECT_EQ(d.frames_without_contents(), 0u);
 }
 
 // Written whole, the frame holds the page: no flash read, and a READ after it hits.
@@ -587,6 +589,21 @@ TEST(CxlSsdDevice, R4_1_AWriteHintsFrameWrittenWholeNeedsNoFillWrittenInPartDoes
   EXPECT_EQ(d.access_ready(kPage + 8, 16, true, Instant{2us}), Instant{2us} + fill);
   EXPECT_EQ(d.counters().write_allocate_fills, 1u);
   EXPECT_FALSE(d.page_state(kPage).no_contents);
+  EXPECT_EQ(d.frames_without_contents(), 0u);
+  // Evicted, trimmed or reset, a frame without contents is no longer counted.
+  const PoolRange more{8 * kPage, 3 * kPage};
+  ASSERT_TRUE(d.prepare_write(8, std::span(&more, 1)).ok());
+  EXPECT_EQ(d.frames_without_contents(), 3u);
+  ASSERT_TRUE(d.trim(8 * kPage, kPage).ok());
+  EXPECT_EQ(d.frames_without_contents(), 2u);
+  for (std::uint64_t page = 20; page < 30; ++page) {  // four frames: evicts the rest
+    (void)d.access_ready(page * kPage, kPage, false, Instant{10us});
+  }
+  EXPECT_EQ(d.frames_without_contents(), 0u);
+  EXPECT_FALSE(d.page_state(9 * kPage).resident);
+  ASSERT_TRUE(d.prepare_write(9, std::span(&more, 1)).ok());
+  d.reset();
+  EXPECT_EQ(d.frames_without_contents(), 0u);
 }
 
 // A read hint over a write hint's frame brings its contents in.
