@@ -703,7 +703,8 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
     // connection closed: it must not hold the region for a connection that is gone.
     if (!conns_.count(s->id)) return refuse(Error(ErrorCode::kClosed, "connection closed"));
     if (r.epoch != boot_.boot()) {
-      return refuse(Error(ErrorCode::kStaleEpoch, "epoch '" + r.epoch + "' is not the boot"));
+      return refuse(Error(ErrorCode::kStaleEpoch,
+                          "epoch " + protocol::quote_client_text(r.epoch) + " is not the boot"));
     }
     if (boot_.unknown()) {
       return refuse(Error(ErrorCode::kGenerationUnknown, "the memory generation is unknown"));
@@ -1021,7 +1022,10 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
     // SPEC R3.1 / PROTOCOL.md check order: epoch, action, ranges, limit.
     if (protocol::action_has_ranges(r.action) && *r.epoch != boot_.boot()) {
       return refuse_hint_locked(
-          id, Error(ErrorCode::kStaleEpoch, "epoch '" + *r.epoch + "' is not the boot"), true);
+          id,
+          Error(ErrorCode::kStaleEpoch,
+                "epoch " + protocol::quote_client_text(*r.epoch) + " is not the boot"),
+          true);
     }
     if (!advertised_.count(action)) {
       return refuse_hint_locked(

@@ -215,7 +215,7 @@ struct FastRequestDecoder::Impl {
     }
     const bool by_token = req.action == Action::kWriteHint || req.action == Action::kWriteWait;
     StringField& name = by_token ? token : request;
-    if (!name.is_string) return std::nullopt;
+    if (!name.is_string || name.text.size() > kMaxNameBytes) return std::nullopt;
     req.name = std::move(name.text);
     if (with_ranges) {
       if (!has_ranges || !has_handles) return std::nullopt;

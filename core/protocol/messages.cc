@@ -156,7 +156,7 @@ Result<ExtensionRequest> parse_extension(const Json& m) {
   auto action_text = required_string(m, "action");
   if (!action_text.ok()) return action_text.status();
   const auto action = action_from_name(*action_text);
-  if (!action) return bad("unknown action '" + *action_text + "'");
+  if (!action) return bad("unknown action " + quote_client_text(*action_text));
   req.action = *action;
   const bool with_ranges = action_has_ranges(req.action);
   if (with_ranges) {
@@ -169,8 +169,13 @@ Result<ExtensionRequest> parse_extension(const Json& m) {
     req.epoch = std::move(epoch).value();
   }
   const bool by_token = req.action == Action::kWriteHint || req.action == Action::kWriteWait;
-  auto name = required_string(m, by_token ? "token" : "request");
+  const char* name_field = by_token ? "token" : "request";
+  auto name = required_string(m, name_field);
   if (!name.ok()) return name.status();
+  if (name->size() > kMaxNameBytes) {
+    return bad(std::string("'") + name_field + "' is longer than " + std::to_string(kMaxNameBytes) +
+               " bytes");
+  }
   req.name = std::move(name).value();
   if (with_ranges) {
     if (Status s = parse_ranges(m, req.ranges); !s.ok()) return s;
@@ -194,6 +199,13 @@ Result<Request> widen(Result<T> r) {
 }
 
 }  // namespace
+
+std::string quote_client_text(std::string_view text) {
+  constexpr std::size_t kShown = 64;
+  if (text.size() <= kShown) return "'" + std::string(text) + "'";
+  return "'" + std::string(text.substr(0, kShown)) + "...' (" + std::to_string(text.size()) +
+         " bytes)";
+}
 
 std::string_view action_name(Action action) {
   for (const auto& entry : kActions) {
@@ -231,7 +243,7 @@ Result<Request> parse_request(const Json& message) {
   if (*op == "release") return widen(parse_region_and_handle<ReleaseRequest>(message));
   if (*op == "free") return widen(parse_region_and_handle<FreeRequest>(message));
   if (*op == "extension") return widen(parse_extension(message));
-  return bad("unknown op '" + *op + "'");
+  return bad("unknown op " + quote_client_text(*op));
 }
 
 Json ok_reply(const Json& id, Json fields) {

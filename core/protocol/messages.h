@@ -24,6 +24,14 @@ inline constexpr std::uint32_t kMinTimeoutMs = 1;
 inline constexpr std::uint32_t kMaxTimeoutMs = 10000;
 inline constexpr std::uint64_t kRegionAlignment = 4096;
 inline constexpr int kProtocolVersion = 1;
+// A hint's `request` or `token`, at most this long (bad_request past it): an
+// agent keeps the names of a connection's open requests (--max-hint-requests),
+// so this bounds what they hold (PROTOCOL.md names no bound; docs/agent.md).
+inline constexpr std::size_t kMaxNameBytes = 1024;
+
+// A client's text quoted in an error message: at most 64 bytes, then "...",
+// so a reply stays far below any frame limit whatever the request carried.
+std::string quote_client_text(std::string_view text);
 
 enum class Action { kReadHint, kReadHintEnd, kWriteHint, kReadPromote, kWriteWait };
 

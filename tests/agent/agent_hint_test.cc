@@ -138,6 +138,37 @@ TEST(AgentHints, R4_2_NoExtensionAdvertisesNothingAndRefusesEveryAction) {
   EXPECT_EQ(code_of(m.client->read_hint_end("q")), "not_advertised");
 }
 
+// The open requests of a connection keep their names: a name is at most
+// kMaxNameBytes (1024), or the limit of 4096 requests could hold 4 GiB of
+// names at the default frame size. Refused with nothing opened; the
+// message quotes no more than 64 bytes of what the client sent.
+TEST(AgentHints, R3_3_ANameLongerThan1024BytesIsBadRequest) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording({{"actions", kAllActions}})).ok());
+  auto m = mapped_client(rig);
+  EXPECT_EQ(code_of(m.client->read_hint(std::string(1024, 'q'), m.region)), "ok");
+  const auto hints_before = rig.log_lines("hint").size();
+  Json refused = m.client->read_hint(std::string(1025, 'q'), m.region);
+  EXPECT_EQ(code_of(refused), "bad_request");
+  EXPECT_EQ(refused["error"]["message"], "'request' is longer than 1024 bytes");
+  const Json ranges = Json::array({{m.region.region, 0, 4096}});
+  const Json handles = {{std::to_string(m.region.region), m.region.handle}};
+  EXPECT_EQ(code_of(m.client->hint("write_hint", std::string(1025, 't'), ranges, handles)),
+            "bad_request");
+  EXPECT_EQ(rig.log_lines("hint").size(), hints_before);
+  EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 1u);
+  // A stale epoch of 100 KiB is quoted by its first 64 bytes.
+  Json stale = m.client->call({{"op", "extension"},
+                               {"id", 7},
+                               {"action", "write_hint"},
+                               {"token", "t"},
+                               {"epoch", std::string(100 * 1024, 'e')},
+                               {"ranges", ranges},
+                               {"handles", handles}});
+  EXPECT_EQ(code_of(stale), "stale_epoch");
+  EXPECT_LT(stale["error"]["message"].get<std::string>().size(), 200u);
+}
+
 TEST(AgentHints, R3_3_PerConnectionHintLimit) {
   AgentRig rig;
   AgentConfig config = rig.config();

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -27,6 +28,7 @@
 #include "apps/rcxl-agent/agent_flag_checks.h"
 #include "core/protocol/auth.h"
 #include "core/protocol/frame_codec.h"
+#include "core/protocol/messages.h"
 #include "tests/agent/tcp_wire.h"
 #include "tests/child_process.h"
 #include "tests/held_port.h"
@@ -403,8 +405,9 @@ TEST(AgentProcess, R7_AnIntervalUnderAMillisecondIsRefused) {
 }
 
 // The largest hint PROTOCOL.md allows: 4096 ranges, each on its own region,
-// every number 20 digits, a 32-hex handle per region, padded by `token` to
-// exactly `frame_bytes` (the frame's payload).
+// every number 20 digits, a 32-hex handle per region, a `token` of the most
+// bytes a name may have, padded by a field the agent ignores to exactly
+// `frame_bytes` (the frame's payload).
 Json largest_hint(const std::string& epoch, std::size_t frame_bytes) {
   constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
   Json ranges = Json::array();
@@ -421,7 +424,13 @@ Json largest_hint(const std::string& epoch, std::size_t frame_bytes) {
                {"ranges", std::move(ranges)},
                {"handles", std::move(handles)}};
   const std::size_t size = hint.dump().size();
-  if (size < frame_bytes) hint["token"] = std::string(frame_bytes - size, 't');
+  if (size >= frame_bytes) return hint;
+  const std::size_t token = std::min(frame_bytes - size, rcxl::protocol::kMaxNameBytes);
+  hint["token"] = std::string(token, 't');
+  const std::string pad_key = ",\"padding\":\"\"";
+  if (frame_bytes - size - token > pad_key.size()) {
+    hint["padding"] = std::string(frame_bytes - size - token - pad_key.size(), 'p');
+  }
   return hint;
 }
 
