@@ -127,6 +127,20 @@ Result<Json> parse_json_document(const std::string& text, const std::string& ori
   return j;
 }
 
+std::string pointer_token(std::string_view key) {
+  std::string escaped;
+  for (const char c : key) {
+    if (c == '~') {
+      escaped += "~0";
+    } else if (c == '/') {
+      escaped += "~1";
+    } else {
+      escaped += c;
+    }
+  }
+  return printable(escaped);
+}
+
 std::string printable(std::string_view text, std::size_t max_chars) {
   std::size_t cut = std::min(text.size(), max_chars);
   // Never cut a UTF-8 sequence in two.

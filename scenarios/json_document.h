@@ -24,6 +24,9 @@ Result<nlohmann::json> parse_json_document(const std::string& text, const std::s
 // `text` as an error message may show it: control characters escaped (\n,
 // \x01) so a message stays one line, and cut after `max_chars` with its length.
 std::string printable(std::string_view text, std::size_t max_chars = 60);
+// `key` as one reference token of a JSON pointer (RFC 6901: '~' is "~0", '/'
+// is "~1"), then printable: "/a~1b" names the key "a/b", not "b" inside "a".
+std::string pointer_token(std::string_view key);
 
 // The text of the regular file at `path`, at most kMaxDocumentBytes: a missing
 // file is kNotFound; a directory, FIFO, device or socket (which could block or

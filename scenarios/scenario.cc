@@ -39,7 +39,7 @@ class Reader {
       if (std::find(known.begin(), known.end(), key) == known.end()) {
         std::string list;
         for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-        return fail("/" + printable(key), "unknown field; expected one of: " + list);
+        return fail("/" + pointer_token(key), "unknown field; expected one of: " + list);
       }
     }
     return {};
@@ -449,7 +449,7 @@ Status parse_counter_bounds(const Reader& r, const Json& j, const Topology& topo
     return r.fail("", "expected an object such as {\"agent.boot_changes\": {\"min\": 1}}");
   }
   for (const auto& [path, bounds] : j.items()) {
-    Reader b(bounds, r.origin(), r.pointer() + "/" + printable(path));
+    Reader b(bounds, r.origin(), r.pointer() + "/" + pointer_token(path));
     if (!is_counter_path(path)) {
       return b.fail("", "expected a dotted counter path such as agent.boot_changes");
     }

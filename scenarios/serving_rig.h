@@ -60,7 +60,7 @@ Result<Profile> load_scenario_profile(const std::string& profiles_dir, const Sce
 struct RunOptions {
   bool record_trace_file = false;
   std::string trace_path;
-  // Bytes of each KV chunk that are real (key and version); the rest is timed
+  // Bytes of each KV chunk that are real (its key); the rest is timed
   // and changes device page state but is not stored (docs/simulator.md).
   std::uint32_t payload_sample_bytes = 64;
   // About once a wall second: requests done, virtual and wall time (for runs

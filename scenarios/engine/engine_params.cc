@@ -54,7 +54,7 @@ const std::map<std::string, EngineField>& engine_fields() {
 }
 
 Status engine_error(const std::string& key, const std::string& what) {
-  return Error(ErrorCode::kBadRequest, "/engine/" + printable(key) + ": " + what);
+  return Error(ErrorCode::kBadRequest, "/engine/" + pointer_token(key) + ": " + what);
 }
 
 }  // namespace

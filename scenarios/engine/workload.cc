@@ -83,7 +83,7 @@ Result<WorkloadParams> workload_from_json(const nlohmann::json& j) {
       std::string list;
       for (const auto& k : kKnown) list += (list.empty() ? "" : ", ") + k;
       return Error(ErrorCode::kBadRequest,
-                   "/workload/" + printable(key) + ": unknown field; expected one of: " + list);
+                   "/workload/" + pointer_token(key) + ": unknown field; expected one of: " + list);
     }
   }
   auto read_int = [&](const char* key, int& out, int lo, int hi, const char* why = "") -> Status {

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "scenarios/scenario.h"
+
 namespace rcxl::scenarios {
 namespace {
 
@@ -83,6 +85,18 @@ TEST(JsonDocument, R8_PrintableEscapesEveryControlCharacter) {
   EXPECT_EQ(printable("a\nb\x1b[31m\x7f"), "a\\nb\\x1b[31m\\x7f");
   EXPECT_EQ(printable("x\xc2\x85y\xc2\x9f"), "x\\u0085y\\u009f");        // NEL, APC
   EXPECT_EQ(printable("caf\xc3\xa9 \xc2\xa0"), "caf\xc3\xa9 \xc2\xa0");  // é, NBSP stay
+}
+
+// RFC 6901: a key holding '/' or '~' is named by its escaped token, so
+// "/a~1b~0c" is the key "a/b~c", not a path two levels deep.
+TEST(JsonDocument, R8_PointerTokensEscapeSlashAndTilde) {
+  EXPECT_EQ(pointer_token("a/b~c"), "a~1b~0c");
+  EXPECT_EQ(pointer_token("~1"), "~01");
+  EXPECT_EQ(pointer_token("plain"), "plain");
+  auto sc = parse_scenario({{"name", "x"}, {"a/b~c", 1}}, "t.json");
+  ASSERT_FALSE(sc.ok());
+  EXPECT_NE(sc.status().message().find("/a~1b~0c: unknown field"), std::string::npos)
+      << sc.status().message();
 }
 
 }  // namespace

@@ -212,7 +212,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "give min, max or both"},
         Refusal{"counter_bad_path",
                 {{"expect", {{"counters", {{"device~resets", {{"min", 1}}}}}}}},
-                "/expect/counters/device~resets",
+                "/expect/counters/device~0resets",  // RFC 6901: '~' is ~0
                 "dotted counter path"},
         Refusal{"counter_no_such_counter",
                 {{"expect", {{"counters", {{"device.hit", {{"min", 1}}}}}}}},
