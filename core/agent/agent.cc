@@ -1014,11 +1014,9 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
                              const protocol::ExtensionRequest& r) {
   const std::string action(protocol::action_name(r.action));
   std::vector<ext::Range> ranges;
-  bool opened_here = false;   // this read_hint opened its request (not a later piece of it)
-  std::string checked_under;  // the boot the checks ran under
+  bool opened_here = false;  // this read_hint opened its request (not a later piece of it)
   std::optional<Json> early = [&]() -> std::optional<Json> {
     std::lock_guard lock(mu_);
-    checked_under = boot_.boot();
     // SPEC R3.1 / PROTOCOL.md check order: epoch, action, ranges, limit.
     if (protocol::action_has_ranges(r.action) && *r.epoch != boot_.boot()) {
       return refuse_hint_locked(
@@ -1129,13 +1127,11 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
   ext::Hint hint{s->id, action, r.name, std::move(ranges)};
   Status st = call_extension("hint", [&] { return ext_->hint(hint); });
   Json reply;
-  bool overtaken = false;  // a boot change closed the request before the hint got there
   {
     std::lock_guard lock(mu_);
     if (st.ok()) {
       ++metrics_.hints_accepted[action];
       reply = protocol::ok_reply(id);
-      overtaken = r.action == Action::kReadHint && boot_.boot() != checked_under;
     } else {
       // A failed hint leaves nothing open (SPEC R3.3, PROTOCOL extension_failed),
       // also when it was a later piece of a request the extension took before.
@@ -1155,8 +1151,6 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
       return ext_->hint(ext::Hint{s->id, "read_hint_end", r.name, {}});
     });
   }
-  // Its end may have reached the extension before the hint did: end it again.
-  if (overtaken) end_closed_requests({{s->id, r.name}});
   complete(s, reply);
 }
 
@@ -1197,9 +1191,27 @@ void Agent::end_closed_requests(const std::vector<std::pair<std::uint64_t, std::
   // Only an extension that takes ends is given one (R4.2); without, nothing it
   // holds outlives a request.
   if (!advertised_.count("read_hint_end")) return;
-  for (const auto& [conn, name] : closed) {
-    (void)call_extension("hint", [&] {
-      return ext_->hint(ext::Hint{conn, "read_hint_end", name, {}});
+  std::vector<std::pair<std::weak_ptr<Session>, std::string>> ends;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [conn, name] : closed) {
+      auto it = sessions_.find(conn);
+      if (it != sessions_.end()) ends.emplace_back(it->second, name);
+    }
+  }
+  for (auto& [weak, name] : ends) {
+    auto s = weak.lock();
+    if (!s) continue;
+    // On the connection's strand: after a hint of it the extension is still
+    // in (c_abi.h: one connection's calls never overlap), before its later ones.
+    s->strand->post([this, weak, name, activity = activity_] {
+      Activity::Scope scope(activity);
+      auto live = weak.lock();
+      // A closing connection's connection_closed ends everything it had.
+      if (!scope || !live || live->closing || stopped_) return;
+      (void)call_extension("hint", [&] {
+        return ext_->hint(ext::Hint{live->id, "read_hint_end", name, {}});
+      });
     });
   }
 }

@@ -150,7 +150,8 @@ class Agent {
   // A boot change: every mapping, hold and open hint request goes (SPEC R6.3).
   // Returns the closed requests (conn, name): the extension is told outside mu_.
   std::vector<std::pair<std::uint64_t, std::string>> drop_everything_locked();
-  // read_hint_end to the extension for requests the agent closed on its own.
+  // read_hint_end to the extension for requests the agent closed on its own,
+  // each on its connection's strand.
   void end_closed_requests(const std::vector<std::pair<std::uint64_t, std::string>>& closed);
   void retire_outside_lock(const std::vector<ext::RegionInfo>& candidates);
   // The state file: loaded once at start; written after each change, outside mu_.

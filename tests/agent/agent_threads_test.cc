@@ -10,6 +10,7 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "apps/rcxl-agent/none_nic.h"
@@ -80,6 +81,44 @@ class CountingGenerationExtension : public ext::RegionExtension {
   std::atomic<int> inside{0};
   std::atomic<int> most_inside{0};
   std::atomic<int> calls{0};
+};
+
+// read_hint sleeps 300 ms; every hook notes whether another hook of the same
+// connection was inside at the time (c_abi.h: one connection's calls never
+// overlap). The generation is set by the test.
+class OverlapExtension : public ext::RegionExtension {
+ public:
+  std::string name() const override { return "overlap"; }
+  std::vector<std::string> hint_actions() const override { return {"read_hint", "read_hint_end"}; }
+  Status hint(const ext::Hint& h) override {
+    {
+      std::lock_guard lock(mu);
+      if (!inside.insert(h.conn).second) ++overlaps;
+    }
+    if (h.action == "read_hint") {
+      entered = true;
+      std::this_thread::sleep_for(300ms);
+    }
+    std::lock_guard lock(mu);
+    inside.erase(h.conn);
+    calls.push_back(h.action + " " + h.request);
+    return {};
+  }
+  bool has_memory_generation() const override { return true; }
+  std::optional<std::string> memory_generation() override {
+    std::lock_guard lock(mu);
+    return generation;
+  }
+  std::vector<std::string> log() {
+    std::lock_guard lock(mu);
+    return calls;
+  }
+  std::mutex mu;
+  std::set<std::uint64_t> inside;
+  int overlaps = 0;
+  std::vector<std::string> calls;
+  std::string generation = "1";
+  std::atomic<bool> entered{false};
 };
 
 // Counts hooks that run during or after close(): c_abi.h promises none.
@@ -214,6 +253,46 @@ TEST(AgentThreads, R7_AClosedConnectionsThreadEndsWithoutWaitingForTheSweep) {
   EXPECT_LE(after, before + 4);  // the connections' threads ended
   auto w = rig.hello();          // and the agent still serves
   EXPECT_EQ(rig.agent->metrics().connections, 1u);
+}
+
+// A boot change ends the requests it closed at the extension on each
+// request's own connection strand: after the read_hint the extension is still
+// in, never beside it (before, the generation poll's thread called the end
+// while the hint ran).
+TEST(AgentThreads, R6_3_ABootChangesEndsNeverOverlapTheConnectionsHint) {
+  auto owned = std::make_unique<OverlapExtension>();
+  OverlapExtension* ext = owned.get();
+  ThreadRig rig(std::move(owned));
+  auto w = rig.hello();
+  Json alloc = w->call({{"op", "alloc"}, {"id", 2}, {"size", 1 << 20}});
+  Json map = w->call({{"op", "map"},
+                      {"id", 3},
+                      {"region", alloc["region"]},
+                      {"handle", alloc["handle"]},
+                      {"epoch", "tboot:1"}});
+  ASSERT_EQ(map["ok"], true) << map.dump();
+  w->send({{"op", "extension"},
+           {"id", 4},
+           {"action", "read_hint"},
+           {"request", "q"},
+           {"epoch", "tboot:1"},
+           {"ranges", Json::array({{alloc["region"], 0, 4096}})},
+           {"handles", {{std::to_string(alloc["region"].get<std::uint64_t>()), alloc["handle"]}}}});
+  for (int i = 0; i < 500 && !ext->entered; ++i) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(ext->entered);
+  {
+    std::lock_guard lock(ext->mu);
+    ext->generation = "2";  // the poll (every 100 ms) sees it while the hint sleeps
+  }
+  EXPECT_EQ(w->next()["ok"], true);
+  std::vector<std::string> calls;
+  for (int i = 0; i < 200 && calls.size() < 2; ++i) {
+    std::this_thread::sleep_for(10ms);
+    calls = ext->log();
+  }
+  EXPECT_EQ(calls, (std::vector<std::string>{"read_hint q", "read_hint_end q"}));
+  std::lock_guard lock(ext->mu);
+  EXPECT_EQ(ext->overlaps, 0);
 }
 
 TEST(AgentThreads, R2_2_RacingMapsOfOneRegionCallMappedOnceAndBothHold) {
