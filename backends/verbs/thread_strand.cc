@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 
 namespace rcxl::verbs {
 
@@ -103,9 +104,18 @@ ThreadStrand::ThreadStrand(std::string name)
   pthread_setname_np(thread_.native_handle(), name_.substr(0, 15).c_str());
 }
 
+namespace {
+std::atomic<std::uint64_t> g_destroyed_on_own_thread{0};
+}  // namespace
+
+std::uint64_t ThreadStrand::destroyed_on_own_thread() {
+  return g_destroyed_on_own_thread.load();
+}
+
 ThreadStrand::~ThreadStrand() {
   queue_->stop();
   if (thread_.get_id() == std::this_thread::get_id()) {
+    ++g_destroyed_on_own_thread;
     thread_.detach();  // misuse (see the header): the loop ends after this task
   } else {
     thread_.join();

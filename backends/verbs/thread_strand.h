@@ -65,6 +65,9 @@ class ThreadStrand final : public runtime::Strand {
   }
   bool cancel(runtime::TimerId id) override { return queue_->cancel(id); }
   bool running_here() const override { return queue_->running_here(); }
+  // Strands destroyed from one of their own tasks since the process started
+  // (the misuse above; tests check their owners never do it).
+  static std::uint64_t destroyed_on_own_thread();
   // I/O threads hold the queue, not the strand: posting after the strand is gone is safe.
   std::shared_ptr<StrandQueue> queue() const { return queue_; }
 

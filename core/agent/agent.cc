@@ -348,7 +348,7 @@ void Agent::accept(std::shared_ptr<runtime::Conn> raw) {
     std::lock_guard lock(mu_);
     // A closed connection counts until its strand (a thread) has ended.
     if (config_.max_connections > 0 &&
-        conns_.size() + closed_sessions_.size() >= config_.max_connections) {
+        conns_.size() + closed_sessions_.size() + reaping_ >= config_.max_connections) {
       log_.warn("refusing a connection from ", raw->peer().ToString(), ": --max-connections ",
                 config_.max_connections, " reached");
       raw->close();
@@ -531,12 +531,7 @@ void Agent::on_closed(const SessionPtr& s) {
       reap = !std::exchange(reap_posted_, true);
     }
   }
-  if (reap) {
-    reap_strand_->post([this, activity = activity_] {
-      Activity::Scope scope(activity);
-      if (scope) reap_closed_sessions();
-    });
-  }
+  if (reap) post_reap(runtime::Duration(0));
   // SPEC R6.6 / R2.4: after the holds went, outside the lock; a failure is only logged.
   if (ext_ && !stopped_) {
     (void)call_extension("connection_closed", [&] { return ext_->connection_closed(s->id); });
@@ -1288,20 +1283,51 @@ void Agent::sweep() {
   {
     std::lock_guard lock(mu_);
     for (const auto& [id, info] : retiring_) candidates.push_back(info);
-    closed.swap(closed_sessions_);
+    closed = take_reapable_locked();
   }
   retire_outside_lock(candidates);
   closed.clear();  // their strands end here, never on themselves
+  std::lock_guard lock(mu_);
+  reaping_ = 0;
 }
 
 void Agent::reap_closed_sessions() {
   std::vector<SessionPtr> closed;
   {
     std::lock_guard lock(mu_);
-    closed.swap(closed_sessions_);
+    closed = take_reapable_locked();
     reap_posted_ = false;
   }
   closed.clear();  // joins each one's thread: off its own strand
+  bool again = false;
+  {
+    std::lock_guard lock(mu_);
+    reaping_ = 0;
+    // Sessions still held elsewhere: look again soon, not only at the sweep.
+    again = !closed_sessions_.empty() && !std::exchange(reap_posted_, true);
+  }
+  if (again) post_reap(std::chrono::milliseconds(10));
+}
+
+void Agent::post_reap(runtime::Duration delay) {
+  auto reap = [this, activity = activity_] {
+    Activity::Scope scope(activity);
+    if (scope) reap_closed_sessions();
+  };
+  if (delay == runtime::Duration(0)) return reap_strand_->post(std::move(reap));
+  reap_strand_->post_after(delay, std::move(reap));
+}
+
+std::vector<Agent::SessionPtr> Agent::take_reapable_locked() {
+  // A session another thread still holds (its close handler, a late
+  // write_wait answer) would end on that thread, perhaps its own strand,
+  // which cannot join itself: the next reap or sweep takes it.
+  std::vector<SessionPtr> reapable;
+  std::vector<SessionPtr> held;
+  for (auto& s : closed_sessions_) (s.use_count() == 1 ? reapable : held).push_back(std::move(s));
+  closed_sessions_ = std::move(held);
+  reaping_ = reapable.size();
+  return reapable;
 }
 
 }  // namespace rcxl::agent

@@ -163,6 +163,10 @@ class Agent {
   void sweep();
   // Destroys the sessions closed so far (on reap_strand_).
   void reap_closed_sessions();
+  // Queues reap_closed_sessions() on reap_strand_ (reap_posted_ set by the caller).
+  void post_reap(runtime::Duration delay);
+  // Takes the closed sessions nothing else holds any more (counted in reaping_).
+  std::vector<SessionPtr> take_reapable_locked();
   protocol::Json refuse_hint_locked(const protocol::Json& id, const Status& status, bool with_boot);
   Status call_extension(const char* hook, const std::function<Status()>& call);
 
@@ -196,10 +200,12 @@ class Agent {
   std::map<std::uint64_t, ext::RegionInfo> retiring_;
   std::map<std::uint64_t, ConnRecord> conns_;
   std::map<std::uint64_t, SessionPtr> sessions_;
-  // Destroyed on reap_strand_ as soon as they close (never on their own strand):
+  // Destroyed on reap_strand_ once they closed and nothing else holds them
+  // (never on their own strand):
   // each holds a thread on the thread runtime until then.
   std::vector<SessionPtr> closed_sessions_;
   bool reap_posted_ = false;                    // a reap of closed_sessions_ is queued
+  std::size_t reaping_ = 0;                     // taken from closed_sessions_, their threads ending
   std::optional<std::string> unusable_logged_;  // the last one logged (generation_mu_)
   // Spare simdjson parsers (each keeps buffers sized to the largest frame it saw).
   std::mutex decoders_mu_;

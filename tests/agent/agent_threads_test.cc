@@ -16,6 +16,7 @@
 #include "apps/rcxl-agent/none_nic.h"
 #include "backends/verbs/anon_memory_pool.h"
 #include "backends/verbs/thread_runtime.h"
+#include "backends/verbs/thread_strand.h"
 #include "core/agent/agent.h"
 #include "core/protocol/auth.h"
 #include "core/protocol/frame_codec.h"
@@ -157,6 +158,27 @@ Json page_hint(const Json& alloc, int id, const std::string& request, int page =
           {"handles", {{std::to_string(alloc["region"].get<int>()), alloc["read_handle"]}}}};
 }
 
+// Connects (again while a --max-connections refusal closes it at once:
+// closed connections count until their threads ended) and says hello with
+// the secret "k".
+std::unique_ptr<Wire> hello_on(int port) {
+  auto w = std::make_unique<Wire>(port);
+  Json greeting = w->next();
+  for (int i = 0; i < 200 && !greeting.contains("challenge"); ++i) {
+    std::this_thread::sleep_for(10ms);
+    w = std::make_unique<Wire>(port);
+    greeting = w->next();
+  }
+  EXPECT_TRUE(greeting.contains("challenge")) << greeting.dump();
+  if (!greeting.contains("challenge")) return w;
+  Json reply =
+      w->call({{"op", "hello"},
+               {"id", 1},
+               {"auth", protocol::hmac_sha256_hex("k", greeting["challenge"].get<std::string>())}});
+  EXPECT_EQ(reply["ok"], true) << reply.dump();
+  return w;
+}
+
 struct ThreadRig {
   verbs::ThreadRuntime rt{verbs::ThreadRuntime::Options{runtime::LogLevel::kWarn}};
   std::unique_ptr<runtime::MemoryPool> pool;
@@ -201,16 +223,7 @@ struct ThreadRig {
     return map["ok"] == true ? alloc : Json();
   }
 
-  std::unique_ptr<Wire> hello() {
-    auto w = std::make_unique<Wire>(port);
-    Json greeting = w->next();
-    Json reply = w->call(
-        {{"op", "hello"},
-         {"id", 1},
-         {"auth", protocol::hmac_sha256_hex("k", greeting["challenge"].get<std::string>())}});
-    EXPECT_EQ(reply["ok"], true) << reply.dump();
-    return w;
-  }
+  std::unique_ptr<Wire> hello() { return hello_on(port); }
 };
 
 // This process's thread count (/proc/self/status).
@@ -293,6 +306,34 @@ TEST(AgentThreads, R6_3_ABootChangesEndsNeverOverlapTheConnectionsHint) {
   EXPECT_EQ(calls, (std::vector<std::string>{"read_hint q", "read_hint_end q"}));
   std::lock_guard lock(ext->mu);
   EXPECT_EQ(ext->overlaps, 0);
+}
+
+// connection_closed takes 20 ms, so a connection's close handler still holds
+// its session while the reaper runs.
+class SlowCloseExtension : public ext::RegionExtension {
+ public:
+  std::string name() const override { return "slow-close"; }
+  Status hint(const ext::Hint&) override { return {}; }
+  Status connection_closed(std::uint64_t) override {
+    std::this_thread::sleep_for(20ms);
+    return {};
+  }
+};
+
+// The reaper leaves a closed session another thread still holds for a later
+// reap: destroyed by that holder, the session's strand would end on its own
+// thread (detached, not joined, and no longer counted against the limit).
+TEST(AgentThreads, R7_AClosedSessionIsNeverDestroyedOnItsOwnStrand) {
+  const std::uint64_t before = verbs::ThreadStrand::destroyed_on_own_thread();
+  {
+    ThreadRig rig(std::make_unique<SlowCloseExtension>());
+    for (int i = 0; i < 20; ++i) {
+      rcxl::testing::Wire w(rig.port);
+      EXPECT_TRUE(w.next().contains("challenge"));
+    }
+    std::this_thread::sleep_for(100ms);  // the last close handlers finish
+  }
+  EXPECT_EQ(verbs::ThreadStrand::destroyed_on_own_thread(), before);
 }
 
 TEST(AgentThreads, R2_2_RacingMapsOfOneRegionCallMappedOnceAndBothHold) {
@@ -536,16 +577,7 @@ struct OrderRig {
     EXPECT_TRUE(agent->start().ok());
     port = agent->listen_addresses().at(0).port;
   }
-  std::unique_ptr<Wire> hello() {
-    auto w = std::make_unique<Wire>(port);
-    Json greeting = w->next();
-    Json reply = w->call(
-        {{"op", "hello"},
-         {"id", 1},
-         {"auth", protocol::hmac_sha256_hex("k", greeting["challenge"].get<std::string>())}});
-    EXPECT_EQ(reply["ok"], true) << reply.dump();
-    return w;
-  }
+  std::unique_ptr<Wire> hello() { return hello_on(port); }
 };
 
 TEST(AgentThreads, R2_2_FreeDuringAMapRetiresOnlyAfterThatMapIsDone) {
