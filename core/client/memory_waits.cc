@@ -191,6 +191,7 @@ void MemoryWaits::gate_next(const std::string& agent, const std::string& token,
                             std::function<void()> done) {
   if (index >= pieces->size()) return done();
   Peer& p = peers_[agent];
+  open_gates_.emplace(agent, token);  // the agent may open it: end it after the READ
   Json message = {
       {"op", "extension"}, {"action", "read_hint"}, {"epoch", p.hello.boot}, {"request", token}};
   (*pieces)[index].write_to(message);
@@ -210,6 +211,8 @@ void MemoryWaits::gate_next(const std::string& agent, const std::string& token,
 }
 
 void MemoryWaits::end_gate(const std::string& agent, const std::string& token) {
+  // A gate that asked nothing (backoff, no read hints, no connection) has nothing to end.
+  if (open_gates_.erase({agent, token}) == 0) return;
   Peer& p = peer(agent);
   if (!p.hello.advertises("read_hint_end")) return;
   Json message = {{"op", "extension"},

@@ -89,6 +89,8 @@ class MemoryWaits {
   runtime::Strand& strand_;
   const Config& config_;
   std::map<std::string, Peer> peers_;
+  // (agent, token) of gates that sent a read_hint: only those get an end.
+  std::set<std::pair<std::string, std::string>> open_gates_;
   MemoryWaitsStats stats_;
   BootObserver boot_observer_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -370,12 +370,14 @@ TEST(MemoryWaits, P3_AGateTheAgentDoesNotAnswerCostsTheReplyTimeoutOnce) {
   c.max_ranges_per_message = 1;
   auto strand = rig.gpu.make_strand("load");
   MemoryWaits waits(rig.gpu, *strand, c);
+  int gates = 0;
   auto gate = [&] {
     RangeList ranges;
     for (std::uint64_t page = 0; page < 3; ++page) ranges.add({1, page * 4096, 4096}, "h");
     std::optional<bool> done;
     const auto t0 = rig.world.loop().now();
-    strand->post([&] { waits.gate("silent:7000", "tok", ranges, [&] { done = true; }); });
+    const std::string token = "tok" + std::to_string(++gates);
+    strand->post([&] { waits.gate("silent:7000", token, ranges, [&] { done = true; }); });
     rig.wait(done);
     return rig.world.loop().now() - t0;
   };
@@ -385,6 +387,12 @@ TEST(MemoryWaits, P3_AGateTheAgentDoesNotAnswerCostsTheReplyTimeoutOnce) {
   EXPECT_EQ(waits.stats().gates_failed, 1u);
   EXPECT_LT(gate(), 1ms);  // in the backoff: not asked
   EXPECT_EQ(waits.stats().skipped_backoff, 1u);
+  // Nor is it sent an end for the gate it never saw (a connect and hello to
+  // the hung agent, in the backoff).
+  const std::size_t connections = silent.conns.size();
+  strand->post([&] { waits.end_gate("silent:7000", "tok2"); });
+  rig.world.run_for(100ms);
+  EXPECT_EQ(silent.conns.size(), connections);
   rig.world.run_for(c.unreachable_backoff);
   EXPECT_GE(gate(), 1s);  // asked again after it
   EXPECT_EQ(waits.stats().gates_failed, 2u);
