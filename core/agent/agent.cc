@@ -204,10 +204,11 @@ Status Agent::start() {
                    "period); start the agent once the memory can tell it");
     }
     if (const std::string why = unusable_generation(*generation); !why.empty()) {
-      return Error(ErrorCode::kGenerationUnknown,
-                   "the region extension's memory generation cannot be part of the boot: " + why +
-                       "; a generation is 1 to 64 printable ASCII characters without ':' or '~', "
-                       "not 'unknown' (fix the extension or its generation source)");
+      return Error(
+          ErrorCode::kGenerationUnknown,
+          "the region extension's memory generation cannot be part of the boot: " + why +
+              "; a generation is 1 to 64 characters 0x21..0x7e (no space) without ':' or '~', "
+              "not 'unknown' (fix the extension or its generation source)");
     }
     std::lock_guard lock(mu_);
     boot_.start(*generation);
@@ -1221,7 +1222,7 @@ void Agent::read_generation() {
     return Status();
   });
   if (!st.ok() || (generation && generation->empty())) generation.reset();
-  // Cannot be part of a boot: as good as cannot tell (logged once per value).
+  // Cannot be part of a boot: as good as cannot tell (logged when the value changes).
   if (const std::string why = generation ? unusable_generation(*generation) : std::string();
       !why.empty()) {
     if (generation != unusable_logged_) {

@@ -502,11 +502,11 @@ bool CxlSsdDevice::issue_front(Instant limit, bool whole_span) {
         return false;
       }
       if (f & PageTable::kResident) [[unlikely]] {
-        fill_contents(p, now());  // a write hint's frame
+        fill_contents(p, now());  // a write hint's frame: counted as prepared then
       } else {
         fill_page(p, now());
+        counters_.hinted_bytes_prepared += page_bytes();
       }
-      counters_.hinted_bytes_prepared += page_bytes();
     }
     ++q.pages.first;
     --queued_pages_;

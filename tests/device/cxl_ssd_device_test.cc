@@ -616,6 +616,7 @@ TEST(CxlSsdDevice, R4_1_AReadHintFillsAWriteHintsFrame) {
   loop.run_until([] { return false; });
   EXPECT_EQ(d.counters().fills, 1u);
   EXPECT_FALSE(d.page_state(0).no_contents);
+  EXPECT_EQ(d.counters().hinted_bytes_prepared, kPage);  // the frame, counted once
   EXPECT_EQ(d.access_ready(0, kPage, false, Instant{20us}), Instant{20us});
   EXPECT_EQ(d.counters().fills, 1u);
 }

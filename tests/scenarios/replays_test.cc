@@ -201,8 +201,9 @@ TEST(Replay, R4_2_NoReadHintToAnAgentThatCannotEndIt) {
 
 // An unknown period while scheduler hints are open (the cxl_ssd device keeps
 // its generation through it, so only the agent's ends free its pins): every
-// request the boot change closed is ended at the extension, and the run ends
-// with none open there (the invariant hid them before).
+// request the boot change closed is ended at the extension. The invariant
+// (no request left open at the extension) fails the run otherwise; before,
+// the monitor forgot them at the boot change.
 TEST(Replay, R6_4_AnUnknownPeriodEndsTheOpenHintsAtTheExtension) {
   const Json j = {
       {"name", "unknown_with_open_hints"},
