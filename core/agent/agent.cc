@@ -1287,9 +1287,10 @@ void Agent::sweep() {
     closed = take_reapable_locked();
   }
   retire_outside_lock(candidates);
+  const std::size_t ending = closed.size();
   closed.clear();  // their strands end here, never on themselves
   std::lock_guard lock(mu_);
-  reaping_ = 0;
+  reaping_ -= ending;
 }
 
 void Agent::reap_closed_sessions() {
@@ -1299,11 +1300,12 @@ void Agent::reap_closed_sessions() {
     closed = take_reapable_locked();
     reap_posted_ = false;
   }
+  const std::size_t ending = closed.size();
   closed.clear();  // joins each one's thread: off its own strand
   bool again = false;
   {
     std::lock_guard lock(mu_);
-    reaping_ = 0;
+    reaping_ -= ending;
     // Sessions still held elsewhere: look again soon, not only at the sweep.
     again = !closed_sessions_.empty() && !std::exchange(reap_posted_, true);
   }
@@ -1327,7 +1329,7 @@ std::vector<Agent::SessionPtr> Agent::take_reapable_locked() {
   std::vector<SessionPtr> held;
   for (auto& s : closed_sessions_) (s.use_count() == 1 ? reapable : held).push_back(std::move(s));
   closed_sessions_ = std::move(held);
-  reaping_ = reapable.size();
+  reaping_ += reapable.size();  // the sweep and the reaper may both be joining
   return reapable;
 }
 
