@@ -13,8 +13,8 @@
 namespace rcxl::agent {
 
 // Why `generation` cannot be part of a boot, or empty when it can: 1 to 64
-// characters 0x21..0x7e (printable ASCII but the space), neither ':' nor '~' (they delimit the boot's
-// parts, so `3~1` then `3` would repeat a boot), and not `unknown`.
+// characters 0x21..0x7e (printable ASCII but the space), neither ':' nor '~' (they delimit the
+// boot's parts, so `3~1` then `3` would repeat a boot), and not `unknown`.
 std::string unusable_generation(const std::string& generation);
 
 class BootTracker {
