@@ -10,6 +10,8 @@
 #include <set>
 #include <vector>
 
+#include "core/protocol/json_pointer.h"
+
 namespace rcxl::scenarios {
 
 using Json = nlohmann::json;
@@ -128,17 +130,7 @@ Result<Json> parse_json_document(const std::string& text, const std::string& ori
 }
 
 std::string pointer_token(std::string_view key) {
-  std::string escaped;
-  for (const char c : key) {
-    if (c == '~') {
-      escaped += "~0";
-    } else if (c == '/') {
-      escaped += "~1";
-    } else {
-      escaped += c;
-    }
-  }
-  return printable(escaped);
+  return printable(protocol::json_pointer_token(key));
 }
 
 std::string printable(std::string_view text, std::size_t max_chars) {

@@ -6,6 +6,8 @@
 #include <functional>
 #include <map>
 
+#include "core/protocol/json_pointer.h"
+
 namespace rcxl::device {
 
 namespace {
@@ -22,16 +24,7 @@ std::string shown(const std::string& text) {
 
 // `field` as a JSON pointer part: RFC 6901 escapes, one line.
 std::string part(const std::string& field) {
-  std::string escaped;
-  for (char c : field) {
-    if (c == '~') {
-      escaped += "~0";
-    } else if (c == '/') {
-      escaped += "~1";
-    } else {
-      escaped += c;
-    }
-  }
+  const std::string escaped = protocol::json_pointer_token(field);
   std::string out(1, '/');
   out.append(shown(escaped));  // not "/" + ...: GCC 12 warns falsely (-Wrestrict)
   return out;
