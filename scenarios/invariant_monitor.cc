@@ -119,7 +119,7 @@ void InvariantMonitor::on_extension_closed() {
 }
 
 // The agent ends the requests a boot change closed at the extension (PROTOCOL
-// Boot) before it reports the change: none may be left open here.
+// Boot), each on its connection's strand just after: none may be left open here.
 void InvariantMonitor::on_boot_change(const std::string& boot) {
   on_boot(boot);
 }
