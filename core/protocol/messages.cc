@@ -88,7 +88,8 @@ Result<MapRequest> parse_map(const Json& m) {
   map.region = *region;
   map.handle = std::move(handle).value();
   map.epoch = std::move(epoch).value();
-  if (const Json* v = find(m, "fresh")) {
+  // An optional field sent as null is absent, as `client` and `epoch` are.
+  if (const Json* v = find(m, "fresh"); v && !v->is_null()) {
     if (!v->is_boolean()) return bad("'fresh' must be a boolean");
     map.fresh = v->get<bool>();
   }

@@ -54,6 +54,18 @@ TEST(Messages, R1_2_FieldErrorsAreBadRequest) {
   EXPECT_FALSE(std::get<protocol::HelloRequest>(*number_auth).auth.has_value());
 }
 
+// A client that sends an optional field as null (Python's None) means it
+// absent: `fresh: null` is a map without fresh, as `client` and `epoch` are.
+TEST(Messages, R5_2_FreshNullIsAbsent) {
+  auto r = protocol::parse_request(
+      Json::parse(R"({"op":"map","region":1,"handle":"h","epoch":"e","fresh":null})"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(std::get<protocol::MapRequest>(*r).fresh);
+  auto yes = protocol::parse_request(
+      Json::parse(R"({"op":"map","region":1,"handle":"h","epoch":"e","fresh":"yes"})"));
+  EXPECT_EQ(yes.status().code(), ErrorCode::kBadRequest);
+}
+
 TEST(Messages, R3_1_ReadHintEndAndPromoteNeedNoEpochOrRanges) {
   for (const char* text : {R"({"op":"extension","action":"read_hint_end","request":"q"})",
                            R"({"op":"extension","action":"read_promote","request":"q"})"}) {
