@@ -16,6 +16,7 @@
 #include "core/client/scheduler_connector.h"
 #include "core/client/worker_connector.h"
 #include "core/directory/directory_server.h"
+#include "core/protocol/messages.h"
 #include "scenarios/checked_extension.h"
 #include "scenarios/checked_nic.h"
 #include "scenarios/checked_runtime.h"
@@ -65,7 +66,8 @@ namespace {
 // (PROTOCOL alloc): other sizes make every store fail.
 Status check_chunks_can_be_stored(const EngineParams& engine) {
   const std::uint64_t kSample = RunOptions{}.payload_sample_bytes;
-  constexpr std::uint64_t kUnit = 4096 / kChunksPerRegion;  // so regions are whole pages
+  // So that a region of kChunksPerRegion chunks is a size alloc takes.
+  constexpr std::uint64_t kUnit = protocol::kRegionAlignment / kChunksPerRegion;
   const std::uint64_t chunk = engine.kv_bytes_per_token * std::uint64_t(engine.chunk_tokens);
   if (chunk >= kSample && chunk % kUnit == 0) return {};
   return Error(ErrorCode::kBadRequest,
