@@ -373,10 +373,14 @@ void Agent::accept(std::shared_ptr<runtime::Conn> raw) {
   }
   auto framed = protocol::FramedConn::Make(std::move(raw), config_.max_frame_bytes);
   auto session = std::make_shared<Session>(id, std::move(strand), framed, challenge);
+  bool added = false;
   {
     std::lock_guard lock(mu_);
-    sessions_[id] = session;
+    // stop() sets stopped_ before it takes the sessions to close under this
+    // lock: a session added after that would stay open, so it is not added.
+    if (!stopped_) added = sessions_.emplace(id, session).second;
   }
+  if (!added) return framed->raw().abort();
   std::weak_ptr<Session> weak = session;
   framed->set_frame_filter([this, weak, activity = activity_](std::string& frame) {
     Activity::Scope scope(activity);

@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "tests/agent/agent_rig.h"
+#include "tests/forwarding_runtime.h"
 
 namespace rcxl::agent::testing {
 namespace {
@@ -73,25 +74,18 @@ TEST(AgentProtocol, R1_3_AConnectionWithoutHelloIsClosedAfterTheHelloTimeout) {
 
 // The thread runtime's make_strand throws when the process is out of threads:
 // that connection is refused, the agent lives on and serves the others.
-class StrandLimitRuntime final : public runtime::Runtime {
+class StrandLimitRuntime final : public rcxl::testing::ForwardingRuntime {
  public:
-  StrandLimitRuntime(runtime::Runtime& inner, int strands) : inner_(inner), left_(strands) {}
-  runtime::Clock& clock() override { return inner_.clock(); }
+  StrandLimitRuntime(runtime::Runtime& inner, int strands)
+      : ForwardingRuntime(inner), left_(strands) {}
   std::unique_ptr<runtime::Strand> make_strand(std::string name) override {
     if (left_-- <= 0)
       throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
-    return inner_.make_strand(std::move(name));
+    return ForwardingRuntime::make_strand(std::move(name));
   }
-  runtime::Transport& transport() override { return inner_.transport(); }
-  std::unique_ptr<runtime::RandomSource> random(std::string_view stream) override {
-    return inner_.random(stream);
-  }
-  runtime::LogSink& log_sink() override { return inner_.log_sink(); }
-  runtime::FileSystem& file_system() override { return inner_.file_system(); }
   void allow(int strands) { left_ = strands; }
 
  private:
-  runtime::Runtime& inner_;
   int left_;
 };
 

@@ -21,6 +21,7 @@
 #include "core/protocol/auth.h"
 #include "core/protocol/frame_codec.h"
 #include "tests/agent/tcp_wire.h"
+#include "tests/forwarding_runtime.h"
 #include "tests/tcp_buffers.h"
 
 namespace rcxl::agent {
@@ -422,6 +423,57 @@ TEST(AgentThreads, R2_2_AMapRunningWhenTheAgentStopsClosesUnanswered) {
   EXPECT_TRUE(reply.is_null()) << reply.dump();  // closed, no reply
   EXPECT_EQ(rig.agent->metrics().registrations, 0u);
   EXPECT_EQ(rig.ext->mapped_calls.load(), 1);
+}
+
+// The thread runtime, except that the first connection's strand is made only
+// when the test releases it: the agent's accept waits there, past its check
+// that the agent still runs.
+class PausedAcceptRuntime final : public rcxl::testing::ForwardingRuntime {
+ public:
+  using ForwardingRuntime::ForwardingRuntime;
+  std::unique_ptr<runtime::Strand> make_strand(std::string name) override {
+    if (name.rfind("agent-conn-", 0) == 0 && !paused_.exchange(true)) {
+      entered.set_value();
+      release_future_.wait();
+    }
+    return ForwardingRuntime::make_strand(std::move(name));
+  }
+  void release() { release_.set_value(); }
+  std::promise<void> entered;
+
+ private:
+  std::atomic<bool> paused_{false};
+  std::promise<void> release_;
+  std::shared_future<void> release_future_ = release_.get_future().share();
+};
+
+// SPEC R1: stop() closes every connection. One whose accept was under way
+// when stop() took the sessions to close was added after, and stayed open
+// (greeted, answered by no one) until the agent was destroyed.
+TEST(AgentThreads, R1_AConnectionAcceptedWhileTheAgentStopsIsClosed) {
+  verbs::ThreadRuntime rt{verbs::ThreadRuntime::Options{runtime::LogLevel::kWarn}};
+  PausedAcceptRuntime paused(rt);
+  auto pool = verbs::AnonMemoryPool::create(16ull << 20, false);
+  ASSERT_TRUE(pool.ok());
+  apps::NoneNic nic;
+  AgentConfig config;
+  config.listen = {{"127.0.0.1", 0}};
+  config.auth_secret = "k";
+  config.boot_id = "tboot";
+  Agent agent(paused, *pool.value(), nic, std::make_unique<SlowMapExtension>(), config);
+  ASSERT_TRUE(agent.start().ok());
+  Wire w(agent.listen_addresses().at(0).port);
+  ASSERT_TRUE(w.connected());
+  std::future<void> entered = paused.entered.get_future();
+  ASSERT_EQ(entered.wait_for(20s), std::future_status::ready);
+  std::thread stopper([&] { agent.stop(); });
+  // stop() marks the agent stopped and takes its sessions at once, then waits
+  // for the accept (had it not come that far yet, the test could not fail).
+  std::this_thread::sleep_for(200ms);
+  paused.release();
+  stopper.join();
+  const Json first = w.next();  // the agent is still there: only stop() may end it
+  EXPECT_TRUE(first.is_null()) << "greeted after stop(): " << first.dump();
 }
 
 // SPEC R2.2 / c_abi.h: stop() calls close() once no hook runs, and no hook
