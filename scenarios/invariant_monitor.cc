@@ -166,11 +166,17 @@ void InvariantMonitor::check_write_wait(const std::string& client, runtime::Dura
   }
 }
 
-void InvariantMonitor::check_hint_queue(const std::string& client, std::size_t most,
-                                        std::size_t allowed) {
-  if (most > allowed) {
+void InvariantMonitor::check_client_hints(const std::string& client, std::size_t queued,
+                                          std::size_t open) {
+  if (queued > limits_.max_queued_hints) {
     violate("a client queued more hints than allowed (SPEC R3.5)",
-            client + ": " + std::to_string(most) + " waiting, allowed " + std::to_string(allowed));
+            client + ": " + std::to_string(queued) + " waiting, allowed " +
+                std::to_string(limits_.max_queued_hints));
+  }
+  if (open > limits_.max_open_hinted_requests) {
+    violate("a client kept more hinted requests open than allowed (SPEC R3.6)",
+            client + ": " + std::to_string(open) + " open, allowed " +
+                std::to_string(limits_.max_open_hinted_requests));
   }
 }
 

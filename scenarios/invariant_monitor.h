@@ -21,6 +21,8 @@ namespace rcxl::scenarios {
 struct InvariantLimits {
   std::uint32_t max_hint_requests = 4096;       // SPEC R3.3, per connection
   std::uint32_t max_ranges_per_message = 4096;  // SPEC R3.4
+  std::size_t max_queued_hints = 1024;          // SPEC R3.5, per client (not its own config)
+  std::size_t max_open_hinted_requests = 4096;  // SPEC R3.6, per client
 };
 
 class InvariantMonitor {
@@ -54,8 +56,9 @@ class InvariantMonitor {
   // A store held its WRITEs `longest` for waits; SPEC R4.3 allows `allowed`.
   void check_write_wait(const std::string& client, runtime::Duration longest,
                         runtime::Duration allowed);
-  // A client's hint queue held `most` hints at once; SPEC R3.5 allows `allowed`.
-  void check_hint_queue(const std::string& client, std::size_t most, std::size_t allowed);
+  // A client's hint queue held `queued` droppable hints at once (SPEC R3.5) and
+  // its hint thread kept `open` hinted requests open at once (R3.6).
+  void check_client_hints(const std::string& client, std::size_t queued, std::size_t open);
   // Hint requests still open at the end (SPEC R3.3: ended or closed with their connection).
   void check_all_hints_closed();
 

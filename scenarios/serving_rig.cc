@@ -477,8 +477,8 @@ class Deployment {
         const client::Config& c = h->config();
         client_books.check_write_wait(c.client_name, h->stats().longest_write_wait,
                                       std::chrono::milliseconds(c.write_wait_ms) + c.reply_timeout);
-        client_books.check_hint_queue(c.client_name, h->hints().stats().max_queued_hints,
-                                      c.max_queued_hints);
+        const client::MemoryHintsStats hs = h->hints().stats();
+        client_books.check_client_hints(c.client_name, hs.max_queued_hints, hs.max_open_requests);
       }
     }
     for (auto& v : client_books.violations()) out.invariants.violations.push_back(v);

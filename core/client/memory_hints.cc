@@ -192,7 +192,10 @@ void MemoryHints::add_open(const std::string& request, std::uint64_t seq,
     open_order_[seq] = request;
   }
   it->second.agents.insert(agent);
-  update_stats([&](auto& s) { s.open_requests = open_.size(); });
+  update_stats([&](auto& s) {
+    s.open_requests = open_.size();
+    s.max_open_requests = std::max(s.max_open_requests, open_.size());
+  });
 }
 
 void MemoryHints::forget_open(const std::string& request, std::uint64_t seq,

@@ -37,6 +37,7 @@ struct MemoryHintsStats {
   std::size_t max_queue_depth = 0;        // items, ends included
   std::size_t max_queued_hints = 0;       // droppable hints waiting at once (R3.5 bounds it)
   std::size_t open_requests = 0;
+  std::size_t max_open_requests = 0;  // hinted requests open at once (R3.6 bounds it)
   std::size_t max_ranges_in_message = 0;
   std::map<std::string, std::uint64_t> messages;  // per action
 };

@@ -167,6 +167,7 @@ TEST(MemoryHints, R3_6_AtMost4096HintedRequestsOpenTheOldestEnded) {
   const auto stats = h.hints().stats();
   EXPECT_EQ(stats.dropped, 0u);
   EXPECT_EQ(stats.open_requests, 4096u);
+  EXPECT_EQ(stats.max_open_requests, 4096u);  // the oldest ended before the next opened
   EXPECT_EQ(stats.forced_ends, 5000u - 4096u);
   auto ends = mem.log("hint", "read_hint_end");
   ASSERT_EQ(ends.size(), 904u);
