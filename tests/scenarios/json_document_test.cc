@@ -87,6 +87,23 @@ TEST(JsonDocument, R8_PrintableEscapesEveryControlCharacter) {
   EXPECT_EQ(printable("caf\xc3\xa9 \xc2\xa0"), "caf\xc3\xa9 \xc2\xa0");  // é, NBSP stay
 }
 
+// Bytes that are not UTF-8 are shown as bytes: a lone 0x9b is CSI to an 8-bit
+// terminal (it was echoed raw), and overlong forms and surrogates are not text.
+TEST(JsonDocument, R8_PrintableShowsBytesThatAreNotUtf8AsHex) {
+  EXPECT_EQ(printable("a\x9b"
+                      "31mb"),
+            "a\\x9b31mb");
+  EXPECT_EQ(printable("\xff\xfe"), "\\xff\\xfe");
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
+  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_EQ(printable("\xe2\x82"), "\\xe2\\x82");           // cut short
+  EXPECT_EQ(printable("\xf0\x9f\x98\x80 \xe2\x82\xac"), "\xf0\x9f\x98\x80 \xe2\x82\xac");  // stay
+  auto doc = parse_json_document("{\"a\": \x9b}", "x.json");
+  ASSERT_FALSE(doc.ok());
+  EXPECT_EQ(doc.status().message().find('\x9b'), std::string::npos) << doc.status().message();
+  EXPECT_NE(doc.status().message().find("\\x9b"), std::string::npos) << doc.status().message();
+}
+
 // RFC 6901: a key holding '/' or '~' is named by its escaped token, so
 // "/a~1b~0c" is the key "a/b~c", not a path two levels deep.
 TEST(JsonDocument, R8_PointerTokensEscapeSlashAndTilde) {
