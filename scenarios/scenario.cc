@@ -380,6 +380,10 @@ Status parse_boots(const Reader& r, const Json& j, std::vector<BootPattern>& out
     const std::string at = "/" + std::to_string(i);
     if (!j[i].is_string()) return r.fail(at, "expected a regular expression (a string)");
     const std::string text = j[i].get<std::string>();
+    if (text.empty()) {
+      // regex_match: "" matches only an empty boot, and a boot never is.
+      return r.fail(at, std::string("is empty and matches no boot; ") + kBootExamples);
+    }
     if (text.size() > kMaxBootPatternChars) {
       return r.fail(at, "'" + printable(text) + "' is longer than " +
                             std::to_string(kMaxBootPatternChars) + " characters; " + kBootExamples);
@@ -464,6 +468,10 @@ Status parse_counter_bounds(const Reader& r, const Json& j, const Topology& topo
     if (auto s = bound(b, bounds, "min", c.min); !s.ok()) return s;
     if (auto s = bound(b, bounds, "max", c.max); !s.ok()) return s;
     if (!c.min && !c.max) return b.fail("", "give min, max or both");
+    // Counters are whole numbers below 2^64: a min above that fails every run.
+    if (c.min && *c.min > static_cast<double>(UINT64_MAX)) {
+      return b.fail("/min", "is above every counter's range (2^64 - 1); give a reachable min");
+    }
     if (c.min && c.max && *c.min > *c.max) return b.fail("/min", "is above max");
     out.push_back(std::move(c));
   }

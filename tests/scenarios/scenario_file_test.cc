@@ -170,6 +170,14 @@ INSTANTIATE_TEST_SUITE_P(
                 {{"expect", {{"boots", Json::array({"(("})}}}},
                 "/expect/boots/0",
                 "not a regular expression"},
+        Refusal{"boot_empty",  // matches no boot: the run could only fail
+                {{"expect", {{"boots", Json::array({""})}}}},
+                "/expect/boots/0",
+                "is empty and matches no boot"},
+        Refusal{"counter_min_past_uint64",  // no counter reaches it
+                {{"expect", {{"counters", {{"agent.boot_changes", {{"min", 1e308}}}}}}}},
+                "/expect/counters/agent.boot_changes/min",
+                "above every counter's range"},
         Refusal{"boot_not_a_string",
                 {{"expect", {{"boots", Json::array({1})}}}},
                 "/expect/boots/0",
