@@ -7,6 +7,8 @@
 #include <ostream>
 #include <thread>
 
+#include "apps/rcxl-kv/command_status.h"
+
 namespace rcxl::kv {
 namespace {
 
@@ -141,7 +143,9 @@ Result<BenchTotals> run_bench(KvClient& writer, KvClient& reader, std::uint64_t 
     if (round == 2) {
       out << "rcxl-kv bench: running between rounds: " << o.between_rounds << std::endl;
       if (int rc = std::system(o.between_rounds.c_str()); rc != 0) {
-        return Error(ErrorCode::kIoError, "--between-rounds command exited " + std::to_string(rc));
+        return Error(ErrorCode::kIoError,
+                     "--between-rounds command " + describe_command_status(rc) +
+                         "; run it by hand to see why (round 2 needs it to succeed)");
       }
       std::this_thread::sleep_for(std::chrono::duration<double>(o.settle_s));
       // The old keys, read through the reader's cached mappings (old rkeys).

@@ -268,10 +268,9 @@ int run_load(rcxl::kv::KvClient& kv, const Flags& f) {
       continue;
     }
     const auto path = std::filesystem::path(f.out_dir) / name;
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(r->values[i].data()),
-              static_cast<std::streamsize>(r->values[i].size()));
-    if (!out) return fail("cannot write " + path.string());
+    if (rcxl::Status s = rcxl::kv::write_value_file(path.string(), r->values[i]); !s.ok()) {
+      return fail(s.message());
+    }
     std::cout << f.load_keys[i] << ": " << r->values[i].size() << " bytes -> " << path.string()
               << std::endl;
   }

@@ -1,8 +1,13 @@
-// Reads a value file for `rcxl-kv store`: a regular file of 1..max_bytes bytes,
-// so every value is checked before the NIC opens.
+// Value files of `rcxl-kv`: a store reads a regular file of 1..max_bytes
+// bytes, so every value is checked before the NIC opens; a load writes one.
 #pragma once
 
+#include <cerrno>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <span>
 #include <string>
 
 #include "apps/small_file.h"
@@ -21,6 +26,24 @@ inline Result<std::string> read_value_file(const std::string& key, const std::st
   if (file->contents.empty())
     return Error(ErrorCode::kBadRequest, where + "holds 0 bytes; " + wanted);
   return std::move(file->contents);
+}
+
+// Writes a loaded value to `path`. The close is checked: a small value sits in
+// the stream's buffer until then, so a full disk shows only there.
+inline Status write_value_file(const std::string& path, std::span<const std::byte> value) {
+  errno = 0;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (out) {
+    out.write(reinterpret_cast<const char*>(value.data()),
+              static_cast<std::streamsize>(value.size()));
+    out.close();
+  }
+  if (!out) {
+    return Error(ErrorCode::kIoError, "cannot write " + path + ": " +
+                                          (errno ? std::strerror(errno) : "the write failed") +
+                                          " (is --out on a full or read-only file system?)");
+  }
+  return {};
 }
 
 }  // namespace rcxl::kv

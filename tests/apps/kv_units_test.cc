@@ -1,0 +1,59 @@
+// rcxl-kv's helpers: a load's value file write is checked through its close;
+// a --between-rounds command's end is said in words.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "apps/rcxl-kv/command_status.h"
+#include "apps/rcxl-kv/value_file.h"
+#include "tests/scratch_dir.h"
+
+namespace rcxl::kv {
+namespace {
+
+// SPEC R1.2 (rcxl-kv load writes each hit to its file): a small value waits
+// in the stream's buffer until the close, so a full disk showed only there,
+// unchecked: the load printed "N bytes -> path" and exited 0.
+TEST(KvValueFile, R1_2_AWriteThatFailsAtItsCloseIsAnError) {
+  const std::vector<std::byte> value(100, std::byte{7});
+  Status full = write_value_file("/dev/full", value);
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.code(), ErrorCode::kIoError);
+  EXPECT_NE(full.message().find("cannot write /dev/full: No space left on device"),
+            std::string::npos)
+      << full.message();
+}
+
+TEST(KvValueFile, R1_2_AValueIsWrittenWholeAndAMissingDirectoryIsNamed) {
+  const auto dir = rcxl::testing::fresh_dir("kv_value_file", "whole");
+  const std::vector<std::byte> value(5000, std::byte{0x5a});
+  const std::string path = (dir / "k").string();
+  ASSERT_TRUE(write_value_file(path, value).ok());
+  std::ifstream in(path, std::ios::binary);
+  const std::string back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(back, std::string(5000, '\x5a'));
+  Status missing = write_value_file((dir / "no" / "k").string(), value);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("No such file or directory"), std::string::npos)
+      << missing.message();
+  std::filesystem::remove_all(dir);
+}
+
+// rcxl-kv bench --between-rounds: std::system's wait status said "exited 256"
+// for a command that exited 1.
+TEST(KvCommandStatus, R1_2_TheBetweenRoundsCommandsEndIsSaidInWords) {
+  EXPECT_EQ(describe_command_status(std::system("exit 1")), "exited with status 1");
+  EXPECT_EQ(describe_command_status(std::system("kill -9 $$")), "was killed by signal 9");
+  EXPECT_EQ(describe_command_status(std::system("no-such-command-rcxl 2>/dev/null")),
+            "exited with status 127 (command not found?)");
+  EXPECT_EQ(describe_command_status(-1), "could not be started (no shell)");
+}
+
+}  // namespace
+}  // namespace rcxl::kv
