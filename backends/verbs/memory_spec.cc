@@ -11,6 +11,11 @@ Status bad(std::string_view text, std::string_view why) {
                "bad memory spec '" + std::string(text) + "': " + std::string(why));
 }
 
+// A byte size stands alone (--chunk-size) or inside a spec, which names it.
+Status bad_size(std::string_view text, std::string_view why) {
+  return Error(ErrorCode::kBadRequest, "bad size '" + std::string(text) + "': " + std::string(why));
+}
+
 unsigned suffix_shift(char c) {
   switch (c) {
     case 'K':
@@ -30,27 +35,27 @@ unsigned suffix_shift(char c) {
 }  // namespace
 
 Result<std::uint64_t> parse_byte_size(std::string_view text) {
-  if (text.empty()) return bad(text, "size is empty");
+  if (text.empty()) return bad_size(text, "size is empty");
   std::string_view digits = text;
   unsigned shift = suffix_shift(text.back());
   if (shift) digits.remove_suffix(1);
-  if (digits.empty()) return bad(text, "size has no digits");
+  if (digits.empty()) return bad_size(text, "size has no digits");
   std::uint64_t value = 0;
   for (char c : digits) {
     if (c < '0' || c > '9') {
-      return bad(text, "size must be an integer with an optional K, M or G suffix");
+      return bad_size(text, "size must be an integer with an optional K, M or G suffix");
     }
     const std::uint64_t digit = static_cast<std::uint64_t>(c - '0');
     if (value > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) {
-      return bad(text, "size overflows 64 bits");
+      return bad_size(text, "size overflows 64 bits");
     }
     value = value * 10 + digit;
   }
   if (value > (std::numeric_limits<std::uint64_t>::max() >> shift)) {
-    return bad(text, "size overflows 64 bits");
+    return bad_size(text, "size overflows 64 bits");
   }
   value <<= shift;
-  if (value == 0) return bad(text, "size must be greater than zero");
+  if (value == 0) return bad_size(text, "size must be greater than zero");
   return value;
 }
 
@@ -64,7 +69,7 @@ Result<MemorySpec> parse_memory_spec(std::string_view text) {
   MemorySpec spec;
   if (kind == "anon") {
     auto bytes = parse_byte_size(rest);
-    if (!bytes) return bytes.status();
+    if (!bytes) return bad(text, bytes.status().message());
     spec.kind = MemorySpec::Kind::kAnon;
     spec.bytes = *bytes;
   } else if (kind == "file") {
@@ -73,7 +78,7 @@ Result<MemorySpec> parse_memory_spec(std::string_view text) {
     if (last == std::string_view::npos) return bad(text, "expected file:PATH:BYTES");
     if (last == 0) return bad(text, "file path is empty");
     auto bytes = parse_byte_size(rest.substr(last + 1));
-    if (!bytes) return bytes.status();
+    if (!bytes) return bad(text, bytes.status().message());
     spec.kind = MemorySpec::Kind::kFile;
     spec.path = std::string(rest.substr(0, last));
     spec.bytes = *bytes;

@@ -24,6 +24,13 @@ TEST(MemorySpec, R7_BadSizesAreBadRequest) {
     EXPECT_EQ(size.status().code(), ErrorCode::kBadRequest) << text;
     EXPECT_NE(size.status().message().find(text), std::string::npos) << text;
   }
+  // A size alone (rcxl-kv --chunk-size) is not called a memory spec; in a
+  // spec, the whole spec is named.
+  EXPECT_EQ(parse_byte_size("1.5M").status().message(),
+            "bad size '1.5M': size must be an integer with an optional K, M or G suffix");
+  EXPECT_EQ(parse_memory_spec("anon:1.5M").status().message(),
+            "bad memory spec 'anon:1.5M': bad size '1.5M': size must be an integer with an "
+            "optional K, M or G suffix");
 }
 
 TEST(MemorySpec, R7_Anon) {
