@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -443,11 +444,11 @@ void NicCore::shutdown() {
 }
 
 bool NicCore::run_on_event_thread(std::function<void()> task) {
-  {
-    std::lock_guard lock(tasks_mu_);
-    if (stopping_ || stopped_) return false;
-    tasks_.push_back(std::move(task));
-  }
+  std::lock_guard lock(tasks_mu_);
+  if (stopping_ || stopped_) return false;
+  tasks_.push_back(std::move(task));
+  // Under the lock: shutdown() closes wake_fd_ only after it set stopping_
+  // under it, so this never writes to a closed (or reused) descriptor.
   std::uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof one);
   return true;
@@ -459,7 +460,12 @@ void NicCore::event_loop() {
   pollfd fds[3] = {
       {wake_fd_, POLLIN, 0}, {cm_channel_->fd, POLLIN, 0}, {comp_channel_->fd, POLLIN, 0}};
   for (;;) {
-    if (poll(fds, 3, -1) < 0 && errno != EINTR) break;
+    if (poll(fds, 3, -1) < 0) {
+      // Leaving would strand every queued task unanswered (stopping_ is not
+      // set): EINTR goes round at once, anything else (ENOMEM) after a pause.
+      if (errno != EINTR) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
     if (fds[0].revents) {
       std::uint64_t value = 0;
       (void)!read(wake_fd_, &value, sizeof value);
