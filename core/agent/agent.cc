@@ -868,6 +868,10 @@ void Agent::retire_outside_lock(const std::vector<ext::RegionInfo>& candidates) 
     {
       std::lock_guard lock(mu_);
       if (freed_while_mapping_.count(info.region)) continue;
+      // SPEC R2.2: retire() is asked about a region still on the node, by one
+      // caller at a time. A sweep's list may be stale: the free that raced it
+      // may have returned the region, whose bytes may be mapped anew since.
+      if (!retiring_.count(info.region) || !retire_asked_.insert(info.region).second) continue;
     }
     bool agreed = true;
     if (ext_) {
@@ -877,10 +881,9 @@ void Agent::retire_outside_lock(const std::vector<ext::RegionInfo>& candidates) 
       });
       if (!st.ok()) agreed = false;
     }
-    if (!agreed) continue;
     std::lock_guard lock(mu_);
-    // Only the caller that takes it off the list returns it (free and sweep may race).
-    if (retiring_.erase(info.region)) {
+    retire_asked_.erase(info.region);
+    if (agreed && retiring_.erase(info.region)) {
       allocator_.release(info.pool_offset, info.size);
       released = true;
     }

@@ -212,6 +212,8 @@ class Agent {
   std::vector<std::unique_ptr<protocol::FastRequestDecoder>> decoders_;
   // Freed while a map was registering them: not retired before that map is done.
   std::set<std::uint64_t> freed_while_mapping_;
+  // Retiring regions whose retire() a caller is inside (free and sweep race).
+  std::set<std::uint64_t> retire_asked_;
   std::uint64_t next_region_ = 1;
   std::uint64_t next_conn_ = 1;
   const std::shared_ptr<Activity> activity_;

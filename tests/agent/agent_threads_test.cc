@@ -660,6 +660,60 @@ TEST(AgentThreads, R2_2_FreeDuringAMapRetiresOnlyAfterThatMapIsDone) {
   EXPECT_FALSE(rig.agent->registration(alloc["region"].get<std::uint64_t>()).has_value());
 }
 
+// retire() takes 200 ms the first time; notes callers inside at once and any
+// ask about a region after it agreed (the region went back to the pool).
+class SlowRetireExtension : public ext::RegionExtension {
+ public:
+  std::string name() const override { return "slow-retire"; }
+  Status hint(const ext::Hint&) override { return {}; }
+  bool retire(const ext::RegionInfo& region) override {
+    const int now_inside = ++inside;
+    if (now_inside > 1) ++overlaps;
+    {
+      std::lock_guard lock(mu);
+      if (returned.count(region.region)) ++after_return;
+    }
+    if (calls++ == 0) std::this_thread::sleep_for(200ms);
+    {
+      std::lock_guard lock(mu);
+      returned.insert(region.region);
+    }
+    --inside;
+    return true;
+  }
+  std::mutex mu;
+  std::set<std::uint64_t> returned;
+  std::atomic<int> inside{0};
+  std::atomic<int> overlaps{0};
+  std::atomic<int> after_return{0};
+  std::atomic<int> calls{0};
+};
+
+// SPEC R2.2: retire() is asked about a region before it goes back, by one
+// caller at a time. A free asks at once and the sweep asks about every
+// retiring region: the sweep asked while the free's retire() ran, and a sweep
+// working through its copy asked again about a region the free had returned
+// (its bytes possibly mapped anew).
+TEST(AgentThreads, R2_2_RetireIsAskedByOneCallerAndNeverAfterTheRegionWentBack) {
+  auto slow = std::make_unique<SlowRetireExtension>();
+  auto* ext = slow.get();
+  ThreadRig rig(std::move(slow), [](AgentConfig& c) { c.sweep_interval = 5ms; });
+  auto owner = rig.hello();
+  Json alloc = rig.mapped_region(*owner);
+  ASSERT_FALSE(alloc.is_null());
+  Json freed = owner->call(
+      {{"op", "free"}, {"id", 4}, {"region", alloc["region"]}, {"handle", alloc["handle"]}});
+  EXPECT_EQ(freed["ok"], true) << freed.dump();
+  for (int i = 0; i < 200 && rig.agent->retiring_regions() > 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  std::this_thread::sleep_for(50ms);  // sweeps that would ask again run now
+  EXPECT_EQ(rig.agent->retiring_regions(), 0u);
+  EXPECT_EQ(ext->overlaps.load(), 0);
+  EXPECT_EQ(ext->after_return.load(), 0);
+  EXPECT_EQ(ext->calls.load(), 1);
+}
+
 TEST(AgentThreads, R1_DestroyingTheAgentWaitsForARunningMap) {
   OrderRig rig;
   auto mapper = rig.hello();
