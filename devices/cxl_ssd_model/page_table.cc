@@ -11,7 +11,7 @@ std::uint64_t PageTable::unpinned_pages(Page first, Page end) const {
   std::uint64_t n = 0;
   for (Page p = first; p < end;) {
     const Chunk* c = find(p);
-    const Page stop = std::min<Page>(end, (p | kChunkMask) + 1);
+    const Page stop = chunk_stop(p, end);
     if (!c) {
       n += stop - p;  // never touched: no pins
       p = stop;

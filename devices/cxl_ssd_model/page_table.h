@@ -102,6 +102,11 @@ class PageTable {
   static constexpr int kChunkShift = 15;  // 32768 pages = 128 MiB of 4 KiB pages
   static constexpr Page kChunkPages = Page{1} << kChunkShift;
   static constexpr Page kChunkMask = kChunkPages - 1;
+  // Where the chunk holding `p` ends within [p, end): in 64 bits, since in the
+  // last chunk of a table of ~2^32 pages (p | kChunkMask) + 1 wraps to 0.
+  static Page chunk_stop(Page p, Page end) {
+    return static_cast<Page>(std::min<std::uint64_t>(end, (std::uint64_t{p} | kChunkMask) + 1));
+  }
   // Page state as one array per field: the page loops (fills, evictions,
   // pins) each read one field of neighbouring pages, so a cache line serves
   // 64 pages' flags instead of 4 pages' whole records.
@@ -179,7 +184,7 @@ inline std::uint64_t PageTable::pin_range(Page first, Page end) {
   std::uint64_t newly_pinned = 0;
   for (Page p = first; p < end;) {
     Chunk& c = chunk(p);
-    const Page stop = std::min<Page>(end, (p | kChunkMask) + 1);
+    const Page stop = chunk_stop(p, end);
     for (; p < stop; ++p) {
       const Page i = p & kChunkMask;
       newly_pinned += c.pins[i] == 0;
@@ -194,7 +199,7 @@ inline std::uint64_t PageTable::unpin_range(Page first, Page end) {
   std::uint64_t unpinned = 0;
   for (Page p = first; p < end;) {
     Chunk& c = chunk(p);
-    const Page stop = std::min<Page>(end, (p | kChunkMask) + 1);
+    const Page stop = chunk_stop(p, end);
     for (; p < stop; ++p) {
       const Page i = p & kChunkMask;
       if (c.pins[i] == 0 || --c.pins[i] != 0) continue;

@@ -270,6 +270,21 @@ TEST(PageTable, RangePinsMatchPerPagePinsAndRunsMerge) {
   EXPECT_EQ(table.lru_back(), 32000u);
 }
 
+// The largest table a profile may ask for (2^32 - 1 pages, e.g. 512-byte
+// pages of a 2 TiB device): range loops in its last chunk ended at a chunk
+// boundary computed in 32 bits, which wrapped to 0, and never ended.
+TEST(PageTable, RangesInTheLastChunkOfA2To32PageTableEnd) {
+  const PageTable::Page last_chunk = 0xffff8000u;
+  const PageTable::Page end = 0xffffffffu;
+  PageTable table(end);
+  EXPECT_EQ(table.pin_range(last_chunk, last_chunk + 2), 2u);
+  EXPECT_EQ(table.unpinned_pages(last_chunk, end), (end - last_chunk) - 2);
+  EXPECT_EQ(table.pin_range(end - 1, end), 1u);
+  EXPECT_EQ(table.unpin_range(last_chunk, last_chunk + 2), 2u);
+  EXPECT_EQ(table.unpin_range(end - 1, end), 1u);
+  EXPECT_EQ(table.unpinned_pages(last_chunk, end), end - last_chunk);
+}
+
 TEST(PageTable, ResetKeepsOnlyFlashState) {
   PageTable table(100000);
   table.flags_mut(70000) |=
