@@ -58,7 +58,9 @@ typedef struct rcxl_write_wait {
 
 /* Called exactly once per write_wait, from any thread, at the latest after
  * timeout_ms. status 0 = answered: `answer_json` is a JSON object text, or NULL
- * for null; non-zero = failed (`answer_json` may hold a message). */
+ * for null; non-zero = failed (`answer_json` may hold a message). The `wait`
+ * given to write_wait, and all it points to, stays valid until this call
+ * (every other hook's arguments only during the hook). */
 typedef void (*rcxl_write_wait_done)(void* done_context, int status, const char* answer_json);
 
 typedef struct rcxl_region_extension_api_v1 {

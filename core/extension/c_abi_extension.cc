@@ -96,28 +96,36 @@ class CAbiExtension final : public RegionExtension {
   std::vector<std::string> hint_actions() const override { return actions_; }
   void write_wait(const WriteWait& wait, WriteWaitDone done) override {
     if (!api_->write_wait) return done(Json(nullptr));
-    const auto ranges = to_c(wait.ranges);
-    const rcxl_write_wait c{wait.conn, wait.token.c_str(), ranges.data(), ranges.size(),
-                            wait.timeout_ms};
-    // Owned by the plugin until it calls back, exactly once.
-    auto* context = new WriteWaitDone(std::move(done));
-    api_->write_wait(self_, &c, &CAbiExtension::write_wait_done, context);
+    // Owned by the plugin until it calls back, exactly once; the wait it was
+    // given stays valid until then (c_abi.h), as a plugin that answers later
+    // reads it then.
+    auto* pending = new PendingWait{std::move(done), wait.token, to_c(wait.ranges), {}};
+    pending->c = {wait.conn, pending->token.c_str(), pending->ranges.data(), pending->ranges.size(),
+                  wait.timeout_ms};
+    api_->write_wait(self_, &pending->c, &CAbiExtension::write_wait_done, pending);
   }
 
  private:
+  struct PendingWait {
+    WriteWaitDone done;
+    std::string token;
+    std::vector<rcxl_range> ranges;
+    rcxl_write_wait c;
+  };
+
   static void write_wait_done(void* context, int status, const char* answer_json) {
-    std::unique_ptr<WriteWaitDone> done(static_cast<WriteWaitDone*>(context));
+    std::unique_ptr<PendingWait> pending(static_cast<PendingWait*>(context));
+    WriteWaitDone& done = pending->done;
     if (status != 0) {
-      (*done)(Error(ErrorCode::kExtensionFailed,
-                    std::string("write_wait failed: ") + (answer_json ? answer_json : "")));
-      return;
+      return done(Error(ErrorCode::kExtensionFailed,
+                        std::string("write_wait failed: ") + (answer_json ? answer_json : "")));
     }
-    if (!answer_json) return (*done)(Json(nullptr));
+    if (!answer_json) return done(Json(nullptr));
     Json answer = Json::parse(answer_json, nullptr, false);
     if (answer.is_discarded() || !(answer.is_object() || answer.is_null())) {
-      return (*done)(Error(ErrorCode::kExtensionFailed, "write_wait answer is not a JSON object"));
+      return done(Error(ErrorCode::kExtensionFailed, "write_wait answer is not a JSON object"));
     }
-    (*done)(std::move(answer));
+    done(std::move(answer));
   }
 
   const rcxl_region_extension_api_v1* api_;

@@ -128,6 +128,63 @@ TEST(CAbiExtension, R2_1_TablesWithAWrongVersionOrMissingHooksAreRefused) {
   EXPECT_FALSE(wrap_c_extension(nullptr, Json::object()).ok());
 }
 
+// A plugin's write_wait that answers later, from what `wait` says then.
+struct LaterWait {
+  const rcxl_write_wait* wait = nullptr;
+  rcxl_write_wait_done done = nullptr;
+  void* context = nullptr;
+};
+LaterWait later_wait;
+
+// c_abi.h: the `wait` handed to write_wait stays valid until `done` is called
+// (a plugin that checks readiness later reads it then). It was the caller's
+// stack and a local vector, gone when write_wait returned.
+TEST(CAbiExtension, R2_2_AWriteWaitsArgumentsLiveUntilItsAnswer) {
+  rcxl_region_extension_api_v1 table{};
+  table.abi_version = RCXL_REGION_EXTENSION_ABI_VERSION;
+  table.struct_size = sizeof table;
+  table.create = [](const char*, char*, size_t) -> void* { return &later_wait; };
+  table.destroy = [](void*) {};
+  table.validate_access = [](void*, const rcxl_region_info*, char*, size_t) { return 0; };
+  table.mapped = [](void*, const rcxl_region_info*, int, char*, size_t) { return 0; };
+  table.retire = [](void*, const rcxl_region_info*) { return 1; };
+  table.hint = [](void*, const rcxl_hint*, char*, size_t) { return 0; };
+  table.close = [](void*) {};
+  table.hint_actions = [](void*) { return R"(["write_wait"])"; };
+  table.write_wait = [](void*, const rcxl_write_wait* wait, rcxl_write_wait_done done,
+                        void* context) {
+    later_wait = {wait, done, context};
+  };
+  auto wrapped = wrap_c_extension(&table, Json::object());
+  ASSERT_TRUE(wrapped.ok()) << wrapped.status().ToString();
+  std::optional<Result<Json>> answer;
+  {
+    const std::string token = "a-token-longer-than-the-small-string-buffer";
+    (*wrapped)->write_wait({3, token, {{8, 4096, 8192, 12288}, {9, 0, 4096, 65536}}, 50},
+                           [&](Result<Json> a) { answer = std::move(a); });
+  }
+  ASSERT_FALSE(answer.has_value());
+  // Other work in between reuses the memory a short-lived copy had.
+  std::vector<std::string> churn(64, std::string(200, 'z'));
+  const rcxl_write_wait& w = *later_wait.wait;
+  ASSERT_EQ(w.range_count, 2u);
+  const Json seen = {
+      {"token", w.token},
+      {"conn", w.conn},
+      {"timeout_ms", w.timeout_ms},
+      {"first",
+       {w.ranges[0].region, w.ranges[0].offset, w.ranges[0].length, w.ranges[0].pool_offset}},
+      {"second", {w.ranges[1].region, w.ranges[1].pool_offset}}};
+  later_wait.done(later_wait.context, 0, seen.dump().c_str());
+  ASSERT_TRUE(answer.has_value() && answer->ok());
+  EXPECT_EQ(answer->value(), (Json{{"token", "a-token-longer-than-the-small-string-buffer"},
+                                   {"conn", 3},
+                                   {"timeout_ms", 50},
+                                   {"first", {8, 4096, 8192, 12288}},
+                                   {"second", {9, 65536}}}));
+  (*wrapped)->close();
+}
+
 TEST(PluginLoader, R2_1_LoadsASharedObjectPluginThroughTheCAbi) {
   Sim sim;
   auto registry = ExtensionRegistry::WithBuiltins();
