@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace rcxl::apps {
 
@@ -135,13 +137,69 @@ inline std::optional<std::string> subcommand_problem(CLI::App& app) {
 // Parses the command line. --help prints and answers 0; any other parse
 // error prints "PROGRAM: <CLI11's message>" and a pointer to --help on stderr
 // and answers `usage_exit_code`. nullopt: parsed, go on.
+namespace detail {
+
+// Edits (insert, delete, replace) between two short flag names.
+inline std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// "--name" for every long option of `app` and of the subcommands it parsed.
+inline void long_option_names(const CLI::App& app, std::vector<std::string>& out) {
+  for (const CLI::Option* opt : app.get_options()) {
+    for (const std::string& name : opt->get_lnames()) out.push_back("--" + name);
+  }
+  for (const CLI::App* sub : app.get_subcommands()) long_option_names(*sub, out);
+}
+
+}  // namespace detail
+
+// A word that looks like an option but is none: CLI11 reports a missing
+// required option first ("--listen is required" for a misspelt --listne), or
+// "arguments were not expected" without a hint. Names it, and the closest
+// option when one is near (within two edits, or a prefix of one).
+inline std::optional<std::string> unknown_option_problem(CLI::App& app) {
+  std::vector<std::string> names;
+  detail::long_option_names(app, names);
+  for (const std::string& word : app.remaining(true)) {
+    if (word.size() < 3 || word.rfind("--", 0) != 0) continue;
+    const std::string flag = word.substr(0, word.find('='));
+    if (std::find(names.begin(), names.end(), flag) != names.end()) continue;
+    std::string closest;
+    std::size_t best = 3;
+    for (const std::string& name : names) {
+      const std::size_t d = name.rfind(flag, 0) == 0 ? 1 : detail::edit_distance(flag, name);
+      if (d < best) {
+        best = d;
+        closest = name;
+      }
+    }
+    return "unknown option '" + flag + "'" +
+           (closest.empty() ? std::string() : "; did you mean " + closest + "?");
+  }
+  return std::nullopt;
+}
+
 inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv,
                                              const std::string& program, int usage_exit_code) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    std::cerr << program << ": " << subcommand_problem(app).value_or(e.what())
+    std::optional<std::string> problem = unknown_option_problem(app);
+    if (!problem) problem = subcommand_problem(app);
+    std::cerr << program << ": " << problem.value_or(e.what())
               << "\nrun with --help for more information" << std::endl;
     return usage_exit_code;
   }

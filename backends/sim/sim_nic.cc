@@ -501,6 +501,15 @@ class SimQueuePair final : public runtime::QueuePair,
 
   void complete_batch(std::shared_ptr<Batch> batch) {
     if (!*alive_) return;
+    // Completions decide load times: a change in when (or how) one ends must
+    // change the hash, not only the run's numbers.
+    std::size_t failed = 0;
+    for (const Status& st : batch->statuses) failed += st.ok() ? 0 : 1;
+    SimWorld& world = local_.fabric().world();
+    world.trace().record(world.loop().now().count(),
+                         "rdma done " + local_.node() + "->" + remote_.node() +
+                             " ops=" + std::to_string(batch->statuses.size()) +
+                             " failed=" + std::to_string(failed));
     auto done = std::move(batch->done);
     auto statuses = std::move(batch->statuses);
     strand_.run_inline([done, statuses] { done(statuses); });
