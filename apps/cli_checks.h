@@ -186,7 +186,7 @@ inline std::optional<std::string> unknown_option_problem(CLI::App& app) {
       }
     }
     return "unknown option '" + flag + "'" +
-           (closest.empty() ? std::string() : "; did you mean " + closest + "?");
+           (closest.empty() ? std::string() : " (did you mean " + closest + "?)");
   }
   return std::nullopt;
 }

@@ -102,7 +102,10 @@ int main(int argc, char** argv) {
     if (!f.auth_secret_file.empty()) {
       return fail("give --auth none or --auth-secret-file, not both");
     }
-    if (!address->is_loopback()) return fail("--auth none needs a loopback --listen");
+    if (!address->is_loopback()) {
+      return fail("--auth none needs a loopback --listen, not " + address->ToString() +
+                  "; listen on 127.0.0.1 or [::1], or give --auth-secret-file PATH");
+    }
   } else if (!f.auth.empty()) {
     return fail("--auth takes only 'none'");
   } else if (f.auth_secret_file.empty()) {

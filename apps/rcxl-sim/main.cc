@@ -459,7 +459,7 @@ int parse_error(CLI::App& app, const CLI::ParseError& e) {
   if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
   std::string where = "rcxl-sim";
   for (const auto* sub : app.get_subcommands()) where += " " + sub->get_name();
-  std::string what = e.what();
+  std::string what = rcxl::apps::unknown_option_problem(app).value_or(e.what());
   for (auto& c : what) c = c == '\n' ? ' ' : c;
   std::fprintf(stderr, "%s: %s; run %s --help\n", where.c_str(), what.c_str(), where.c_str());
   return 2;

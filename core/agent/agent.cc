@@ -174,7 +174,8 @@ Status Agent::start() {
     for (const auto& address : config_.listen) {
       if (!address.is_loopback()) {
         return Error(ErrorCode::kBadRequest,
-                     "--auth none needs loopback listeners only, not " + address.ToString());
+                     "--auth none needs loopback listeners only, not " + address.ToString() +
+                         "; listen on 127.0.0.1 or [::1], or give --auth-secret-file PATH");
       }
     }
   }

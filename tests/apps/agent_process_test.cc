@@ -150,7 +150,9 @@ TEST(AgentProcess, R7_AuthNoneIsRefusedOnANonLoopbackListener) {
   Child agent = Child::Start(
       {RCXL_AGENT_BINARY, "--listen", "0.0.0.0:0", "--auth", "none", "--memory", "anon:1M"});
   EXPECT_EQ(agent.wait_exit(std::chrono::seconds(5)), 1);
-  EXPECT_NE(agent.read_all_err().find("loopback"), std::string::npos);
+  const std::string err = agent.read_all_err();
+  EXPECT_NE(err.find("loopback"), std::string::npos) << err;
+  EXPECT_NE(err.find("or give --auth-secret-file PATH"), std::string::npos) << err;  // the fix
 }
 
 struct Outcome {
@@ -221,6 +223,16 @@ TEST(AgentProcess, R7_ABadFlagValueExitsOneSayingWhatIsWanted) {
   const Outcome missing = run_agent({"--auth", "none", "--memory", "anon:1M"});
   EXPECT_EQ(missing.exit_code, 1) << missing.err;
   EXPECT_TRUE(contains(missing.err, "--listen")) << missing.err;
+}
+
+// SPEC R7: a misspelt required flag is named as unknown, with the flag meant;
+// CLI11 alone said only "--listen is required", never naming the typo.
+TEST(AgentProcess, R7_AMisspeltFlagIsNamedWithTheOneMeant) {
+  const Outcome r = run_agent({"--listne", "127.0.0.1:0", "--auth", "none", "--memory", "anon:1M"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "unknown option '--listne' (did you mean --listen?)")) << r.err;
+  const Outcome far = run_agent(with(kLoopbackNoAuth, {"--zzzzzz=1"}));
+  EXPECT_TRUE(contains(far.err, "unknown option '--zzzzzz'\n")) << far.err;  // nothing near
 }
 
 TEST(AgentProcess, R7_AMissingSecretFileNamesTheFlag) {

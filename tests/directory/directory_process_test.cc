@@ -147,7 +147,9 @@ TEST(DirectoryProcess, R1_1_AnIpv6ListenerIsPrintedInBrackets) {
 TEST(DirectoryProcess, R1_3_AuthNoneIsRefusedOffLoopbackAndAuthIsRequired) {
   Child open = Child::Start({RCXL_DIRECTORY_BINARY, "--listen", "0.0.0.0:0", "--auth", "none"});
   EXPECT_EQ(open.wait_exit(std::chrono::seconds(5)), 1);
-  EXPECT_NE(open.read_all(open.err).find("loopback"), std::string::npos);
+  const std::string err = open.read_all(open.err);
+  EXPECT_NE(err.find("loopback"), std::string::npos) << err;
+  EXPECT_NE(err.find("or give --auth-secret-file PATH"), std::string::npos) << err;  // the fix
   Child none = Child::Start({RCXL_DIRECTORY_BINARY, "--listen", "127.0.0.1:0"});
   EXPECT_EQ(none.wait_exit(std::chrono::seconds(5)), 1);
 }
