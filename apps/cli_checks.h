@@ -191,6 +191,11 @@ inline std::optional<std::string> unknown_option_problem(CLI::App& app) {
   return std::nullopt;
 }
 
+// `PROGRAM --version` prints "PROGRAM VERSION" and exits 0.
+inline void add_version_flag(CLI::App& app, const std::string& program, const char* version) {
+  app.set_version_flag("--version", program + " " + version, "print the version and exit");
+}
+
 inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv,
                                              const std::string& program, int usage_exit_code) {
   try {

@@ -294,6 +294,7 @@ Result<Setup> setup_from_flags(const Flags& f) {
 
 int main(int argc, char** argv) {
   CLI::App app{"rcxl-agent: the memory-node agent (owns node memory, maps regions, takes hints)"};
+  rcxl::apps::add_version_flag(app, "rcxl-agent", RCXL_VERSION);
   app.footer(
       "Needs --listen, --memory and one of --auth-secret-file PATH or --auth none.\n"
       "Exit codes: 0 after SIGTERM/SIGINT, 1 bad flags or a setup error (message on stderr).");

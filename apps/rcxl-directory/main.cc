@@ -52,6 +52,7 @@ constexpr std::uint32_t kMinMaxFrameBytes = 4096;
 
 int main(int argc, char** argv) {
   CLI::App app{"rcxl-directory: key -> location registry of one application group"};
+  rcxl::apps::add_version_flag(app, "rcxl-directory", RCXL_VERSION);
   app.footer(
       "Needs --listen and one of --auth-secret-file PATH or --auth none.\n"
       "Exit codes: 0 after SIGTERM/SIGINT, 1 bad flags or a setup error (message on stderr).");

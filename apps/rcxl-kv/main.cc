@@ -284,6 +284,7 @@ int main(int argc, char** argv) {
       "rcxl-kv: store and load KV chunks through rcxl (directory + agents over RDMA).\n"
       "Exit codes: 0 ok, 1 usage/setup error, 3 a key missed (load), 4 bench bytes wrong "
       "or stale"};
+  rcxl::apps::add_version_flag(app, "rcxl-kv", RCXL_VERSION);
   Flags f;
   app.require_subcommand(1);
   // Global flags may follow the subcommand too (`bench --chunk-size 1M`).

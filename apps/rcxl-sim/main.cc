@@ -467,6 +467,7 @@ int parse_error(CLI::App& app, const CLI::ParseError& e) {
 
 int run_cli(int argc, char** argv) {
   CLI::App app{"rcxl-sim: run rcxl on the deterministic simulator (virtual time, seeded faults)"};
+  rcxl::apps::add_version_flag(app, "rcxl-sim", RCXL_VERSION);
   app.require_subcommand(1);
   std::uint64_t seed = 1;
   int pings = 10;

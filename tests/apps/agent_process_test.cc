@@ -225,6 +225,12 @@ TEST(AgentProcess, R7_ABadFlagValueExitsOneSayingWhatIsWanted) {
   EXPECT_TRUE(contains(missing.err, "--listen")) << missing.err;
 }
 
+TEST(AgentProcess, R7_VersionPrintsTheProjectsVersion) {
+  Child agent = Child::Start({RCXL_AGENT_BINARY, "--version"});
+  EXPECT_EQ(agent.wait_exit(std::chrono::seconds(5)), 0);
+  EXPECT_EQ(Child::read_all(agent.out), "rcxl-agent " RCXL_VERSION "\n");
+}
+
 // SPEC R7: a misspelt required flag is named as unknown, with the flag meant;
 // CLI11 alone said only "--listen is required", never naming the typo.
 TEST(AgentProcess, R7_AMisspeltFlagIsNamedWithTheOneMeant) {
