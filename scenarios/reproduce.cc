@@ -413,10 +413,11 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
          fmt("%.4f", 1 + (1 + kNearSeedFraction) * excess) + "x and " +
          fmt("%+.2f", (1 - kNearSeedFraction) * kP3SeedDeltaMs) + ".." +
          fmt("%+.2f", (1 + kNearSeedFraction) * kP3SeedDeltaMs) +
-         " ms (25% of the seed's excess and delta); the seed's " + fmt("%+.2f", kP3SeedDeltaMs) +
-         " ms is " +
-         std::string(p3d.has_interval() ? (in_ci ? "inside" : "outside") : "not comparable to") +
-         " our delta's interval (docs/reproduce.md)\n";
+         " ms (25% of the seed's excess and delta); " +
+         (p3d.has_interval() ? "the seed's " + fmt("%+.2f", kP3SeedDeltaMs) + " ms is " +
+                                   (in_ci ? "inside" : "outside") + " our delta's interval"
+                             : std::string("our delta has no interval from 1 pair")) +
+         " (docs/reproduce.md)\n";
   }
   if (beyond) {
     t += "beyond the seed: no-hint TTFT / all-DRAM = " + ci_text(nohints, "%.4f", "x") + ", load " +
