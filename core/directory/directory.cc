@@ -38,7 +38,10 @@ Result<RegisterOutcome> Directory::register_key(const std::string& key, const Lo
   }
   // A boot nobody reported gone is taken as it is: which of two boots is the
   // newer only a client that saw one replace the other can tell (boot_changed).
-  boots_[location.agent].seen.insert(location.boot);
+  AgentBoots& agent_boots = boots_[location.agent];  // stays while records go (forget_record)
+  if (!agent_boots.seen.count(location.boot)) {
+    agent_boots.seen[location.boot] = remember_boot(location.agent, location.boot, BootKind::kSeen);
+  }
   auto it = keys_.find(key);
   if (it != keys_.end() && !it->second.doomed) {
     touch(key, it->second);
@@ -176,19 +179,15 @@ std::size_t Directory::drop_where(const std::string& agent,
 Result<std::size_t> Directory::boot_changed(const std::string& agent, const std::string& boot,
                                             const std::string& from) {
   if (agent.empty() || boot.empty()) return Error(ErrorCode::kBadRequest, "empty agent or boot");
+  // Records forgotten on the way erase only other agents' entries: this one stays.
   AgentBoots& boots = boots_[agent];
   auto retired = [&](const std::string& b) { return boots.retired.count(b) > 0; };
-  auto retire = [&](const std::string& b) {
-    boots.retired.insert(b);
-    boots.seen.erase(b);
-  };
   if (!from.empty()) {
     // Reports may arrive in any order: only `from`, which the reporter saw
     // replaced, is certainly gone; a boot never comes back (R6.4).
     if (from == boot || retired(from)) return std::size_t{0};
-    retire(from);
-    if (boots.current == from) boots.current.clear();
-    if (!retired(boot)) boots.current = boot;
+    retire_boot(agent, boots, from);
+    if (!retired(boot)) set_current(agent, boots, boot);
     return drop_where(agent, [&](const std::string& b) { return b == from; });
   }
   // Without `from`: every other boot of the agent goes.
@@ -196,12 +195,70 @@ Result<std::size_t> Directory::boot_changed(const std::string& agent, const std:
   if (retired(boot)) {
     return Error(ErrorCode::kStaleEpoch, "boot " + boot + " of agent " + agent + " is gone");
   }
-  if (!boots.current.empty()) retire(boots.current);
-  for (const std::string& b : std::set<std::string>(boots.seen)) {
-    if (b != boot) retire(b);
+  std::vector<std::string> others;
+  if (!boots.current.empty()) others.push_back(boots.current);
+  for (const auto& [b, record] : boots.seen) {
+    if (b != boot) others.push_back(b);
   }
-  boots.current = boot;
+  for (const std::string& b : others) retire_boot(agent, boots, b);
+  set_current(agent, boots, boot);
   return drop_where(agent, [&](const std::string& b) { return b != boot; });
+}
+
+std::uint64_t Directory::remember_boot(const std::string& agent, const std::string& boot,
+                                       BootKind kind) {
+  while (!boot_records_.empty() && boot_records_.size() >= options_.max_boot_records) {
+    forget_record(boot_records_.begin()->first, agent);
+  }
+  const std::uint64_t record = next_boot_record_++;
+  boot_records_[record] = {agent, boot, kind};
+  return record;
+}
+
+// `busy`: the agent an operation is changing; its entry stays even if emptied
+// (the caller holds a reference to it and adds a record next).
+void Directory::forget_record(std::uint64_t record, const std::string& busy) {
+  auto it = boot_records_.find(record);
+  if (it == boot_records_.end()) return;
+  auto agent = boots_.find(it->second.agent);
+  if (agent != boots_.end()) {
+    AgentBoots& boots = agent->second;
+    switch (it->second.kind) {
+      case BootKind::kCurrent:
+        if (boots.current_record == record) {
+          boots.current.clear();
+          boots.current_record = 0;
+        }
+        break;
+      case BootKind::kRetired:
+        boots.retired.erase(it->second.boot);
+        break;
+      case BootKind::kSeen:
+        boots.seen.erase(it->second.boot);
+        break;
+    }
+    if (agent->first != busy && boots.current.empty() && boots.retired.empty() &&
+        boots.seen.empty()) {
+      boots_.erase(agent);
+    }
+  }
+  boot_records_.erase(it);
+}
+
+void Directory::set_current(const std::string& agent, AgentBoots& boots, const std::string& boot) {
+  if (boots.current_record != 0) forget_record(boots.current_record, agent);
+  boots.current_record = remember_boot(agent, boot, BootKind::kCurrent);
+  boots.current = boot;
+}
+
+void Directory::retire_boot(const std::string& agent, AgentBoots& boots, const std::string& boot) {
+  if (boots.current == boot && boots.current_record != 0) {
+    forget_record(boots.current_record, agent);
+  }
+  if (auto seen = boots.seen.find(boot); seen != boots.seen.end()) {
+    forget_record(seen->second, agent);
+  }
+  boots.retired[boot] = remember_boot(agent, boot, BootKind::kRetired);
 }
 
 void Directory::evict_over_capacity(const std::string* keep) {

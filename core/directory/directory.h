@@ -24,6 +24,11 @@ struct DirectoryOptions {
   std::uint64_t max_keys = 1u << 20;  // evict the least recently used past this
   runtime::Duration lease_ttl =
       std::chrono::seconds(10);  // a reader that dies frees its lease then
+  // Boots remembered over all agents (current, retired, registered under);
+  // past this the oldest is forgotten. Readers check a location's boot against
+  // the agent's own, so a forgotten retired boot costs only a stale entry that
+  // its first reader reports, never stale bytes.
+  std::size_t max_boot_records = 1u << 16;
 };
 
 struct Lease {
@@ -74,6 +79,9 @@ class Directory {
   std::size_t live_keys() const { return keys_.size() - doomed_; }
   std::size_t doomed_keys() const { return doomed_; }
   std::size_t open_leases() const { return leases_.size(); }
+  // Boots remembered (bounded by max_boot_records), and agents they belong to.
+  std::size_t boot_records() const { return boot_records_.size(); }
+  std::size_t agents_with_boots() const { return boots_.size(); }
   std::uint64_t evictions() const { return evictions_; }
   std::optional<Location> find(const std::string& key) const;
 
@@ -88,10 +96,18 @@ class Directory {
     runtime::Instant expires{0};
     std::vector<std::string> keys;
   };
+  // Each boot remembered is one record (its number orders them by age).
+  enum class BootKind { kCurrent, kRetired, kSeen };
   struct AgentBoots {
-    std::string current;            // the last reported new boot
-    std::set<std::string> retired;  // reported gone: never taken again
-    std::set<std::string> seen;     // registered under, not retired
+    std::string current;  // the last reported new boot
+    std::uint64_t current_record = 0;
+    std::map<std::string, std::uint64_t> retired;  // reported gone: never taken again
+    std::map<std::string, std::uint64_t> seen;     // registered under, not retired
+  };
+  struct BootRecord {
+    std::string agent;
+    std::string boot;
+    BootKind kind;
   };
   // Where keys' bytes are, coarsely (agent, region, read handle, boot): drops
   // find their keys here instead of scanning every key (a drop at 1M keys
@@ -109,6 +125,11 @@ class Directory {
   std::size_t drop_where(const std::string& agent,
                          const std::function<bool(const std::string&)>& gone);
   static Place place_of(const Location& l) { return {l.agent, l.region, l.read_handle, l.boot}; }
+  // Boot records: add one (forgetting the oldest past the bound), drop one.
+  std::uint64_t remember_boot(const std::string& agent, const std::string& boot, BootKind kind);
+  void forget_record(std::uint64_t record, const std::string& busy);
+  void set_current(const std::string& agent, AgentBoots& boots, const std::string& boot);
+  void retire_boot(const std::string& agent, AgentBoots& boots, const std::string& boot);
 
   DirectoryOptions options_;
   std::map<std::string, Entry> keys_;
@@ -117,6 +138,8 @@ class Directory {
   std::set<std::pair<runtime::Instant, std::uint64_t>> lease_expiry_;  // (expires, id)
   std::map<Place, KeySet> places_;
   std::map<std::string, AgentBoots> boots_;
+  std::map<std::uint64_t, BootRecord> boot_records_;  // oldest first
+  std::uint64_t next_boot_record_ = 1;
   std::uint64_t use_clock_ = 0;
   std::uint64_t next_lease_ = 1;
   std::uint64_t evictions_ = 0;

@@ -171,6 +171,44 @@ TEST(Directory, R6_1_ANewBootDropsTheOldBootsKeysAndRetiresIt) {
   EXPECT_EQ(d.boot_changed("x:1", "b1").status().code(), ErrorCode::kStaleEpoch);
 }
 
+// The boots the directory remembers are bounded: a client reporting boots
+// (or registering under them) for ever, for one agent or for many, grew its
+// memory without end. The oldest are forgotten; the newest still refuse.
+TEST(Directory, R6_1_RememberedBootsAreBoundedAndTheNewestStillRefuse) {
+  DirectoryOptions options;
+  options.max_boot_records = 8;
+  Directory d(options);
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(d.register_key("k" + std::to_string(i), at("x:1", "b" + std::to_string(i), 1,
+                                                           static_cast<std::uint64_t>(i) * 4096))
+                    .ok());
+    ASSERT_TRUE(d.boot_changed("x:1", "b" + std::to_string(i + 1), "b" + std::to_string(i)).ok());
+    ASSERT_TRUE(d.boot_changed("agent" + std::to_string(i), "n1").ok());
+    EXPECT_LE(d.boot_records(), 8u);
+    EXPECT_LE(d.agents_with_boots(), 8u);
+  }
+  // Every key went with its boot; the newest retired boot is still refused.
+  EXPECT_EQ(d.size(), 0u);
+  EXPECT_EQ(d.register_key("late", at("x:1", "b99", 1, 0)).status().code(), ErrorCode::kStaleEpoch);
+  // A boot long forgotten is taken again: its entry is stale, and a reader
+  // finds that out from the agent's own boot (client.md), not from here.
+  EXPECT_TRUE(d.register_key("ancient", at("x:1", "b0", 1, 0)).ok());
+}
+
+// Forgetting other agents' boots never touches the agent being changed.
+TEST(Directory, R6_1_ABootChangeAtTheBoundKeepsItsOwnAgentsState) {
+  DirectoryOptions options;
+  options.max_boot_records = 2;
+  Directory d(options);
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b1", 1, 0)).ok());
+  ASSERT_TRUE(d.register_key("b", at("x:1", "b2", 2, 0)).ok());
+  // Retiring b1 and b2 and setting b3 needs three records: the oldest go first.
+  EXPECT_EQ(*d.boot_changed("x:1", "b3"), 2u);
+  EXPECT_EQ(d.register_key("c", at("x:1", "b2", 3, 0)).status().code(), ErrorCode::kStaleEpoch);
+  EXPECT_LE(d.boot_records(), 2u);
+  EXPECT_EQ(*d.boot_changed("x:1", "b3"), 0u);  // still the current one
+}
+
 // A key deleted while leased was dropped once; a boot change that takes the
 // rest of its boot's keys must not count it again.
 TEST(Directory, R6_1_ABootChangeCountsOnlyKeysItDrops) {
