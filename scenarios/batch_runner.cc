@@ -33,6 +33,7 @@ RunSummary summarize(const RunResult& r) {
   s.counters = r.counters;
   s.virtual_s = r.virtual_seconds;
   s.wall_s = r.wall_seconds;
+  s.trace_hash = r.trace_hash;
   return s;
 }
 

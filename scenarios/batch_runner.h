@@ -24,7 +24,8 @@ struct RunSummary {
   std::vector<std::string> violations;
   nlohmann::json counters;
   double virtual_s = 0;
-  double wall_s = 0;  // for progress lines only: it differs between runs
+  double wall_s = 0;       // for progress lines only: it differs between runs
+  std::string trace_hash;  // the run's fingerprint: the same on any thread count
 
   bool ok() const { return status.ok() && violations.empty(); }
   // The run's status, else its first invariant violation; "" when ok.

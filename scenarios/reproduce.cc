@@ -358,12 +358,16 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   for (std::size_t c = 0; c < cfgs.size(); ++c) {
     if (runs_of[c] == 0) continue;
     std::vector<double> t, l;
+    std::vector<std::string> hashes;
     for (int p = 0; p < runs_of[c]; ++p) {
       t.push_back(results[c][p].ttft_ms);
       l.push_back(results[c][p].load_ms);
+      hashes.push_back(results[c][p].trace_hash);
     }
-    per_config[cfgs[c].name] = {
-        {"label", cfgs[c].label}, {"mean_reuse_ttft_ms", t}, {"mean_load_ms", l}};
+    per_config[cfgs[c].name] = {{"label", cfgs[c].label},
+                                {"mean_reuse_ttft_ms", t},
+                                {"mean_load_ms", l},
+                                {"trace_hashes", hashes}};
   }
   j["runs"] = per_config;
   if (!options.settings.empty()) j["settings"] = options.settings;  // as given to --set

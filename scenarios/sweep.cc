@@ -802,7 +802,7 @@ Result<SweepReport> sweep(const SweepOptions& options) {
   for (const auto& p : report.params) csv += csv_field(p.name) + ",";
   csv += "config,seed";
   for (const auto& c : columns()) csv += std::string(",") + c.name;
-  csv += "\n";
+  csv += ",trace_hash\n";  // each run's fingerprint: the same on any --threads
   for (const SweepRun& r : report.runs) {
     Json row = Json::object();
     for (std::size_t i = 0; i < report.params.size(); ++i) {
@@ -818,7 +818,8 @@ Result<SweepReport> sweep(const SweepOptions& options) {
       csv += "," + v;
       row[c.name] = v.empty() ? Json(nullptr) : Json::parse(v);  // blank: no requests
     }
-    csv += "\n";
+    csv += "," + r.summary.trace_hash + "\n";
+    row["trace_hash"] = r.summary.trace_hash;
     rows.push_back(row);
   }
 
