@@ -71,6 +71,7 @@ const std::vector<std::string>& fixed_counter_paths() {
       "kv.failed_loads",
       "kv.failed_stores",
       "kv.missed_chunks",
+      "kv.reuse_turns_without_hits",
       "kv.short_loads",
       "scheduler.ends_sent",
       "scheduler.hints_sent",

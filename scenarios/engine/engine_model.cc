@@ -168,7 +168,12 @@ void EngineModel::end_step() {
   for (auto& [id, r] : requests_) {
     if (r.phase == Phase::kRunning && r.prefill_left == 0) {
       RequestRecord& rec = records_[r.record];
-      if (r.decoded == 0) rec.first_token = now;  // the prefill's last step emits it
+      if (r.decoded == 0) {
+        rec.first_token = now;  // the prefill's last step emits it
+        // The prompt's KV is all computed: a connector that saves during the
+        // forward pass has it on its way now.
+        if (params_.store_prompt_after_prefill) store_context(r, r.context_tokens);
+      }
       ++r.decoded;
       if (r.decoded >= r.spec.output_tokens) finished.push_back(id);
     }
@@ -187,6 +192,23 @@ void EngineModel::end_step() {
   kick();
 }
 
+void EngineModel::store_context(const Request& r, std::int64_t context_tokens) {
+  Conversation& conv = conversations_[static_cast<std::size_t>(r.spec.conversation)];
+  // Write-behind: the context's new full chunks, named like later lookups name them.
+  const std::size_t full = static_cast<std::size_t>(context_tokens / params_.chunk_tokens);
+  if (full <= conv.stored_chunks) return;
+  KvRequest store = r.kv;
+  store.chunk_keys.clear();
+  for (std::size_t i = 0; i < full; ++i) {
+    store.chunk_keys.push_back("conv" + std::to_string(r.spec.conversation) + "/chunk" +
+                               std::to_string(i));
+  }
+  const std::size_t first = conv.stored_chunks;
+  conv.stored_chunks = full;
+  ++stores_in_flight_;
+  kv_.store(store, first, full, [this] { strand_->post([this] { --stores_in_flight_; }); });
+}
+
 void EngineModel::finish_request(Request& r) {
   RequestRecord& rec = records_[r.record];
   rec.finished = rt_.clock().now();
@@ -194,20 +216,7 @@ void EngineModel::finish_request(Request& r) {
   kv_.on_finished(r.kv);
   Conversation& conv = conversations_[static_cast<std::size_t>(r.spec.conversation)];
   conv.context_tokens = r.context_tokens + r.spec.output_tokens;
-  // Write-behind: the context's new full chunks, named like later lookups name them.
-  const std::size_t full = static_cast<std::size_t>(conv.context_tokens / params_.chunk_tokens);
-  if (full > conv.stored_chunks) {
-    KvRequest store = r.kv;
-    store.chunk_keys.clear();
-    for (std::size_t i = 0; i < full; ++i) {
-      store.chunk_keys.push_back("conv" + std::to_string(r.spec.conversation) + "/chunk" +
-                                 std::to_string(i));
-    }
-    const std::size_t first = conv.stored_chunks;
-    conv.stored_chunks = full;
-    ++stores_in_flight_;
-    kv_.store(store, first, full, [this] { strand_->post([this] { --stores_in_flight_; }); });
-  }
+  store_context(r, conv.context_tokens);
   ++finished_turns_;
   const int next = r.spec.turn + 1;
   if (next <= static_cast<int>(conv.spec.turns.size())) {

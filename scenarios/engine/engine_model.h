@@ -80,6 +80,9 @@ class EngineModel {
   void run_step();
   void end_step();
   void finish_request(Request& r);
+  // Write-behind store of the conversation's full chunks of its first
+  // `context_tokens` tokens that are not stored yet.
+  void store_context(const Request& r, std::int64_t context_tokens);
   void load_complete(std::uint64_t id, std::size_t loaded);
   std::int64_t loaded_tokens(const RequestRecord& rec) const {
     return static_cast<std::int64_t>(rec.loaded_chunks) * params_.chunk_tokens;

@@ -49,6 +49,9 @@ const std::map<std::string, EngineField>& engine_fields() {
         [](EngineParams& p, double v) { p.max_batched_tokens = static_cast<int>(v); }}},
       {"max_running",
        {1, 1 << 16, true, [](EngineParams& p, double v) { p.max_running = static_cast<int>(v); }}},
+      {"store_prompt_after_prefill",
+       {0, 1, true, [](EngineParams& p, double v) { p.store_prompt_after_prefill = v != 0; },
+        " (0: a turn's KV is stored when it finishes; 1: the prompt's once its prefill is done)"}},
   };
   return kFields;
 }

@@ -26,6 +26,11 @@ struct EngineParams {
   int max_running = 256;
   // Scheduler process -> worker process hand-off (vLLM's IPC of the step's plan).
   runtime::Duration scheduler_to_worker = std::chrono::microseconds(300);
+  // When a turn's KV is stored: false, all of it when the request finishes;
+  // true, the prompt's full chunks once its prefill is done (a vLLM KV
+  // connector saving during the forward pass, as LMCache does) and the
+  // output's at the finish (docs/reproduce.md, *When a turn's KV is stored*).
+  bool store_prompt_after_prefill = false;
 };
 
 Result<EngineParams> engine_params_from_json(const nlohmann::json& j);

@@ -16,8 +16,12 @@ using namespace std::chrono_literals;
 
 class IdealKv : public EngineKv {
  public:
-  IdealKv(runtime::Runtime& rt, double bytes_per_second, std::uint64_t chunk_bytes)
-      : strand_(rt.make_strand("kv")), bw_(bytes_per_second), chunk_bytes_(chunk_bytes) {}
+  IdealKv(runtime::Runtime& rt, double bytes_per_second, std::uint64_t chunk_bytes,
+          runtime::Duration store_time = 5ms)
+      : strand_(rt.make_strand("kv")),
+        bw_(bytes_per_second),
+        chunk_bytes_(chunk_bytes),
+        store_time_(store_time) {}
 
   void lookup(const KvRequest& r, LookupDone done) override {
     std::size_t hits = 0;
@@ -33,7 +37,7 @@ class IdealKv : public EngineKv {
   void store(const KvRequest& r, std::size_t first, std::size_t end, StoreDone done) override {
     std::vector<std::string> keys(r.chunk_keys.begin() + static_cast<long>(first),
                                   r.chunk_keys.begin() + static_cast<long>(end));
-    strand_->post_after(5ms, [this, keys, done] {
+    strand_->post_after(store_time_, [this, keys, done] {
       for (const auto& k : keys) stored_.insert(k);
       done();
     });
@@ -46,6 +50,7 @@ class IdealKv : public EngineKv {
   std::unique_ptr<runtime::Strand> strand_;
   double bw_;
   std::uint64_t chunk_bytes_;
+  runtime::Duration store_time_;
   std::set<std::string> stored_;
 };
 
@@ -54,11 +59,11 @@ struct RunResult {
   std::string hash;
 };
 
-RunResult run(std::uint64_t seed, double load_bw, WorkloadParams w = {}) {
+RunResult run(std::uint64_t seed, double load_bw, WorkloadParams w = {}, EngineParams params = {},
+              runtime::Duration store_time = 5ms) {
   sim::SimWorld world(seed);
   auto& gpu = world.add_node("gpu");
-  EngineParams params;
-  IdealKv kv(gpu, load_bw, params.kv_bytes_per_token * params.chunk_tokens);
+  IdealKv kv(gpu, load_bw, params.kv_bytes_per_token * params.chunk_tokens, store_time);
   auto rnd = world.random("workload");
   EngineModel engine(gpu, kv, params, make_workload(w, *rnd));
   engine.start();
@@ -97,6 +102,28 @@ TEST(EngineModel, EveryTurnGetsAFirstTokenAndReuseTurnsLoadTheirPrefix) {
     }
   }
   EXPECT_GT(loaded, 8 * 5 / 2);  // most reuse turns find their prefix stored
+}
+
+// When a turn's KV is stored (docs/reproduce.md): at the finish, a store that
+// takes 300 ms has not landed when the next turn (think time 0) looks its
+// prefix up, so every turn 2 recomputes it; stored once the prompt's prefill
+// is done, it lands during the decode and every turn 2 finds it.
+TEST(EngineModel, R8_APromptStoredAfterItsPrefillIsFoundByTheNextTurn) {
+  WorkloadParams w;
+  w.conversations = 8;
+  EngineParams after_prefill;
+  after_prefill.store_prompt_after_prefill = true;
+  auto turn2_without_hits = [](const RunResult& r) {
+    int n = 0;
+    for (const auto& rec : r.records) n += rec.turn == 2 && rec.hit_chunks == 0;
+    return n;
+  };
+  EXPECT_EQ(turn2_without_hits(run(1, 11.75e9, w, EngineParams{}, 300ms)), 8);
+  const RunResult stored_early = run(1, 11.75e9, w, after_prefill, 300ms);
+  EXPECT_EQ(turn2_without_hits(stored_early), 0);
+  for (const auto& rec : stored_early.records) {
+    EXPECT_GT(rec.finished - rec.first_token, 300ms);  // the decode outlasts the store
+  }
 }
 
 TEST(EngineModel, SlowerLoadsRaiseReuseTtft) {
@@ -199,7 +226,7 @@ TEST(EngineModel, R8_ContextPastIntMaxIsCountedIn64Bits) {
 // fraction was truncated (chunk_tokens 1.5 ran as 1).
 TEST(EngineModel, R8_EngineParamsRefuseFractionsAndBooleans) {
   for (const char* key : {"kv_bytes_per_token", "chunk_tokens", "max_running", "max_batched_tokens",
-                          "decode_per_context_token_ns"}) {
+                          "decode_per_context_token_ns", "store_prompt_after_prefill"}) {
     for (const nlohmann::json& v : {nlohmann::json(1.5), nlohmann::json(true)}) {
       auto p = engine_params_from_json({{key, v}});
       ASSERT_FALSE(p.ok()) << key << " " << v.dump();
@@ -218,6 +245,13 @@ TEST(EngineModel, R8_EngineParamsRefuseFractionsAndBooleans) {
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->prefill_per_token, std::chrono::nanoseconds(1500));
   EXPECT_EQ(p->chunk_tokens, 16);
+  // The store-timing switch is 0 or 1.
+  EXPECT_TRUE(
+      engine_params_from_json({{"store_prompt_after_prefill", 1}})->store_prompt_after_prefill);
+  auto two = engine_params_from_json({{"store_prompt_after_prefill", 2}});
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("expected an integer in 0..1"), std::string::npos)
+      << two.status().message();
 }
 
 // Found by clang-tidy (bugprone-misplaced-widening-cast): hi - lo + 1 was
