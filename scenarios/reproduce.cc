@@ -66,12 +66,23 @@ Json early_read(const Profile& profile) {
            [&](std::vector<Status> s) { status = s.at(0); });
   if (!world.run_until([&] { return status.has_value(); }).ok()) return out;
   const double latency_ms = runtime::to_millis(world.loop().now() - t0);
-  const double wire_ms = length / profile.device.nic.bytes_per_second * 1e3;
-  out["ok"] = status->ok() && got == expected && latency_ms > wire_ms;
+  const sim::NicParams& nic = profile.device.nic;
+  const double wire_ms = length / nic.bytes_per_second * 1e3;
+  // "Latency = fill time": the READ ends once its last page is in, plus that
+  // last segment's way back (its wire time and the request's round trip), no later.
+  const auto filled = dev.range_ready_at(0, length);
+  const double fill_ms = filled ? runtime::to_millis(*filled - t0) : -1;
+  const double tail_ms =
+      static_cast<double>(nic.stream_segment_bytes) / nic.bytes_per_second * 1e3 +
+      2 * runtime::to_millis(nic.latency + nic.per_op);
+  const bool held_for_fill =
+      filled && latency_ms >= fill_ms && latency_ms <= fill_ms + tail_ms && latency_ms > wire_ms;
+  out["ok"] = status->ok() && got == expected && held_for_fill;
   out["error"] = status->ok() ? "" : status->ToString();
   out["bytes_correct"] = got == expected;
   out["latency_ms"] = latency_ms;
   out["wire_only_ms"] = wire_ms;
+  out["fill_ms"] = fill_ms;  // when the range's last page was in, from the READ's post
   out["demand_fills"] = dev.counters().demand_read_fills;
   return out;
 }

@@ -78,6 +78,12 @@ TEST(SimProcess, R8_TheDefaultReproduceKeepsP1P2P4P5P6WithinAndJudgesP3ByItsRule
   }
   EXPECT_EQ(j["P1"]["pairs"], 5);
   EXPECT_EQ(j["P5"]["pairs"], 3);
+  // P6, "latency = fill time": the READ ends after its range's last page is
+  // in, by no more than that last segment's way back (well under 0.1 ms).
+  const auto& p6 = j["P6"]["detail"];
+  const double held = p6["latency_ms"].get<double>() - p6["fill_ms"].get<double>();
+  EXPECT_GE(held, 0) << p6.dump();
+  EXPECT_LT(held, 0.1) << p6.dump();
   // P3: within 25% of the seed's excess over 1 and of its delta (docs/reproduce.md).
   const auto& p3 = j["P3"];
   const double excess = p3["ratio"].get<double>() - 1;
