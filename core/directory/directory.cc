@@ -179,27 +179,35 @@ std::size_t Directory::drop_where(const std::string& agent,
 Result<std::size_t> Directory::boot_changed(const std::string& agent, const std::string& boot,
                                             const std::string& from) {
   if (agent.empty() || boot.empty()) return Error(ErrorCode::kBadRequest, "empty agent or boot");
-  // Records forgotten on the way erase only other agents' entries: this one stays.
-  AgentBoots& boots = boots_[agent];
-  auto retired = [&](const std::string& b) { return boots.retired.count(b) > 0; };
+  // The no-op and refused reports are told apart first, so they leave no
+  // entry behind (an entry without records would never be forgotten).
+  const auto known = boots_.find(agent);
+  auto retired = [&](const std::string& b) {
+    return known != boots_.end() && known->second.retired.count(b) > 0;
+  };
   if (!from.empty()) {
     // Reports may arrive in any order: only `from`, which the reporter saw
     // replaced, is certainly gone; a boot never comes back (R6.4).
     if (from == boot || retired(from)) return std::size_t{0};
+  } else {
+    if (known != boots_.end() && known->second.current == boot) return std::size_t{0};
+    if (retired(boot)) {
+      return Error(ErrorCode::kStaleEpoch, "boot " + boot + " of agent " + agent + " is gone");
+    }
+  }
+  // Records forgotten on the way erase only other agents' entries: this one stays.
+  AgentBoots& boots = boots_[agent];
+  if (!from.empty()) {
     retire_boot(agent, boots, from);
-    if (!retired(boot)) set_current(agent, boots, boot);
+    if (!boots.retired.count(boot)) set_current(agent, boots, boot);
     return drop_where(agent, [&](const std::string& b) { return b == from; });
   }
-  // Without `from`: every other boot of the agent goes.
-  if (boots.current == boot) return std::size_t{0};
-  if (retired(boot)) {
-    return Error(ErrorCode::kStaleEpoch, "boot " + boot + " of agent " + agent + " is gone");
-  }
-  std::vector<std::string> others;
-  if (!boots.current.empty()) others.push_back(boots.current);
-  for (const auto& [b, record] : boots.seen) {
-    if (b != boot) others.push_back(b);
-  }
+  // Without `from`: every other boot of the agent goes (each once: the
+  // current boot is usually among those registered under, too).
+  std::set<std::string> others;
+  if (!boots.current.empty()) others.insert(boots.current);
+  for (const auto& [b, record] : boots.seen) others.insert(b);
+  others.erase(boot);
   for (const std::string& b : others) retire_boot(agent, boots, b);
   set_current(agent, boots, boot);
   return drop_where(agent, [&](const std::string& b) { return b != boot; });
@@ -231,10 +239,16 @@ void Directory::forget_record(std::uint64_t record, const std::string& busy) {
         }
         break;
       case BootKind::kRetired:
-        boots.retired.erase(it->second.boot);
+        if (auto r = boots.retired.find(it->second.boot);
+            r != boots.retired.end() && r->second == record) {
+          boots.retired.erase(r);
+        }
         break;
       case BootKind::kSeen:
-        boots.seen.erase(it->second.boot);
+        if (auto r = boots.seen.find(it->second.boot);
+            r != boots.seen.end() && r->second == record) {
+          boots.seen.erase(r);
+        }
         break;
     }
     if (agent->first != busy && boots.current.empty() && boots.retired.empty() &&
@@ -252,6 +266,7 @@ void Directory::set_current(const std::string& agent, AgentBoots& boots, const s
 }
 
 void Directory::retire_boot(const std::string& agent, AgentBoots& boots, const std::string& boot) {
+  if (boots.retired.count(boot)) return;  // retired already: one record per boot
   if (boots.current == boot && boots.current_record != 0) {
     forget_record(boots.current_record, agent);
   }

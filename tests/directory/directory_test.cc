@@ -195,6 +195,35 @@ TEST(Directory, R6_1_RememberedBootsAreBoundedAndTheNewestStillRefuse) {
   EXPECT_TRUE(d.register_key("ancient", at("x:1", "b0", 1, 0)).ok());
 }
 
+// The boot that was current is usually registered under too: it is retired
+// once. Twice left an orphan record whose eviction forgot the retired boot
+// early (a late writer under it was taken), found by the session-17 review.
+TEST(Directory, R6_1_ACurrentBootRegisteredUnderIsRetiredOnce) {
+  DirectoryOptions options;
+  options.max_boot_records = 3;
+  Directory d(options);
+  ASSERT_TRUE(d.register_key("k", at("x:1", "A", 1, 0)).ok());
+  ASSERT_TRUE(d.boot_changed("x:1", "A").ok());
+  ASSERT_TRUE(d.boot_changed("x:1", "B").ok());
+  EXPECT_EQ(d.boot_records(), 2u);  // A retired, B current
+  ASSERT_TRUE(d.boot_changed("y:1", "n1").ok());
+  EXPECT_EQ(d.register_key("late", at("x:1", "A", 1, 0)).status().code(), ErrorCode::kStaleEpoch);
+}
+
+// Reports that change nothing (from == boot, a retired from, the current boot
+// again) or are refused leave no entry: one without records was never
+// forgotten, so such reports for new agent names grew the directory.
+TEST(Directory, R6_1_ReportsThatChangeNothingLeaveNoState) {
+  DirectoryOptions options;
+  options.max_boot_records = 8;
+  Directory d(options);
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_TRUE(d.boot_changed("agent" + std::to_string(i), "b", "b").ok());
+  }
+  EXPECT_EQ(d.agents_with_boots(), 0u);
+  EXPECT_EQ(d.boot_records(), 0u);
+}
+
 // Forgetting other agents' boots never touches the agent being changed.
 TEST(Directory, R6_1_ABootChangeAtTheBoundKeepsItsOwnAgentsState) {
   DirectoryOptions options;
