@@ -464,6 +464,8 @@ void NicCore::event_loop() {
       // Leaving would strand every queued task unanswered (stopping_ is not
       // set): EINTR goes round at once, anything else (ENOMEM) after a pause.
       if (errno != EINTR) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      std::lock_guard lock(tasks_mu_);
+      if (stopping_) break;  // shutdown() joins: it must not wait for poll() to recover
       continue;
     }
     if (fds[0].revents) {
