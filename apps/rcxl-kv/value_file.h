@@ -39,9 +39,12 @@ inline Status write_value_file(const std::string& path, std::span<const std::byt
     out.close();
   }
   if (!out) {
-    return Error(ErrorCode::kIoError, "cannot write " + path + ": " +
-                                          (errno ? std::strerror(errno) : "the write failed") +
-                                          " (is --out on a full or read-only file system?)");
+    const int err = errno;
+    // The hint only where it is the likely cause (not for a missing directory).
+    const bool space = err == ENOSPC || err == EROFS || err == EDQUOT || err == EIO;
+    return Error(ErrorCode::kIoError,
+                 "cannot write " + path + ": " + (err ? std::strerror(err) : "the write failed") +
+                     (space ? " (is --out on a full or read-only file system?)" : ""));
   }
   return {};
 }

@@ -28,6 +28,7 @@ TEST(KvValueFile, R1_2_AWriteThatFailsAtItsCloseIsAnError) {
   EXPECT_NE(full.message().find("cannot write /dev/full: No space left on device"),
             std::string::npos)
       << full.message();
+  EXPECT_NE(full.message().find("full or read-only"), std::string::npos) << full.message();
 }
 
 TEST(KvValueFile, R1_2_AValueIsWrittenWholeAndAMissingDirectoryIsNamed) {
@@ -42,6 +43,7 @@ TEST(KvValueFile, R1_2_AValueIsWrittenWholeAndAMissingDirectoryIsNamed) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.message().find("No such file or directory"), std::string::npos)
       << missing.message();
+  EXPECT_EQ(missing.message().find("full or read-only"), std::string::npos) << missing.message();
   std::filesystem::remove_all(dir);
 }
 
