@@ -645,10 +645,13 @@ class Deployment {
     j["scheduler"] = {{"hints_sent", g.scheduler->hints_sent()},
                       {"ends_sent", g.scheduler->ends_sent()},
                       {"lookups", g.scheduler->lookups()}};
-    // Reuse turns whose lookup found none of their prefix (its store had not
-    // landed, or it was lost): they recompute it all.
+    // Reuse turns answered whose lookup found none of their prefix (its
+    // store had not landed, or it was lost): they recomputed it all. A turn
+    // a time limit cut off before its lookup ended is not counted.
     std::uint64_t without_hits = 0;
-    for (const auto& r : g.engine->records()) without_hits += r.reuse_turn() && r.hit_chunks == 0;
+    for (const auto& r : g.engine->records()) {
+      without_hits += r.reuse_turn() && r.answered() && r.hit_chunks == 0;
+    }
     j["kv"] = {{"failed_loads", g.kv->failed_loads()},
                {"failed_stores", g.kv->failed_stores()},
                {"short_loads", g.kv->short_loads()},
