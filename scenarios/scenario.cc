@@ -469,7 +469,7 @@ Status parse_counter_bounds(const Reader& r, const Json& j, const Topology& topo
     if (auto s = bound(b, bounds, "max", c.max); !s.ok()) return s;
     if (!c.min && !c.max) return b.fail("", "give min, max or both");
     // Counters are whole numbers below 2^64: a min above that fails every run.
-    if (c.min && *c.min > static_cast<double>(UINT64_MAX)) {
+    if (c.min && *c.min >= 18446744073709551616.0) {  // 2^64: UINT64_MAX rounds up to it
       return b.fail("/min", "is above every counter's range (2^64 - 1); give a reachable min");
     }
     if (c.min && c.max && *c.min > *c.max) return b.fail("/min", "is above max");

@@ -178,6 +178,11 @@ INSTANTIATE_TEST_SUITE_P(
                 {{"expect", {{"counters", {{"agent.boot_changes", {{"min", 1e308}}}}}}}},
                 "/expect/counters/agent.boot_changes/min",
                 "above every counter's range"},
+        Refusal{"counter_min_2_to_64",  // one past UINT64_MAX
+                {{"expect",
+                  {{"counters", {{"agent.boot_changes", {{"min", 18446744073709551616.0}}}}}}}},
+                "/expect/counters/agent.boot_changes/min",
+                "above every counter's range"},
         Refusal{"boot_not_a_string",
                 {{"expect", {{"boots", Json::array({1})}}}},
                 "/expect/boots/0",

@@ -203,6 +203,15 @@ TEST(Sweep, R8_ResultsDoNotDependOnTheThreadCount) {
   EXPECT_EQ(one->csv, two->csv);
   EXPECT_EQ(one->table, two->table);
   EXPECT_TRUE(one->failures.empty()) << one->failures.front();
+  // The comparison covers each run's fingerprint: every row ends in its hash.
+  const auto lines = lines_of(one->csv);
+  ASSERT_GT(lines.size(), 1u);
+  EXPECT_NE(lines[0].find(",trace_hash"), std::string::npos) << lines[0];
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const std::string hash = lines[i].substr(lines[i].rfind(',') + 1);
+    EXPECT_EQ(hash.size(), 64u) << lines[i];
+    EXPECT_EQ(hash.find_first_not_of("0123456789abcdef"), std::string::npos) << lines[i];
+  }
 }
 
 TEST(Sweep, R8_CsvHasOneRowPerPointConfigurationAndSeed) {
