@@ -134,9 +134,6 @@ inline std::optional<std::string> subcommand_problem(CLI::App& app) {
   return "name a subcommand, one of: " + names;
 }
 
-// Parses the command line. --help prints and answers 0; any other parse
-// error prints "PROGRAM: <CLI11's message>" and a pointer to --help on stderr
-// and answers `usage_exit_code`. nullopt: parsed, go on.
 namespace detail {
 
 // Edits (insert, delete, replace) between two short flag names.
@@ -196,6 +193,9 @@ inline void add_version_flag(CLI::App& app, const std::string& program, const ch
   app.set_version_flag("--version", program + " " + version, "print the version and exit");
 }
 
+// Parses the command line. --help prints and answers 0; any other parse
+// error prints "PROGRAM: <the problem>" and a pointer to --help on stderr
+// and answers `usage_exit_code`. nullopt: parsed, go on.
 inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv,
                                              const std::string& program, int usage_exit_code) {
   try {
