@@ -59,6 +59,8 @@ void CxlSsdExtension::forget_if_reset() {
   seen_generation_ = device_.generation();
   tags_.clear();
   by_request_.clear();
+  early_promotes_.clear();
+  early_order_.clear();
 }
 
 Status CxlSsdExtension::check_ranges(const std::vector<ext::Range>& ranges) const {
@@ -93,7 +95,9 @@ Status CxlSsdExtension::hint(const ext::Hint& hint) {
       ++next_tag_;
       by_request_[hint.request].insert(it->second);
     }
-    return device_.prefetch(it->second, ranges, /*pin=*/true);
+    Status queued = device_.prefetch(it->second, ranges, /*pin=*/true);
+    if (queued.ok() && inserted && take_early_promote(hint.request)) device_.promote(it->second);
+    return queued;
   }
   if (hint.action == "read_hint_end") {
     auto it = tags_.find(Key{hint.conn, hint.request});
@@ -103,12 +107,41 @@ Status CxlSsdExtension::hint(const ext::Hint& hint) {
   if (hint.action == "write_hint") return device_.prepare_write(next_tag_++, ranges);
   if (hint.action == "read_promote") {
     auto it = by_request_.find(hint.request);
-    if (it != by_request_.end()) {
-      for (Tag tag : it->second) device_.promote(tag);
+    if (it == by_request_.end()) {
+      remember_early_promote(hint.request);
+      return {};
     }
+    for (Tag tag : it->second) device_.promote(tag);
     return {};
   }
   return Error(ErrorCode::kNotAdvertised, "cxl_ssd does not take '" + hint.action + "'");
+}
+
+void CxlSsdExtension::remember_early_promote(const std::string& request) {
+  const Instant now = device_.now();
+  while (!early_order_.empty() &&
+         (early_order_.begin()->first <= now || early_order_.size() >= kMaxEarlyPromotes)) {
+    early_promotes_.erase(early_order_.begin()->second);
+    early_order_.erase(early_order_.begin());
+  }
+  if (auto old = early_promotes_.find(request); old != early_promotes_.end()) {
+    early_order_.erase({old->second, request});
+  }
+  const Instant until = now + kEarlyPromoteKept;
+  early_promotes_[request] = until;
+  early_order_.insert({until, request});
+}
+
+bool CxlSsdExtension::take_early_promote(const std::string& request) {
+  auto it = early_promotes_.find(request);
+  if (it == early_promotes_.end()) return false;
+  const bool live = it->second > device_.now();
+  // Kept for the request's other hints (other connections) until it expires.
+  if (!live) {
+    early_order_.erase({it->second, request});
+    early_promotes_.erase(it);
+  }
+  return live;
 }
 
 void CxlSsdExtension::end_hint(std::map<Key, Tag>::iterator it) {

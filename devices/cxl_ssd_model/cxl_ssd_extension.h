@@ -48,19 +48,30 @@ class CxlSsdExtension final : public ext::RegionExtension {
  private:
   using Tag = CxlSsdDevice::Tag;
   using Key = std::pair<std::uint64_t, std::string>;  // (conn, request)
+  // A hint trails its promote by a directory probe and the hint queue:
+  // microseconds to milliseconds. Names are one engine request's: kept 1 s.
+  static constexpr runtime::Duration kEarlyPromoteKept = std::chrono::seconds(1);
+  static constexpr std::size_t kMaxEarlyPromotes = 4096;
   struct PendingWait;
 
   void forget_if_reset();
   Status check_ranges(const std::vector<ext::Range>& ranges) const;
   void end_hint(std::map<Key, Tag>::iterator it);
   void poll_wait(std::shared_ptr<PendingWait> wait);
+  // A promote that came before its request's hint (the worker's goes straight
+  // to the agent, the scheduler's hint after a directory probe) is kept a
+  // while: the hint, when it comes, is promoted at once.
+  void remember_early_promote(const std::string& request);
+  bool take_early_promote(const std::string& request);
 
   CxlSsdDevice& device_;
   runtime::Runtime* runtime_;
   CxlSsdExtensionConfig config_;
   std::unique_ptr<runtime::Strand> strand_;
   std::map<Key, Tag> tags_;
-  std::map<std::string, std::set<Tag>> by_request_;  // promotes name a request alone
+  std::map<std::string, std::set<Tag>> by_request_;        // promotes name a request alone
+  std::map<std::string, Instant> early_promotes_;          // request -> forgotten at
+  std::set<std::pair<Instant, std::string>> early_order_;  // by when they are forgotten
   Tag next_tag_ = 1;
   std::uint64_t seen_generation_;
 };
