@@ -76,9 +76,14 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
       [this, alive](const std::string& agent, const std::string& gone, const std::string& now) {
         if (!alive.expired()) directory_->boot_changed(agent, now, gone);
       });
-  waits_->set_boot_observer([this, alive](const std::string& agent, const std::string& boot) {
-    if (!alive.expired()) regions_->observe_boot(agent, boot);
-  });
+  // Boot news from the waits connection counts only if it follows what this
+  // client believes: a stale_epoch answer to a wait sent under an older boot
+  // (or a first hello racing a map reply) could turn the boot back, free
+  // every own region and retire the live boot at the directory.
+  waits_->set_boot_observer(
+      [this, alive](const std::string& agent, const std::string& from, const std::string& to) {
+        if (!alive.expired()) regions_->observe_peer_boot(agent, from, to);
+      });
   // The hint strand is another strand: its news about boots is posted over.
   // Through the gate, not strand_: this runs on the hint thread, which may still
   // answer while the handler is being destroyed (the gate is closed first).

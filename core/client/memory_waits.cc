@@ -30,8 +30,9 @@ MemoryWaits::Peer& MemoryWaits::peer(const std::string& agent) {
   std::weak_ptr<bool> alive = alive_;
   p.conn->set_on_hello([this, alive, agent](const Json& reply) {
     if (alive.expired()) return;
+    const std::string before = peers_[agent].hello.boot;
     peers_[agent].hello = parse_agent_hello(reply);
-    if (boot_observer_) boot_observer_(agent, peers_[agent].hello.boot);
+    if (boot_observer_) boot_observer_(agent, before, peers_[agent].hello.boot);
   });
   return p;
 }
@@ -91,8 +92,9 @@ void MemoryWaits::note_failure(const std::string& agent, const Status& status, c
   if (status.code() == ErrorCode::kStaleEpoch) {
     const std::string boot = protocol::string_field(reply, "boot").value_or("");
     if (!boot.empty()) {
+      const std::string sent_under = p.hello.boot;  // what the refused message carried
       p.hello.boot = boot;
-      if (boot_observer_) boot_observer_(agent, boot);
+      if (boot_observer_) boot_observer_(agent, sent_under, boot);
     }
   }
 }

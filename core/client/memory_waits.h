@@ -33,7 +33,11 @@ struct MemoryWaitsStats {
 
 class MemoryWaits {
  public:
-  using BootObserver = std::function<void(const std::string& agent, const std::string& boot)>;
+  // `from`: the boot this connection believed before (the epoch a refused
+  // message went under; "" before its first hello), so news older than the
+  // map client's belief can be told apart (R6.4: a boot never turns back).
+  using BootObserver =
+      std::function<void(const std::string& agent, const std::string& from, const std::string& to)>;
 
   MemoryWaits(runtime::Runtime& rt, runtime::Strand& strand, const Config& config);
   ~MemoryWaits();

@@ -150,6 +150,12 @@ void RegionMapClient::observe_boot_if(const std::string& agent, const std::strin
   observe_boot(agent, to);
 }
 
+void RegionMapClient::observe_peer_boot(const std::string& agent, const std::string& from,
+                                        const std::string& to) {
+  if (from.empty() && !agent_state(agent).hello.boot.empty()) return;
+  observe_boot_if(agent, from, to);
+}
+
 bool RegionMapClient::retryable(ErrorCode code) const {
   return code == ErrorCode::kGenerationUnknown || code == ErrorCode::kTimeout ||
          code == ErrorCode::kClosed || code == ErrorCode::kUnavailable ||

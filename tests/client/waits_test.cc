@@ -77,6 +77,35 @@ TEST(Handler, R4_3_AWaitAfterAResetTheClientLearntGoesUnderTheNewBoot) {
   EXPECT_EQ(h.waits().stats().waits_failed, 0u);
 }
 
+// R6.4: boot news from the waits connection is taken only if it follows what
+// the client believes. A stale_epoch answer to a wait sent under an older boot
+// (or a first hello) that is handled after a map reply told a newer boot
+// turned the boot back: the client freed its regions and retired the live
+// boot at the directory (session-17 review).
+TEST(Handler, R6_4_BootNewsFromTheWaitsConnectionNeverTurnsTheBootBack) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"actions", kWaits}, {"write_wait_delay_ms", 1}});
+  Config c = rig.config();
+  c.read_hints = true;
+  c.write_wait_ms = 50;
+  Handler& h = rig.handler(c);
+  ASSERT_EQ(rig.store(h, {item("x", "0")})->stored, 1u);
+  const std::string agent = mem.key();
+  const std::string now = h.regions().known(agent)->boot;
+  ASSERT_FALSE(now.empty());
+  ASSERT_EQ(h.regions().own_regions().size(), 1u);
+  // Older news: a refusal of a wait sent under a boot the client has left.
+  h.regions().observe_peer_boot(agent, "tboot:0", "tboot:unknown");
+  // A first hello of another connection: it may be older than a map reply.
+  h.regions().observe_peer_boot(agent, "", "tboot:unknown");
+  EXPECT_EQ(h.regions().known(agent)->boot, now);
+  EXPECT_EQ(h.regions().own_regions().size(), 1u);  // nothing given back
+  // News that follows the belief is taken.
+  h.regions().observe_peer_boot(agent, now, now + "~1");
+  EXPECT_EQ(h.regions().known(agent)->boot, now + "~1");
+  EXPECT_TRUE(h.regions().own_regions().empty());
+}
+
 // PROTOCOL: timeout_ms is 1..10000. A budget above that asks for 10000 (the
 // agent would refuse more as bad_request) and the store still goes through.
 TEST(Handler, R4_3_ABudgetAboveTenSecondsAsksForTheProtocolsMost) {
