@@ -125,17 +125,29 @@ void DirectoryClient::register_keys(const std::vector<std::pair<std::string, Loc
       list.push_back(entry_json(i));
     call(
         {{"op", "register"}, {"entries", std::move(list)}},
-        [gather, b](const Status& status, const Json& reply) {
+        [gather, b, asked = batches[b].second - batches[b].first](const Status& status,
+                                                                  const Json& reply) {
           if (!status.ok()) {
             gather->parts[b] = status;
           } else {
+            // One boolean per entry asked, or the batch fails: answers out of
+            // step with the keys would free a registered key's page (its
+            // bytes then overwritten under a key readers still find).
+            const Json* answers = reply.contains("registered") ? &reply["registered"] : nullptr;
             std::vector<bool> out;
-            if (reply.contains("registered") && reply["registered"].is_array()) {
-              for (const auto& r : reply["registered"]) {
-                out.push_back(r.is_boolean() && r.get<bool>());
+            if (answers != nullptr && answers->is_array() && answers->size() == asked) {
+              for (const auto& r : *answers) {
+                if (!r.is_boolean()) break;
+                out.push_back(r.get<bool>());
               }
             }
-            gather->parts[b] = std::move(out);
+            if (out.size() == asked) {
+              gather->parts[b] = std::move(out);
+            } else {
+              gather->parts[b] = Error(ErrorCode::kInternal,
+                                       "register reply does not answer each of its " +
+                                           std::to_string(asked) + " entries with true or false");
+            }
           }
           if (--gather->waiting > 0 || !gather->done) return;
           std::vector<bool> all;

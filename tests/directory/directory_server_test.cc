@@ -497,6 +497,25 @@ TEST(DirectoryServer, R1_2_AReplyWithMoreHitsThanKeysAskedFailsTheCall) {
   }
 }
 
+// A register reply must answer each entry with a boolean: a short one (or a
+// non-boolean answer) made the answers of later batches slide onto earlier
+// keys, and a registered key's page could go back for reuse.
+TEST(DirectoryServer, R1_2_ARegisterReplyThatDoesNotAnswerEachEntryFailsTheCall) {
+  for (const Json& registered :
+       {Json::array({true}), Json::array({true, true, true}), Json::array({true, 1}), Json(true)}) {
+    SCOPED_TRACE(registered.dump());
+    Rig rig;
+    GarblingServer server(rig.server_node, *rig.server_strand, rig.world);
+    server.answer = {{"ok", true}, {"registered", registered}};
+    DirectoryClient client(rig.client_node, *rig.client_strand,
+                           RpcConnection::Options{.address = {"dir", 7100}, .secret = "s3cret"});
+    std::optional<Result<std::vector<bool>>> reg;
+    client.register_keys({{"a", loc(0)}, {"b", loc(4096)}}, [&](auto r) { reg = std::move(r); });
+    auto r = rig.wait(reg);
+    EXPECT_EQ(r.status().code(), ErrorCode::kInternal) << r.status().ToString();
+  }
+}
+
 // A location is at most 1000 bytes as JSON (escapes counted), so a lookup
 // reply stays within what clients expect per location (a longer one failed
 // every call on a reader's connection: its reply outgrew the frame limit).
