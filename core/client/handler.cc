@@ -160,6 +160,13 @@ void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
     free_pages_.erase(free_pages_.begin(), end);
     return done(std::move(pages));
   }
+  if (config_.region_size_bytes < config_.chunk_size_bytes) {
+    // A region would hold no chunk: allocating on would drain every agent's pool.
+    return done(Error(ErrorCode::kBadRequest,
+                      "region_size_bytes " + std::to_string(config_.region_size_bytes) +
+                          " holds no chunk of chunk_size_bytes " +
+                          std::to_string(config_.chunk_size_bytes) + "; raise region_size_bytes"));
+  }
   if (config_.agents.empty() || agents_tried >= config_.agents.size()) {
     return done(Error(ErrorCode::kNoSpace, "no agent could give a region"));
   }

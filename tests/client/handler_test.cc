@@ -86,6 +86,24 @@ TEST(Handler, R1_2_OversizeItemsAreRefusedAndChangeNothing) {
   EXPECT_EQ(rig.directory_server->directory().size(), 0u);
 }
 
+// A region smaller than a chunk holds no page: the store allocated region
+// after region (each succeeding, each empty) until every agent was full.
+TEST(Handler, R1_2_ARegionThatHoldsNoChunkIsRefusedWithoutAllocating) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem");
+  Config c = rig.config();
+  c.chunk_size_bytes = 8192;
+  c.region_size_bytes = 4096;
+  Handler& h = rig.handler(c);
+  auto r = rig.store(h, {item("k", "v")});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kBadRequest);
+  EXPECT_NE(r.status().message().find("raise region_size_bytes"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(h.stats().regions_allocated, 0u);
+  EXPECT_EQ(mem.agent->metrics().regions, 0u);
+}
+
 TEST(Handler, R5_1_OwnMapsCarryFreshUntilTheFirstReplyRetriesIncluded) {
   ClientRig rig;
   // Region 1's mapped() fails: the map is refused and retried, fresh each time.
