@@ -366,16 +366,11 @@ void Handler::register_written(std::shared_ptr<StoreJob> job) {
       entries,
       [this, alive, job, indexes, result](Result<std::vector<bool>> registered) {
         if (alive.expired()) return;
+        // register_keys answers every entry, or fails the call (its pages then
+        // stay out of use: some keys may be registered).
         if (!registered.ok()) return job->done(registered.status());
         for (std::size_t k = 0; k < indexes.size(); ++k) {
-          if (k >= registered->size()) {
-            // No answer for this key: it may be registered, so its page stays out of use.
-            ++result->failed;
-            if (result->first_failure.ok()) {
-              result->first_failure =
-                  Error(ErrorCode::kInternal, "the register reply has no answer for this key");
-            }
-          } else if ((*registered)[k]) {
+          if ((*registered)[k]) {
             ++result->stored;
           } else {
             ++result->already_present;

@@ -38,7 +38,8 @@ class DirectoryClient {
   DirectoryClient(runtime::Runtime& rt, runtime::Strand& strand, RpcConnection::Options options);
   ~DirectoryClient();
 
-  // registered[i]: false when the key was already there (first writer wins) or its boot is gone.
+  // One answer per entry, or the call fails. registered[i]: false when the key
+  // was already there (first writer wins) or its boot is gone.
   void register_keys(const std::vector<std::pair<std::string, Location>>& entries,
                      Done<std::vector<bool>> done,
                      std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
