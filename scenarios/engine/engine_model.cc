@@ -216,7 +216,9 @@ void EngineModel::finish_request(Request& r) {
   kv_.on_finished(r.kv);
   Conversation& conv = conversations_[static_cast<std::size_t>(r.spec.conversation)];
   conv.context_tokens = r.context_tokens + r.spec.output_tokens;
-  store_context(r, conv.context_tokens);
+  // A connector that saves during the forward pass stores no decode KV: the
+  // output reaches storage as part of the next turn's prompt.
+  if (!params_.store_prompt_after_prefill) store_context(r, conv.context_tokens);
   ++finished_turns_;
   const int next = r.spec.turn + 1;
   if (next <= static_cast<int>(conv.spec.turns.size())) {

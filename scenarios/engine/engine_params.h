@@ -27,10 +27,11 @@ struct EngineParams {
   // Scheduler process -> worker process hand-off (vLLM's IPC of the step's plan).
   runtime::Duration scheduler_to_worker = std::chrono::microseconds(300);
   // When a turn's KV is stored: false, all of it when the request finishes;
-  // true, the prompt's full chunks once its prefill is done (a vLLM KV
-  // connector saving during the forward pass, as LMCache does) and the
-  // output's at the finish (docs/reproduce.md, *When a turn's KV is stored*).
-  bool store_prompt_after_prefill = false;
+  // true, the prompt's full chunks once its prefill is done and no decode KV
+  // (Maru's vLLM connector: write-behind after the prefill's last forward;
+  // the output is stored as part of the next turn's prompt). See
+  // docs/reproduce.md, *When a turn's KV is stored*.
+  bool store_prompt_after_prefill = true;
 };
 
 Result<EngineParams> engine_params_from_json(const nlohmann::json& j);

@@ -111,19 +111,51 @@ TEST(EngineModel, EveryTurnGetsAFirstTokenAndReuseTurnsLoadTheirPrefix) {
 TEST(EngineModel, R8_APromptStoredAfterItsPrefillIsFoundByTheNextTurn) {
   WorkloadParams w;
   w.conversations = 8;
-  EngineParams after_prefill;
-  after_prefill.store_prompt_after_prefill = true;
+  EngineParams at_finish;
+  at_finish.store_prompt_after_prefill = false;
+  const EngineParams after_prefill;  // the profiles' default
   auto turn2_without_hits = [](const RunResult& r) {
     int n = 0;
     for (const auto& rec : r.records) n += rec.turn == 2 && rec.hit_chunks == 0;
     return n;
   };
-  EXPECT_EQ(turn2_without_hits(run(1, 11.75e9, w, EngineParams{}, 300ms)), 8);
+  EXPECT_EQ(turn2_without_hits(run(1, 11.75e9, w, at_finish, 300ms)), 8);
   const RunResult stored_early = run(1, 11.75e9, w, after_prefill, 300ms);
   EXPECT_EQ(turn2_without_hits(stored_early), 0);
   for (const auto& rec : stored_early.records) {
     EXPECT_GT(rec.finished - rec.first_token, 300ms);  // the decode outlasts the store
   }
+}
+
+// Maru's connector stores no decode KV (docs/reproduce.md): with the early
+// store a turn's output reaches storage only inside the next turn's prompt, so
+// turn 2 finds the chunks of turn 1's prompt alone; stored at the finish, it
+// finds those of turn 1's prompt and output.
+TEST(EngineModel, R8_AnEarlyStoreLeavesTheOutputToTheNextPrompt) {
+  WorkloadParams w;
+  w.conversations = 8;
+  w.turns = 2;
+  w.think_time = 2s;  // every store has landed when turn 2 looks up
+  EngineParams finish_params;
+  finish_params.store_prompt_after_prefill = false;
+  const RunResult at_finish = run(5, 11.75e9, w, finish_params);
+  const RunResult stored_early = run(5, 11.75e9, w);  // the default
+  sim::SimWorld world(5);
+  const auto workload = make_workload(w, *world.random("workload"));
+  const auto chunks = [](int tokens) { return static_cast<std::size_t>(tokens / 256); };
+  int output_chunks_left = 0;  // conversations whose output completes a chunk
+  for (std::size_t i = 0; i < at_finish.records.size(); ++i) {
+    const RequestRecord& finish = at_finish.records[i];
+    const RequestRecord& early_rec = stored_early.records[i];
+    ASSERT_EQ(finish.conversation, early_rec.conversation);
+    ASSERT_EQ(finish.turn, early_rec.turn);
+    if (finish.turn != 2) continue;
+    const TurnSpec& first = workload[static_cast<std::size_t>(finish.conversation)].turns[0];
+    EXPECT_EQ(early_rec.hit_chunks, chunks(first.prompt_tokens));
+    EXPECT_EQ(finish.hit_chunks, chunks(first.prompt_tokens + first.output_tokens));
+    output_chunks_left += finish.hit_chunks > early_rec.hit_chunks;
+  }
+  EXPECT_GT(output_chunks_left, 0);  // the two policies differ on this workload
 }
 
 TEST(EngineModel, SlowerLoadsRaiseReuseTtft) {

@@ -93,18 +93,18 @@ TEST(Predictions, R8_MoreConcurrencyThanTheCacheHoldsSlowsUnhintedLoads) {
 }
 
 // Topology: a second memory node splits the regions (and so the READs and
-// WRITEs) between two RNIC ports and two devices, so loads get faster, whether
-// one GPU node or four share the memory; four GPU nodes prefill four requests
-// at once, so requests wait less for the GPU. (From one GPU node to several on
-// one memory node the mean load can move either way: the port is shared, but a
-// READ no longer waits behind the other engines' stores on its own QP.)
-TEST(Predictions, R8_ASecondMemoryNodeSpeedsLoadsAndMoreGpuNodesCutTtft) {
+// WRITEs) between two RNIC ports and two devices. Four GPU nodes sharing one
+// memory node are held to its port, so the second one speeds their loads and,
+// with the memory no longer the bottleneck, four GPU nodes prefilling at once
+// cut TTFT below one. One GPU node is held to its own port (the same 100 Gb/s),
+// so a second memory node moves its loads by little.
+TEST(Predictions, R8_ASecondMemoryNodeSpeedsSharedLoadsAndMoreGpuNodesCutTtft) {
   auto r = run_grid({param("gpu_nodes=1,4"), param("memory_nodes=1,2")}, {"all_dram"}, 16);
   ASSERT_EQ(r.size(), 4u);
   // Points in grid order: (gpu 1, mem 1), (1, 2), (4, 1), (4, 2).
-  EXPECT_LT(r.load(1, "all_dram"), r.load(0, "all_dram"));
-  EXPECT_LT(r.load(3, "all_dram"), r.load(2, "all_dram"));
-  EXPECT_LT(r.ttft(2, "all_dram"), r.ttft(0, "all_dram"));
+  EXPECT_LT(r.load(3, "all_dram"), 0.95 * r.load(2, "all_dram"));
+  EXPECT_GT(r.load(2, "all_dram"), r.load(0, "all_dram"));  // four engines share one port
+  EXPECT_NEAR(r.load(1, "all_dram"), r.load(0, "all_dram"), 0.05 * r.load(0, "all_dram"));
   EXPECT_LT(r.ttft(3, "all_dram"), r.ttft(1, "all_dram"));
 }
 

@@ -77,10 +77,15 @@ TEST_P(Replay, PassesUnderOtherSeeds) {
 }
 
 // The same faults with the other write-back policy of the profile (eager, in
-// idle channel time): the invariants and expectations do not depend on it.
+// idle channel time): the invariants and expectations do not depend on it,
+// except the witnesses of a lost page. Eager write-back cleans a stored page
+// within seconds, so a reset may find nothing dirty under a load to lose.
 TEST_P(Replay, PassesWithEagerWriteBackToo) {
   auto sc = parse_scenario(Json::parse(*embedded_file(GetParam())), GetParam());
   ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  std::erase_if(sc->expect.counters, [](const CounterBounds& c) {
+    return c.path == "worker.remote_access_errors" || c.path == "kv.short_loads";
+  });
   auto profile = load_profile("", sc->profile);
   ASSERT_TRUE(profile.ok()) << profile.status().ToString();
   profile->device.device.idle_write_back = true;
@@ -215,7 +220,7 @@ TEST(Replay, R6_4_AnUnknownPeriodEndsTheOpenHintsAtTheExtension) {
         {"start_window_s", 0.5},
         {"first_prompt_tokens", {4000, 8000}}}},
       {"faults",
-       {{{"kind", "unknown_generation"}, {"during_load", 10}, {"after_ms", 1}, {"for_s", 2.5}}}}};
+       {{{"kind", "unknown_generation"}, {"during_load", 20}, {"after_ms", 1}, {"for_s", 2.5}}}}};
   const RunResult r = run_json(j, "unknown_with_open_hints");
   for (const auto& v : r.invariants.violations) ADD_FAILURE() << v;
   EXPECT_GE(counter_value(r.counters, "agent.hint_requests_closed_by_boot_change"), 1.0);
