@@ -128,13 +128,14 @@ void EngineModel::run_step() {
   int decodes = 0;
   std::int64_t decode_context = 0;  // tokens of KV the decodes read this step
   for (auto& [id, r] : requests_) {
-    if (r.phase == Phase::kRunning && r.prefill_left == 0) {
+    if (r.phase != Phase::kRunning) continue;
+    ++running;  // max_num_seqs counts a sequence still in its prefill too
+    if (r.prefill_left == 0) {
       ++decodes;
       decode_context += r.context_tokens + r.decoded;
     }
   }
   budget -= decodes;
-  running = decodes;
   int prefill = 0;
   for (auto& [id, r] : requests_) {
     if (budget <= 0) break;

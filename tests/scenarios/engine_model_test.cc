@@ -221,6 +221,30 @@ TEST(EngineModel, R8_WorkloadCountsAreHeldToWhatARunCanHold) {
                   .ok());
 }
 
+// vLLM's max_num_seqs counts every running sequence, also one whose prefill
+// is not done: the step that finishes a long prompt's prefill must not admit
+// a second request beside it when the cap is 1 (before, only decoding
+// sequences were counted, so the prompt's last chunk left room for one more).
+TEST(EngineModel, R8_MaxRunningCountsSequencesStillInTheirPrefill) {
+  sim::SimWorld world(1);
+  auto& gpu = world.add_node("gpu");
+  EngineParams params;
+  params.max_running = 1;
+  IdealKv kv(gpu, 1e12, params.kv_bytes_per_token * params.chunk_tokens);
+  ConversationSpec longer;
+  longer.turns = {{0, 1, 3000, 4}};  // two steps of prefill at 2048 tokens a step
+  ConversationSpec shorter;
+  shorter.start = 1ms;
+  shorter.turns = {{1, 1, 100, 4}};
+  EngineModel engine(gpu, kv, params, {longer, shorter});
+  engine.start();
+  ASSERT_TRUE(world.run_until([&] { return engine.done(); }).ok());
+  const auto& recs = engine.records();
+  ASSERT_EQ(recs.size(), 2u);
+  ASSERT_EQ(recs[0].conversation, 0);
+  EXPECT_GE(recs[1].first_token, recs[0].finished);
+}
+
 // SPEC R8, hunt H2: a conversation's context accumulates over its turns; in
 // int it wrapped past 2^31 tokens (negative prefill). Counted in 64 bits.
 TEST(EngineModel, R8_ContextPastIntMaxIsCountedIn64Bits) {
