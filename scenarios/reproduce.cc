@@ -323,16 +323,24 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   // "Within": inside the seed's 95% interval where it gives one; else
   // near_seed_value / near_seed_ratio (report/stats.h).
   const auto near = near_seed_value;
+  // Whether the seed's value lies inside our interval: an "outside" mean may
+  // still be one whose pairs cover the seed's figure. Null from one pair.
+  auto seed_inside = [](const Interval& ci, double seed) -> Json {
+    if (!ci.has_interval()) return nullptr;
+    return seed >= ci.low && seed <= ci.high;
+  };
   j["P1"] = {{"value", p1.mean},
              {"ci", interval_json(p1)},
              {"pairs", pairs},
              {"seed", 1.0038},
              {"seed_ci", {0.993, 1.015}},
+             {"seed_in_ci", seed_inside(p1, 1.0038)},
              {"within", p1.mean >= 0.993 && p1.mean <= 1.015}};
   j["P2"] = {{"value", p2.mean},
              {"ci", interval_json(p2)},
              {"pairs", pairs},
              {"seed", 1.24},
+             {"seed_in_ci", seed_inside(p2, 1.24)},
              {"within", near(p2.mean, 1.24)}};
   j["P3"] = {{"ratio", p3r.mean},
              {"ratio_ci", interval_json(p3r)},
@@ -419,6 +427,22 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
       j["P6"]["within"]);
   t += "\nP3 - P2, the gate's own cost (load, gated - hinted): " +
        ci_text(gate_cost, "%+.2f", " ms") + "; seed +0.80 ms\n";
+  // Why P1 or P2 is outside, in numbers: where the seed's value falls.
+  auto seed_where = [&](const char* k, const std::string& seed) {
+    const Json& in = j[k]["seed_in_ci"];
+    if (in.is_null()) return std::string("no interval from 1 pair");
+    return "the seed's " + seed + " is " + (in.get<bool>() ? "inside" : "outside") +
+           " our interval";
+  };
+  if (!j["P1"]["within"].get<bool>()) {
+    t += "P1 outside: our mean is outside the seed's interval; " + seed_where("P1", "1.0038x") +
+         " (docs/reproduce.md)\n";
+  }
+  if (!j["P2"]["within"].get<bool>()) {
+    t += "P2 outside: within needs " + fmt("%+.2f", (1 - kNearSeedFraction) * 1.24) + ".." +
+         fmt("%+.2f", (1 + kNearSeedFraction) * 1.24) + " ms (25% of the seed's); " +
+         seed_where("P2", "+1.24 ms") + " (docs/reproduce.md)\n";
+  }
   if (!j["P3"]["within"].get<bool>()) {
     // Why it is outside, in numbers: the rule's ranges and where the seed's value falls.
     const bool in_ci =

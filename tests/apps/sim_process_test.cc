@@ -41,6 +41,7 @@ TEST(SimProcess, R8_ReproduceRunsEachFigureOnItsOwnPairs) {
   ASSERT_TRUE(j["P1"]["ci"].is_array());
   EXPECT_LT(j["P1"]["ci"][0].get<double>(), j["P1"]["ci"][1].get<double>());
   EXPECT_TRUE(j["P5"]["ci"].is_null());
+  EXPECT_TRUE(j["P1"].contains("seed_in_ci") && j["P1"]["seed_in_ci"].is_boolean());
   // P3 also reports the gate's own cost: its load delta minus P2's.
   EXPECT_NEAR(j["P3"]["over_hints_ms"].get<double>(),
               j["P3"]["delta_ms"].get<double>() - j["P2"]["value"].get<double>(), 1e-9);
@@ -82,6 +83,15 @@ TEST(SimProcess, R8_TheDefaultReproduceKeepsP4P5P6WithinAndJudgesP1P2P3ByTheirRu
   EXPECT_EQ(j["P1"]["within"].get<bool>(), p1 >= 0.993 && p1 <= 1.015) << j["P1"].dump();
   const double p2 = j["P2"]["value"].get<double>();
   EXPECT_EQ(j["P2"]["within"].get<bool>(), std::abs(p2 - 1.24) <= 0.25 * 1.24) << j["P2"].dump();
+  // Each also says whether the seed's value lies inside our interval.
+  for (const char* k : {"P1", "P2"}) {
+    const auto& f = j[k];
+    ASSERT_TRUE(f.contains("seed_in_ci")) << k;
+    const double seed = f["seed"].get<double>();
+    EXPECT_EQ(f["seed_in_ci"].get<bool>(),
+              seed >= f["ci"][0].get<double>() && seed <= f["ci"][1].get<double>())
+        << k << ": " << f.dump();
+  }
   EXPECT_EQ(j["P1"]["pairs"], 5);
   EXPECT_EQ(j["P5"]["pairs"], 3);
   // P6, "latency = fill time": the READ ends after its range's last page is
@@ -99,6 +109,25 @@ TEST(SimProcess, R8_TheDefaultReproduceKeepsP4P5P6WithinAndJudgesP1P2P3ByTheirRu
   const bool rule = std::abs(excess - seed_excess) <= 0.25 * seed_excess &&
                     std::abs(delta - seed_delta) <= 0.25 * seed_delta;
   EXPECT_EQ(p3["within"].get<bool>(), rule) << p3.dump();
+  std::filesystem::remove_all(out);
+}
+
+// One pair has no interval, so there is nothing the seed's value can be
+// inside: `seed_in_ci` is null, not false.
+TEST(SimProcess, R8_OnePairSaysNothingAboutTheSeedsValueInsideAnInterval) {
+  const auto out = std::filesystem::temp_directory_path() / "rcxl_sim_process_one_pair";
+  std::filesystem::remove_all(out);
+  auto json = ChildProcess::Start(
+      {RCXL_SIM_BINARY, "reproduce", "--pairs", "1", "--json", "--quiet", "--out", out.string()});
+  const std::string text = ChildProcess::read_all(json.out);
+  const std::string err = json.read_all_err();
+  ASSERT_EQ(json.wait_exit(std::chrono::seconds(RCXL_TEST_TIMEOUT_S - 5)), 0) << err;
+  const auto j = nlohmann::json::parse(text);
+  for (const char* k : {"P1", "P2"}) {
+    EXPECT_TRUE(j[k]["ci"].is_null()) << k;
+    ASSERT_TRUE(j[k].contains("seed_in_ci")) << k;
+    EXPECT_TRUE(j[k]["seed_in_ci"].is_null()) << k;
+  }
   std::filesystem::remove_all(out);
 }
 
