@@ -369,16 +369,56 @@ void Handler::register_written(std::shared_ptr<StoreJob> job) {
         // register_keys answers every entry, or fails the call (its pages then
         // stay out of use: some keys may be registered).
         if (!registered.ok()) return job->done(registered.status());
+        auto refused = std::make_shared<std::vector<std::size_t>>();
         for (std::size_t k = 0; k < indexes.size(); ++k) {
           if ((*registered)[k]) {
             ++result->stored;
           } else {
-            ++result->already_present;
+            refused->push_back(indexes[k]);
             const Page& page = job->pages[indexes[k]];
             if (own_region_of(page) != nullptr) free_pages_.push_back(page);
           }
         }
-        job->done(*result);
+        sort_out_refused(job, result, std::move(refused), 0);
+      },
+      reply_gate_);
+}
+
+void Handler::sort_out_refused(std::shared_ptr<StoreJob> job, std::shared_ptr<StoreResult> result,
+                               std::shared_ptr<const std::vector<std::size_t>> refused,
+                               std::size_t from) {
+  if (from >= refused->size()) return job->done(*result);
+  std::vector<std::string> keys;
+  keys.reserve(refused->size() - from);
+  for (std::size_t k = from; k < refused->size(); ++k)
+    keys.push_back(job->items[(*refused)[k]].key);
+  std::weak_ptr<bool> alive = alive_;
+  // One probe answers the leading keys that are there; the first that is not
+  // was refused for its boot, and the rest are asked again after it.
+  directory_->probe(
+      keys, false,
+      [this, alive, job, result, refused, from](Result<directory::ProbeReply> reply) {
+        if (alive.expired()) return;
+        const auto fail = [&](const Status& why) {
+          ++result->failed;
+          if (result->first_failure.ok()) result->first_failure = why;
+        };
+        if (!reply.ok()) {
+          // Not stored by us either way; which way is unknown, so not "present".
+          for (std::size_t k = from; k < refused->size(); ++k) fail(reply.status());
+          return job->done(*result);
+        }
+        const std::size_t left = refused->size() - from;
+        const std::size_t there = std::min(reply->hits, left);
+        result->already_present += there;
+        if (there == left) return job->done(*result);
+        const std::string& key = job->items[(*refused)[from + there]].key;
+        fail(Error(ErrorCode::kBootChanged,
+                   "the directory refused '" + key +
+                       "' and does not have it: its region's boot is one the directory saw "
+                       "replaced (e.g. an agent restarted into an old boot), or the key went "
+                       "in between"));
+        sort_out_refused(job, result, refused, from + there + 1);
       },
       reply_gate_);
 }

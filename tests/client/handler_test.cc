@@ -76,6 +76,45 @@ TEST(Handler, R1_1_FirstWriterWinsAndTheLoserGivesItsPageBack) {
   EXPECT_EQ(text_of(rig.load(b, {"k"})->values.at(0)), "first");
 }
 
+// A register the directory refuses because it retired the location's boot
+// (an agent that came back into a boot the directory saw replaced) is not a
+// key already there: the store reports it failed, not present, and the page
+// goes back. Before, both read as "already present" (stored, for the engine).
+TEST(Handler, R6_1_ARegisterRefusedForARetiredBootIsAFailureNotAlreadyPresent) {
+  ClientRig rig;
+  rig.add_memory("mem");
+  rig.add_memory("mem2");
+  Handler& h = rig.handler(rig.config());  // its regions on mem (first_agent 0)
+  ASSERT_EQ(rig.store(h, {item("k0", "alpha")})->stored, 1u);
+  const auto stored_at = rig.directory_server->directory().find("k0");
+  ASSERT_TRUE(stored_at.has_value());
+  // Someone saw the agent's boot replaced; the agent itself still serves it.
+  ASSERT_TRUE(rig.directory_server->directory()
+                  .boot_changed(stored_at->agent, stored_at->boot + "~9", stored_at->boot)
+                  .ok());
+  const std::size_t free_before = h.free_pages();
+  auto r = rig.store(h, {item("k1", "beta"), item("k2", "gamma")});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stored, 0u);
+  EXPECT_EQ(r->already_present, 0u);
+  EXPECT_EQ(r->failed, 2u);
+  EXPECT_EQ(r->first_failure.code(), ErrorCode::kBootChanged) << r->first_failure.ToString();
+  EXPECT_NE(r->first_failure.message().find("'k1'"), std::string::npos)
+      << r->first_failure.ToString();
+  EXPECT_EQ(h.free_pages(), free_before);  // both pages went back
+  EXPECT_TRUE(rig.load(h, {"k1"})->values.empty());
+  // A key another writer (on mem2, whose boot is live) stored first still
+  // reads as present, in the same batch.
+  Config on_mem2 = rig.config();
+  on_mem2.first_agent = 1;
+  Handler& other = rig.handler(on_mem2);
+  ASSERT_EQ(rig.store(other, {item("k3", "delta")})->stored, 1u);
+  auto mixed = rig.store(h, {item("k3", "mine"), item("k4", "epsilon")});
+  ASSERT_TRUE(mixed.ok());
+  EXPECT_EQ(mixed->already_present, 1u);
+  EXPECT_EQ(mixed->failed, 1u);
+}
+
 TEST(Handler, R1_2_OversizeItemsAreRefusedAndChangeNothing) {
   ClientRig rig;
   rig.add_memory("mem");
