@@ -440,7 +440,8 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   }
   if (!j["P2"]["within"].get<bool>()) {
     t += "P2 outside: within needs " + fmt("%+.2f", (1 - kNearSeedFraction) * 1.24) + ".." +
-         fmt("%+.2f", (1 + kNearSeedFraction) * 1.24) + " ms (25% of the seed's); " +
+         fmt("%+.2f", (1 + kNearSeedFraction) * 1.24) + " ms (" +
+         fmt("%.0f", 100 * kNearSeedFraction) + "% of the seed's); " +
          seed_where("P2", "+1.24 ms") + " (docs/reproduce.md)\n";
   }
   if (!j["P3"]["within"].get<bool>()) {
@@ -451,8 +452,8 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
     t += "P3 outside: within needs " + fmt("%.4f", 1 + (1 - kNearSeedFraction) * excess) + ".." +
          fmt("%.4f", 1 + (1 + kNearSeedFraction) * excess) + "x and " +
          fmt("%+.2f", (1 - kNearSeedFraction) * kP3SeedDeltaMs) + ".." +
-         fmt("%+.2f", (1 + kNearSeedFraction) * kP3SeedDeltaMs) +
-         " ms (25% of the seed's excess and delta); " +
+         fmt("%+.2f", (1 + kNearSeedFraction) * kP3SeedDeltaMs) + " ms (" +
+         fmt("%.0f", 100 * kNearSeedFraction) + "% of the seed's excess and delta); " +
          (p3d.has_interval() ? "the seed's " + fmt("%+.2f", kP3SeedDeltaMs) + " ms is " +
                                    (in_ci ? "inside" : "outside") + " our delta's interval"
                              : std::string("our delta has no interval from 1 pair")) +

@@ -379,46 +379,68 @@ void Handler::register_written(std::shared_ptr<StoreJob> job) {
             if (own_region_of(page) != nullptr) free_pages_.push_back(page);
           }
         }
-        sort_out_refused(job, result, std::move(refused), 0);
+        sort_out_refused(job, result, std::move(refused));
       },
       reply_gate_);
 }
 
+namespace {
+Status refused_and_not_there(const std::string& key) {
+  return Error(ErrorCode::kBootChanged,
+               "the directory refused '" + key +
+                   "' and does not have it: its region's boot is one the directory saw "
+                   "replaced (e.g. an agent restarted into an old boot), or the key went in "
+                   "between");
+}
+}  // namespace
+
 void Handler::sort_out_refused(std::shared_ptr<StoreJob> job, std::shared_ptr<StoreResult> result,
-                               std::shared_ptr<const std::vector<std::size_t>> refused,
-                               std::size_t from) {
-  if (from >= refused->size()) return job->done(*result);
+                               std::shared_ptr<const std::vector<std::size_t>> refused) {
+  if (refused->empty()) return job->done(*result);
   std::vector<std::string> keys;
-  keys.reserve(refused->size() - from);
-  for (std::size_t k = from; k < refused->size(); ++k)
-    keys.push_back(job->items[(*refused)[k]].key);
+  keys.reserve(refused->size());
+  for (std::size_t i : *refused) keys.push_back(job->items[i].key);
   std::weak_ptr<bool> alive = alive_;
-  // One probe answers the leading keys that are there; the first that is not
-  // was refused for its boot, and the rest are asked again after it.
+  auto fail = [result](const Status& why) {
+    ++result->failed;
+    if (result->first_failure.ok()) result->first_failure = why;
+  };
+  // One probe answers the leading keys that are there (a re-store: all of
+  // them, usually); the first that is not was refused for its boot, and each
+  // key after it is asked on its own, all at once.
   directory_->probe(
       keys, false,
-      [this, alive, job, result, refused, from](Result<directory::ProbeReply> reply) {
+      [this, alive, job, result, keys, fail](Result<directory::ProbeReply> reply) {
         if (alive.expired()) return;
-        const auto fail = [&](const Status& why) {
-          ++result->failed;
-          if (result->first_failure.ok()) result->first_failure = why;
-        };
         if (!reply.ok()) {
           // Not stored by us either way; which way is unknown, so not "present".
-          for (std::size_t k = from; k < refused->size(); ++k) fail(reply.status());
+          for (std::size_t k = 0; k < keys.size(); ++k) fail(reply.status());
           return job->done(*result);
         }
-        const std::size_t left = refused->size() - from;
-        const std::size_t there = std::min(reply->hits, left);
+        const std::size_t there = std::min(reply->hits, keys.size());
         result->already_present += there;
-        if (there == left) return job->done(*result);
-        const std::string& key = job->items[(*refused)[from + there]].key;
-        fail(Error(ErrorCode::kBootChanged,
-                   "the directory refused '" + key +
-                       "' and does not have it: its region's boot is one the directory saw "
-                       "replaced (e.g. an agent restarted into an old boot), or the key went "
-                       "in between"));
-        sort_out_refused(job, result, refused, from + there + 1);
+        if (there == keys.size()) return job->done(*result);
+        fail(refused_and_not_there(keys[there]));
+        const std::size_t rest = keys.size() - there - 1;
+        if (rest == 0) return job->done(*result);
+        auto pending = std::make_shared<std::size_t>(rest);
+        for (std::size_t k = there + 1; k < keys.size(); ++k) {
+          directory_->probe(
+              {keys[k]}, false,
+              [alive, job, result, key = keys[k], fail,
+               pending](Result<directory::ProbeReply> one) {
+                if (alive.expired()) return;
+                if (!one.ok()) {
+                  fail(one.status());
+                } else if (one->hits > 0) {
+                  ++result->already_present;
+                } else {
+                  fail(refused_and_not_there(key));
+                }
+                if (--*pending == 0) job->done(*result);
+              },
+              reply_gate_);
+        }
       },
       reply_gate_);
 }

@@ -123,10 +123,11 @@ class Handler {
   void start_store(std::shared_ptr<StoreJob> job);
   void write_and_register(std::shared_ptr<StoreJob> job);
   void register_written(std::shared_ptr<StoreJob> job);
-  // Items the directory refused, from `from` on: a probe tells a key already
-  // there (first writer wins) from one refused because its boot is retired.
+  // Items the directory refused (indexes into the job): a probe tells a key
+  // already there (first writer wins) from one refused because its boot is
+  // retired; answers the job when every one is sorted out.
   void sort_out_refused(std::shared_ptr<StoreJob> job, std::shared_ptr<StoreResult> result,
-                        std::shared_ptr<const std::vector<std::size_t>> refused, std::size_t from);
+                        std::shared_ptr<const std::vector<std::size_t>> refused);
   void resolve_locations(std::shared_ptr<LoadJob> job, std::size_t index);
   // Checks location `index` against its mapping and the agent's boot.
   bool accept_location(LoadJob& job, std::size_t index, const Result<Mapping>& mapping);

@@ -83,7 +83,10 @@ TEST(SimProcess, R8_TheDefaultReproduceKeepsP4P5P6WithinAndJudgesP1P2P3ByTheirRu
   EXPECT_EQ(j["P1"]["within"].get<bool>(), p1 >= 0.993 && p1 <= 1.015) << j["P1"].dump();
   const double p2 = j["P2"]["value"].get<double>();
   EXPECT_EQ(j["P2"]["within"].get<bool>(), std::abs(p2 - 1.24) <= 0.25 * 1.24) << j["P2"].dump();
-  // Each also says whether the seed's value lies inside our interval.
+  // Each also says whether the seed's value lies inside our interval, and on
+  // this profile both do: a model change that moves them out fails here.
+  EXPECT_EQ(j["P1"]["seed_in_ci"], true) << j["P1"].dump();
+  EXPECT_EQ(j["P2"]["seed_in_ci"], true) << j["P2"].dump();
   for (const char* k : {"P1", "P2"}) {
     const auto& f = j[k];
     ASSERT_TRUE(f.contains("seed_in_ci")) << k;

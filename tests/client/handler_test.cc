@@ -113,6 +113,13 @@ TEST(Handler, R6_1_ARegisterRefusedForARetiredBootIsAFailureNotAlreadyPresent) {
   ASSERT_TRUE(mixed.ok());
   EXPECT_EQ(mixed->already_present, 1u);
   EXPECT_EQ(mixed->failed, 1u);
+  // A key there after one that is not is asked on its own.
+  auto after = rig.store(h, {item("k5", "zeta"), item("k3", "mine again")});
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->already_present, 1u);
+  EXPECT_EQ(after->failed, 1u);
+  EXPECT_NE(after->first_failure.message().find("'k5'"), std::string::npos)
+      << after->first_failure.ToString();
 }
 
 TEST(Handler, R1_2_OversizeItemsAreRefusedAndChangeNothing) {
