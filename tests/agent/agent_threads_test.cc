@@ -822,7 +822,8 @@ TEST(AgentThreads, R4_4_RequestsPipelinedBehindALongWriteWaitHoldThePeerBack) {
   ASSERT_EQ(entered.wait_for(10s), std::future_status::ready);
   // Requests of 256 KiB each (a release of a region it does not hold: an
   // error reply, nothing changes), written without blocking until the agent
-  // stops taking them for 300 ms.
+  // stops taking them for 300 ms (3 s in a sanitized build, where one frame's
+  // decode alone can take longer: under TSan the stall came before 8 MiB).
   const std::string pad(256 * 1024, 'p');
   const int total = 384;  // 96 MiB
   std::string frames;
@@ -850,7 +851,7 @@ TEST(AgentThreads, R4_4_RequestsPipelinedBehindALongWriteWaitHoldThePeerBack) {
       }
     }
   };
-  write_until(300ms);
+  write_until(RCXL_TEST_TIMEOUT_S > 120 ? 3000ms : 300ms);
   // 8 MiB queued in the agent (by count it would be 256 x 256 KiB = 64 MiB),
   // what the transport may hold (4 MiB and a read round), the socket buffers.
   const std::size_t bound = testing::tcp_receive_buffer_max() + (std::size_t{16} << 20);
