@@ -45,6 +45,7 @@ struct Flags {
   std::optional<bool> promotes;
   std::uint32_t write_wait_ms = 50;
   bool zero_copy = false;
+  bool only_pool_agents = false;
   double timeout_s = 120;
   std::string client_name = "rcxl-kv";
   std::string log_level = "warn";
@@ -170,6 +171,7 @@ Result<rcxl::client::Config> make_config(const Flags& f, bool needs_agents) {
   c.read_promotes = f.promotes;
   c.write_wait_ms = f.write_wait_ms;
   c.zero_copy = f.zero_copy;
+  c.only_pool_agents = f.only_pool_agents;
   c.client_name = f.client_name;
   c.reply_timeout = std::chrono::seconds(5);  // TCG VMs and busy hosts answer slowly
   return c;
@@ -310,6 +312,9 @@ int main(int argc, char** argv) {
       ->transform(rcxl::apps::WholeNumberIn(0, 10000));
   app.add_flag("--zero-copy", f.zero_copy,
                "register buffers with the NIC instead of the staging copy");
+  app.add_flag("--only-pool-agents", f.only_pool_agents,
+               "treat a key stored on an agent not given with --agent as a miss (never connect "
+               "to an agent only the directory names)");
   // At least 1 ms: the call's deadline is counted in whole milliseconds.
   app.add_option("--timeout-s", f.timeout_s, "seconds one store or load call may take")
       ->capture_default_str()

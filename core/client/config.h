@@ -26,6 +26,10 @@ struct Config {
   // The pool: own regions are allocated from these agents, round robin; read
   // promotes go to every one of them (R4.5).
   std::vector<runtime::Address> agents;
+  // Locations naming an agent outside `agents` are misses, never connected
+  // to (a reader and its scheduler hints trust only the pool). Off: any agent
+  // a location of the directory group names is reached, as the seed does.
+  bool only_pool_agents = false;
   // Where the round robin starts (modulo agents.size()): clients given
   // different starts spread their first regions over the pool instead of all
   // filling the first agent.
@@ -82,11 +86,18 @@ struct Config {
   bool effective_write_hints() const { return write_hints.value_or(read_hints); }
   bool effective_read_promotes() const { return read_promotes.value_or(read_hints); }
   bool effective_hint_loads() const { return hint_loads.value_or(read_hints); }
+  // Whether a location naming `agent` ("host:port") may be reached.
+  bool reaches(const std::string& agent) const;
 };
 
 // "host:port" of an agent address (the key of every per-agent map).
 inline std::string agent_key(const runtime::Address& a) {
   return a.ToString();
+}
+
+inline bool Config::reaches(const std::string& agent) const {
+  return !only_pool_agents || std::any_of(agents.begin(), agents.end(),
+                                          [&](const auto& a) { return agent_key(a) == agent; });
 }
 
 }  // namespace rcxl::client

@@ -489,6 +489,10 @@ void Handler::resolve_locations(std::shared_ptr<LoadJob> job, std::size_t index)
   // Cached mappings resolve in a loop (a large load must not recurse per key).
   for (; index < job->locations.size(); ++index) {
     const auto& l = job->locations[index];
+    if (!config_.reaches(l.agent)) {
+      ++stats_.foreign_locations;  // a miss from here on, and no connection to it
+      return read_batches(job);
+    }
     auto cached = regions_->cached_mapping(l.agent, l.region, l.read_handle);
     if (!cached) break;
     if (!accept_location(*job, index, *cached)) return check_location_boot(job, index, *cached);

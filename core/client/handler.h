@@ -57,7 +57,8 @@ struct HandlerStats {
   std::uint64_t reads_posted = 0;
   std::uint64_t read_batches = 0;  // one per agent per load
   std::uint64_t writes_posted = 0;
-  std::uint64_t boot_misses = 0;  // locations of a boot that is gone (R6.1)
+  std::uint64_t boot_misses = 0;        // locations of a boot that is gone (R6.1)
+  std::uint64_t foreign_locations = 0;  // naming an agent outside the pool (only_pool_agents)
   std::uint64_t remote_access_errors = 0;
   std::uint64_t regions_allocated = 0;
   std::uint64_t load_hints = 0;  // R3.7

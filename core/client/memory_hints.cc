@@ -99,6 +99,10 @@ void MemoryHints::process(Item& item, Next next) {
           if (!reply.ok() || reply->locations.empty()) return next();
           auto locations =
               std::make_shared<std::vector<directory::Location>>(std::move(reply->locations));
+          // Agents outside the pool get no connection (only_pool_agents).
+          std::erase_if(*locations,
+                        [this](const directory::Location& l) { return !config_.reaches(l.agent); });
+          if (locations->empty()) return next();
           std::set<std::string> agents;
           for (const auto& l : *locations) agents.insert(l.agent);
           for_each_peer(

@@ -122,6 +122,34 @@ TEST(Handler, R6_1_ARegisterRefusedForARetiredBootIsAFailureNotAlreadyPresent) {
       << after->first_failure.ToString();
 }
 
+// A reader that trusts only its pool (only_pool_agents) takes a location
+// naming another agent as a miss and never connects to that agent; by
+// default it reaches any agent the directory names.
+TEST(Handler, R6_1_AReaderOfOnlyItsPoolMissesAForeignAgentsKeys) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem");
+  auto& mem2 = rig.add_memory("mem2");
+  Config on_mem2 = rig.config();
+  on_mem2.first_agent = 1;
+  Handler& writer = rig.handler(on_mem2);
+  ASSERT_EQ(rig.store(writer, {item("k", "far")})->stored, 1u);
+  Config pool_only = rig.config();
+  pool_only.agents = {mem.address()};
+  pool_only.only_pool_agents = true;
+  Handler& careful = rig.handler(pool_only);
+  auto missed = rig.load(careful, {"k"});
+  ASSERT_TRUE(missed.ok()) << missed.status().ToString();
+  EXPECT_TRUE(missed->values.empty());
+  EXPECT_EQ(careful.stats().foreign_locations, 1u);
+  EXPECT_EQ(careful.regions().known(mem2.key()), nullptr);  // never connected
+  rig.world.run_for(10ms);
+  EXPECT_EQ(rig.directory_server->directory().open_leases(), 0u);  // its lease went back
+  Config trusting = pool_only;
+  trusting.only_pool_agents = false;
+  Handler& reader = rig.handler(trusting);
+  EXPECT_EQ(text_of(rig.load(reader, {"k"})->values.at(0)), "far");
+}
+
 TEST(Handler, R1_2_OversizeItemsAreRefusedAndChangeNothing) {
   ClientRig rig;
   rig.add_memory("mem");

@@ -87,6 +87,33 @@ TEST(MemoryHints, R3_4_ProbesTheDirectoryAndHintsOnlyAdvertisingAgents) {
   EXPECT_EQ(takes.log("hint", "read_hint_end").size(), 1u);
 }
 
+// With only_pool_agents, a scheduler hint leaves out the locations on agents
+// outside the pool and opens no connection to them.
+TEST(MemoryHints, R3_4_AHintOfOnlyThePoolLeavesForeignAgentsOut) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
+  auto& mem2 = rig.add_memory("mem2", {{"actions", kAllActions}});
+  Config on_mem2 = hinting(rig);
+  on_mem2.first_agent = 1;
+  Handler& writer = rig.handler(on_mem2);
+  ASSERT_EQ(rig.store(writer, {item("far", "v")})->stored, 1u);
+  Config pool_only = hinting(rig);
+  pool_only.agents = {mem.address()};
+  pool_only.only_pool_agents = true;
+  Handler& h = rig.handler(pool_only);
+  ASSERT_EQ(rig.store(h, {item("near", "v")})->stored, 1u);
+  h.hint_read("req-1", {"near", "far"});
+  rig.settle(h);
+  EXPECT_EQ(h.hints().stats().probes, 1u);
+  ASSERT_EQ(mem.log("hint", "read_hint").size(), 1u);
+  EXPECT_EQ(mem.log("hint", "read_hint")[0]["ranges"].size(), 1u);
+  EXPECT_TRUE(mem2.log("hint", "read_hint").empty());
+  // Only the hint's agents: the pool's own (for its store) and no other.
+  h.hint_read("req-2", {"far"});
+  rig.settle(h);
+  EXPECT_TRUE(mem2.log("hint", "read_hint").empty());
+}
+
 TEST(MemoryHints, R3_4_AtMost4096RangesPerMessage) {
   ClientRig rig;
   auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
