@@ -11,13 +11,20 @@ namespace {
 
 const Json kWaits = {"read_hint", "read_hint_end", "write_hint", "write_wait"};
 
+// A client with write waits (a write wait is a write hint that waits: read
+// hints on, so write hints follow) and a budget of `wait_ms` per store.
+Config waiting(const ClientRig& rig, std::uint32_t wait_ms) {
+  Config c = rig.config();
+  c.read_hints = true;
+  c.write_wait_ms = wait_ms;
+  return c;
+}
+
 TEST(Handler, R4_3_TheWaitsOfOneStoreShareWriteWaitMs) {
   ClientRig rig;
   auto& a = rig.add_memory("mem", {{"actions", kWaits}, {"write_wait_delay_ms", 40}});
   auto& b = rig.add_memory("mem2", {{"actions", kWaits}, {"write_wait_delay_ms", 40}});
-  Config c = rig.config();
-  c.read_hints = true;
-  c.write_wait_ms = 50;
+  Config c = waiting(rig, 50);
   c.region_size_bytes = 2 * 4096;  // two pages per region: the store spans both agents
   Handler& h = rig.handler(c);
   const auto t0 = rig.world.loop().now();
@@ -56,9 +63,7 @@ TEST(Handler, R4_3_AWaitAfterAResetTheClientLearntGoesUnderTheNewBoot) {
   ClientRig rig;
   auto& mem = rig.add_memory(
       "mem", {{"actions", kWaits}, {"write_wait_delay_ms", 1}, {"generation_file", "/gen"}});
-  Config c = rig.config();
-  c.read_hints = true;
-  c.write_wait_ms = 50;
+  Config c = waiting(rig, 50);
   Handler& writer = rig.handler(c);
   Handler& h = rig.handler(c);
   ASSERT_EQ(rig.store(writer, {item("a", "1")})->stored, 1u);
@@ -85,9 +90,7 @@ TEST(Handler, R4_3_AWaitAfterAResetTheClientLearntGoesUnderTheNewBoot) {
 TEST(Handler, R6_4_BootNewsFromTheWaitsConnectionNeverTurnsTheBootBack) {
   ClientRig rig;
   auto& mem = rig.add_memory("mem", {{"actions", kWaits}, {"write_wait_delay_ms", 1}});
-  Config c = rig.config();
-  c.read_hints = true;
-  c.write_wait_ms = 50;
+  Config c = waiting(rig, 50);
   Handler& h = rig.handler(c);
   ASSERT_EQ(rig.store(h, {item("x", "0")})->stored, 1u);
   const std::string agent = mem.key();
@@ -111,9 +114,7 @@ TEST(Handler, R6_4_BootNewsFromTheWaitsConnectionNeverTurnsTheBootBack) {
 TEST(Handler, R4_3_ABudgetAboveTenSecondsAsksForTheProtocolsMost) {
   ClientRig rig;
   auto& mem = rig.add_memory("mem", {{"actions", kWaits}, {"write_wait_delay_ms", 1}});
-  Config c = rig.config();
-  c.read_hints = true;
-  c.write_wait_ms = 60000;
+  Config c = waiting(rig, 60000);
   Handler& h = rig.handler(c);
   ASSERT_EQ(rig.store(h, {item("1", "a")})->stored, 1u);
   auto waits = mem.log("write_wait");
