@@ -27,6 +27,61 @@ void Directory::remove(std::map<std::string, Entry>::iterator it) {
   keys_.erase(it);
 }
 
+void Directory::remove_for_reclaim(std::map<std::string, Entry>::iterator it) {
+  const Location location = it->second.location;
+  remove(it);
+  if (reclaimable_count_ >= options_.max_reclaimable) {
+    ++reclaimable_dropped_;  // its page stays unused: bounded memory over reuse
+    return;
+  }
+  reclaimable_[place_of(location)].push_back(location);
+  ++reclaimable_count_;
+}
+
+std::vector<Location> Directory::reclaim(const std::vector<RegionRef>& regions, std::size_t max) {
+  std::vector<Location> out;
+  for (const auto& ref : regions) {
+    // A region's places (one per boot) are contiguous.
+    auto it = reclaimable_.lower_bound({ref.agent, ref.region, ref.read_handle, std::string()});
+    while (out.size() < max && it != reclaimable_.end() && std::get<0>(it->first) == ref.agent &&
+           std::get<1>(it->first) == ref.region && std::get<2>(it->first) == ref.read_handle) {
+      auto& kept = it->second;
+      while (out.size() < max && !kept.empty()) {
+        out.push_back(std::move(kept.back()));
+        kept.pop_back();
+        --reclaimable_count_;
+      }
+      it = kept.empty() ? reclaimable_.erase(it) : std::next(it);
+    }
+    if (out.size() >= max) break;
+  }
+  return out;
+}
+
+void Directory::forget_reclaimable(const std::string& agent, std::uint64_t region,
+                                   const std::string& read_handle) {
+  auto it = reclaimable_.lower_bound({agent, region, read_handle, std::string()});
+  while (it != reclaimable_.end() && std::get<0>(it->first) == agent &&
+         std::get<1>(it->first) == region &&
+         (read_handle.empty() || std::get<2>(it->first) == read_handle)) {
+    reclaimable_count_ -= it->second.size();
+    it = reclaimable_.erase(it);
+  }
+}
+
+void Directory::forget_reclaimable_boots(const std::string& agent,
+                                         const std::function<bool(const std::string&)>& gone) {
+  auto it = reclaimable_.lower_bound({agent, 0, std::string(), std::string()});
+  while (it != reclaimable_.end() && std::get<0>(it->first) == agent) {
+    if (!gone(std::get<3>(it->first))) {
+      ++it;
+      continue;
+    }
+    reclaimable_count_ -= it->second.size();
+    it = reclaimable_.erase(it);
+  }
+}
+
 Result<RegisterOutcome> Directory::register_key(const std::string& key, const Location& location) {
   if (key.empty()) return Error(ErrorCode::kBadRequest, "empty key");
   auto boots = boots_.find(location.agent);
@@ -105,7 +160,13 @@ Status Directory::release(std::uint64_t lease_id) {
   for (const auto& key : lease->second.keys) {
     auto it = keys_.find(key);
     if (it == keys_.end()) continue;
-    if (--it->second.leases == 0 && it->second.doomed) remove(it);
+    if (--it->second.leases == 0 && it->second.doomed) {
+      if (it->second.reclaim_on_end) {
+        remove_for_reclaim(it);
+      } else {
+        remove(it);
+      }
+    }
   }
   lease_expiry_.erase({lease->second.expires, lease_id});
   leases_.erase(lease);
@@ -123,14 +184,26 @@ void Directory::expire_leases(runtime::Instant now) {
 }
 
 std::size_t Directory::erase(const std::vector<std::string>& keys) {
+  return erase_keys(keys, /*reclaim=*/true);
+}
+
+std::size_t Directory::erase_keys(const std::vector<std::string>& keys, bool reclaim) {
   std::size_t n = 0;
   for (const auto& key : keys) {
     auto it = keys_.find(key);
-    if (it == keys_.end() || it->second.doomed) continue;
+    if (it == keys_.end()) continue;
+    if (it->second.doomed) {
+      // Deleted before; now its region is going too: its page is not reused.
+      if (!reclaim) it->second.reclaim_on_end = false;
+      continue;
+    }
     ++n;
     if (it->second.leases > 0) {
       it->second.doomed = true;
+      it->second.reclaim_on_end = reclaim;
       ++doomed_;
+    } else if (reclaim) {
+      remove_for_reclaim(it);
     } else {
       remove(it);
     }
@@ -148,7 +221,9 @@ std::size_t Directory::drop_region(const std::string& agent, std::uint64_t regio
        ++it) {
     for (const std::string* key : it->second) doomed.push_back(*key);
   }
-  return erase(doomed);
+  // The region went back to its agent: nothing of it is written again.
+  forget_reclaimable(agent, region, read_handle);
+  return erase_keys(doomed, /*reclaim=*/false);
 }
 
 std::size_t Directory::drop_where(const std::string& agent,
@@ -159,15 +234,23 @@ std::size_t Directory::drop_where(const std::string& agent,
        it != places_.end() && std::get<0>(it->first) == agent; ++it) {
     if (!gone(std::get<3>(it->first))) continue;
     for (const std::string* key : it->second) {
-      // A key doomed before (deleted while leased) was counted when it was dropped.
-      if (!keys_.at(*key).doomed) doomed.push_back(*key);
+      // A key doomed before (deleted while leased) was counted when it was
+      // dropped; its memory is gone now, so its page is not given back.
+      Entry& entry = keys_.at(*key);
+      if (entry.doomed) {
+        entry.reclaim_on_end = false;
+      } else {
+        doomed.push_back(*key);
+      }
     }
   }
+  forget_reclaimable_boots(agent, gone);
   // The memory behind them is gone: a lease cannot keep them readable.
   for (const auto& key : doomed) {
     auto it = keys_.find(key);
     if (it->second.leases > 0) {
       it->second.doomed = true;
+      it->second.reclaim_on_end = false;
       ++doomed_;
     } else {
       remove(it);
@@ -283,7 +366,7 @@ void Directory::evict_over_capacity(const std::string* keep) {
     ++it;
     if (entry->second.leases > 0) continue;  // a lease keeps a key while it is read
     if (keep != nullptr && entry->first == *keep) continue;
-    remove(entry);
+    remove_for_reclaim(entry);
     ++evictions_;
   }
 }

@@ -29,6 +29,17 @@ struct DirectoryOptions {
   // the agent's own, so a forgotten retired boot costs only a stale entry that
   // its first reader reports, never stale bytes.
   std::size_t max_boot_records = 1u << 16;
+  // Pages of keys that left (evicted, or deleted with no lease left) kept for
+  // their owner to write again (reclaim); past this, more are not kept.
+  std::size_t max_reclaimable = 1u << 20;
+};
+
+// One region of one agent as its owner knows it (the read handle tells a
+// region id the agent gave out again from the old one).
+struct RegionRef {
+  std::string agent;
+  std::uint64_t region = 0;
+  std::string read_handle;
 };
 
 struct Lease {
@@ -70,6 +81,11 @@ class Directory {
   // `boot` is stale_epoch.
   Result<std::size_t> boot_changed(const std::string& agent, const std::string& boot,
                                    const std::string& from = "");
+  // Takes up to `max` locations of keys that left while their region and boot
+  // lived (evicted, or deleted and no lease left), in those regions: nobody
+  // reads them any more, so their owner may write them again. Each is given
+  // out once.
+  std::vector<Location> reclaim(const std::vector<RegionRef>& regions, std::size_t max);
   // Ends expired leases (called before each operation by the server).
   void expire_leases(runtime::Instant now);
 
@@ -83,6 +99,9 @@ class Directory {
   std::size_t boot_records() const { return boot_records_.size(); }
   std::size_t agents_with_boots() const { return boots_.size(); }
   std::uint64_t evictions() const { return evictions_; }
+  // Locations kept for reclaim, and those not kept (max_reclaimable reached).
+  std::size_t reclaimable() const { return reclaimable_count_; }
+  std::uint64_t reclaimable_dropped() const { return reclaimable_dropped_; }
   std::optional<Location> find(const std::string& key) const;
 
  private:
@@ -91,6 +110,9 @@ class Directory {
     std::uint64_t last_use = 0;  // key into lru_
     std::uint32_t leases = 0;
     bool doomed = false;  // erased while leased: goes with its last lease
+    // Doomed by a delete (its page may be written again once its last lease
+    // ends), not by its region or boot going.
+    bool reclaim_on_end = false;
   };
   struct LeaseState {
     runtime::Instant expires{0};
@@ -121,6 +143,14 @@ class Directory {
 
   void touch(const std::string& key, Entry& entry);
   void remove(std::map<std::string, Entry>::iterator it);
+  // Removes a key nobody reads any more and keeps its location for reclaim.
+  void remove_for_reclaim(std::map<std::string, Entry>::iterator it);
+  std::size_t erase_keys(const std::vector<std::string>& keys, bool reclaim);
+  // A region or boot went: its kept locations name memory that is gone.
+  void forget_reclaimable(const std::string& agent, std::uint64_t region,
+                          const std::string& read_handle);
+  void forget_reclaimable_boots(const std::string& agent,
+                                const std::function<bool(const std::string&)>& gone);
   void evict_over_capacity(const std::string* keep = nullptr);
   std::size_t drop_where(const std::string& agent,
                          const std::function<bool(const std::string&)>& gone);
@@ -137,6 +167,9 @@ class Directory {
   std::map<std::uint64_t, LeaseState> leases_;
   std::set<std::pair<runtime::Instant, std::uint64_t>> lease_expiry_;  // (expires, id)
   std::map<Place, KeySet> places_;
+  std::map<Place, std::vector<Location>> reclaimable_;
+  std::size_t reclaimable_count_ = 0;
+  std::uint64_t reclaimable_dropped_ = 0;
   std::map<std::string, AgentBoots> boots_;
   std::map<std::uint64_t, BootRecord> boot_records_;  // oldest first
   std::uint64_t next_boot_record_ = 1;

@@ -236,6 +236,10 @@ void DirectoryClient::lookup(const std::vector<std::string>& keys, Done<LookupRe
     if (locations->size() > wanted) return more_than_asked("lookup", reply);
     if (auto lease = protocol::u64_field(reply, "lease"); lease && *lease != 0) {
       out.leases.push_back(*lease);
+      // No lease_ms: the lease may end at once (a conservative reading).
+      const runtime::Duration lasts =
+          std::chrono::milliseconds(protocol::u64_field(reply, "lease_ms").value_or(0));
+      if (!out.shortest_lease || lasts < *out.shortest_lease) out.shortest_lease = lasts;
     }
     const bool all_hit = locations->size() == wanted;
     for (auto& l : *locations) out.locations.push_back(std::move(l));
@@ -317,6 +321,35 @@ void DirectoryClient::erase(const std::vector<std::string>& keys, Done<std::size
              "deleted"),
          reply_on);
   }
+}
+
+void DirectoryClient::reclaim(const std::vector<RegionRef>& regions, std::size_t max,
+                              Done<std::vector<Location>> done,
+                              std::shared_ptr<runtime::StrandGate> reply_on) {
+  // As many regions as one request takes; the reply as many locations as fit.
+  Json list = Json::array();
+  std::size_t bytes = 64;
+  for (const auto& r : regions) {
+    Json item = {{"agent", r.agent}, {"region", r.region}, {"read_handle", r.read_handle}};
+    bytes += exact_bytes(item);
+    if (bytes > request_budget_bytes_ || list.size() >= kMaxKeysPerRequest) break;
+    list.push_back(std::move(item));
+  }
+  max = std::clamp<std::size_t>(
+      max, 1,
+      std::min(kMaxKeysPerRequest,
+               std::max<std::size_t>(1, reply_budget_bytes_ / kReplyBytesPerLocation)));
+  call(
+      {{"op", "reclaim"}, {"regions", std::move(list)}, {"max", max}},
+      [done = std::move(done), max](const Status& status, const Json& reply) {
+        if (!done) return;
+        if (!status.ok()) return done(status);
+        auto locations = parse_locations(reply);
+        if (!locations.ok()) return done(locations.status());
+        if (locations->size() > max) return done(more_than_asked("reclaim", reply));
+        done(std::move(locations).value());
+      },
+      reply_on);
 }
 
 void DirectoryClient::drop_region(std::string agent, std::uint64_t region, std::string read_handle,

@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/directory/directory.h"
 #include "core/directory/location.h"
 #include "core/directory/rpc_connection.h"
 #include "core/runtime/strand_gate.h"
@@ -22,6 +24,10 @@ namespace rcxl::directory {
 struct LookupReply {
   std::vector<Location> locations;    // leading hits
   std::vector<std::uint64_t> leases;  // one per request that hit (release each); none: no hit
+  // The shortest of those leases' lifetimes, counted from their replies: a
+  // READ that ends later than the lookup's start plus this may have met its
+  // page written again for another key (reclaim).
+  std::optional<runtime::Duration> shortest_lease;
 };
 
 struct ProbeReply {
@@ -59,6 +65,14 @@ class DirectoryClient {
   void boot_changed(std::string agent, std::string boot, std::string from = "",
                     Done<std::size_t> done = nullptr,
                     std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
+
+  // Up to `max` locations of keys that left the directory (evicted, or
+  // deleted and unleased) in these own regions, each given out once: their
+  // pages may be written again. Regions past one request's budget wait for
+  // the next call.
+  void reclaim(const std::vector<RegionRef>& regions, std::size_t max,
+               Done<std::vector<Location>> done,
+               std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
 
   // Requests sent so far (tests count round trips).
   std::uint64_t calls() const { return *calls_; }

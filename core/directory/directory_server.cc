@@ -1,5 +1,6 @@
 #include "core/directory/directory_server.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/protocol/auth.h"
@@ -286,11 +287,43 @@ Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& messa
     if (!dropped.ok()) return dropped.status();
     return Json{{"dropped", *dropped}};
   }
+  if (op == "reclaim") {
+    // The owner asks for pages of its regions nobody reads any more
+    // (docs/directory.md, Reclaim): each location is given out once.
+    if (!message.contains("regions") || !message["regions"].is_array() ||
+        message["regions"].size() > kMaxKeysPerRequest) {
+      return Error(ErrorCode::kBadRequest, "regions must be an array of at most 65536");
+    }
+    if (!message.contains("max") || !message["max"].is_number_unsigned() ||
+        message["max"].get<std::uint64_t>() == 0 ||
+        message["max"].get<std::uint64_t>() > kMaxKeysPerRequest) {
+      return Error(ErrorCode::kBadRequest, "max must be an integer from 1 to 65536");
+    }
+    std::vector<RegionRef> regions;
+    for (const auto& r : message["regions"]) {
+      if (!r.is_object()) return Error(ErrorCode::kBadRequest, "a region must be an object");
+      auto agent = string_field(r, "agent");
+      if (!agent.ok()) return agent.status();
+      auto read_handle = string_field(r, "read_handle");
+      if (!read_handle.ok()) return read_handle.status();
+      if (!r.contains("region") || !r["region"].is_number_unsigned()) {
+        return Error(ErrorCode::kBadRequest, "region must be an unsigned integer");
+      }
+      regions.push_back({std::move(agent).value(), r["region"].get<std::uint64_t>(),
+                         std::move(read_handle).value()});
+    }
+    // The reply must fit one frame: each location is at most kMaxLocationJsonBytes.
+    const std::size_t fits =
+        std::max<std::size_t>(1, options_.max_frame_bytes / (kMaxLocationJsonBytes + 64));
+    const std::size_t max = std::min<std::size_t>(message["max"].get<std::uint64_t>(), fits);
+    return Json{{"locations", locations_json(directory_.reclaim(regions, max))}};
+  }
   if (op == "stats") {
     return Json{{"keys", directory_.live_keys()},
                 {"doomed", directory_.doomed_keys()},
                 {"leases", directory_.open_leases()},
-                {"evictions", directory_.evictions()}};
+                {"evictions", directory_.evictions()},
+                {"reclaimable", directory_.reclaimable()}};
   }
   return Error(ErrorCode::kBadRequest, "unknown op " + op);
 }

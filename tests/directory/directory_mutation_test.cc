@@ -84,11 +84,13 @@ class RawClient {
 struct Snapshot {
   std::size_t size = 0, leases = 0;
   std::uint64_t evictions = 0;
+  std::size_t reclaimable = 0;
   std::vector<std::optional<Location>> found;
   bool operator==(const Snapshot&) const = default;
 };
 
-// Keys k0..k3 under mem:9000 boot1, k0 and k1 under a lease, and an
+// Keys k0..k3 under mem:9000 boot1, k0 and k1 under a lease, one page kept
+// for reclaim, and an
 // authenticated connection that sends the mutated requests.
 struct Rig {
   Rig() {
@@ -102,6 +104,11 @@ struct Rig {
     Json looked = client->call({{"op", "lookup"}, {"keys", {"k0", "k1"}}});
     lease = looked.value("lease", std::uint64_t{0});
     EXPECT_NE(lease, 0u) << looked.dump();
+    // r0's page is kept for reclaim (registered and deleted).
+    Json r0 = {{"key", "r0"}, {"location", to_json(loc(4 * 4096))}};
+    EXPECT_TRUE(client->call({{"op", "register"}, {"entries", {r0}}}).value("ok", false));
+    EXPECT_TRUE(client->call({{"op", "delete"}, {"keys", {"r0"}}}).value("ok", false));
+    EXPECT_EQ(server.directory().reclaimable(), 1u);
   }
   std::unique_ptr<RawClient> hello_client() {
     auto c = std::make_unique<RawClient>(world, client_node, *client_strand);
@@ -113,6 +120,7 @@ struct Rig {
     Snapshot s{server.directory().size(),
                server.directory().open_leases(),
                server.directory().evictions(),
+               server.directory().reclaimable(),
                {}};
     for (const auto& key : kKeys) s.found.push_back(server.directory().find(key));
     return s;
@@ -178,6 +186,14 @@ const std::vector<std::pair<std::string, Template>>& templates() {
       {"stats",
        [](const Rig&) {
          return Json{{"op", "stats"}, {"id", 9}};
+       }},
+      {"reclaim",
+       [](const Rig&) {
+         return Json{
+             {"op", "reclaim"},
+             {"id", 10},
+             {"regions", {{{"agent", "mem:9000"}, {"region", 3}, {"read_handle", "readhandle"}}}},
+             {"max", 4}};
        }},
   };
   return kTemplates;
@@ -302,6 +318,9 @@ TEST(DirectoryMutation, R1_2_MutatedBootChangedNeverCrashesAndRefusalsChangeNoth
 }
 TEST(DirectoryMutation, R1_2_MutatedStatsNeverCrashesAndRefusalsChangeNothing) {
   mutate_op("stats", 39);
+}
+TEST(DirectoryMutation, R1_2_MutatedReclaimNeverCrashesAndRefusalsChangeNothing) {
+  mutate_op("reclaim", 40);
 }
 
 // stats.keys counts what a lookup can find; a key deleted while leased is

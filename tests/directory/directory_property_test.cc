@@ -5,6 +5,8 @@
 // is found; refusals (stale boot, unknown lease, bad input) change nothing;
 // capacity holds once no lease is open (SPEC R1.1, R3.4, R6.1); boot reports
 // come in any order, and registers come under boots nobody reported yet.
+// Reclaim gives back only pages of keys that left, once each, never one a
+// lease still reads or one whose boot is gone.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -34,7 +36,7 @@ class DirectoryProperty {
       step_ = step;
       const auto before = snapshot();
       purpose_.clear();
-      switch (pick(9)) {
+      switch (pick(10)) {
         case 0:
         case 1:
           do_register();
@@ -54,6 +56,9 @@ class DirectoryProperty {
           break;
         case 7:
           do_boot_change();
+          break;
+        case 8:
+          do_reclaim();
           break;
         default:
           now_ += std::chrono::milliseconds(pick(4000));  // leases expire on the next call
@@ -112,7 +117,9 @@ class DirectoryProperty {
         }
       }
     }
-    Location l{agent, boot_name(agent, boot), 1 + pick(4), "h", pick(64) * 4096, 4096};
+    // Every register names a page of its own: a client never writes two keys
+    // into one page unless the directory gave it back (reclaim).
+    Location l{agent, boot_name(agent, boot), 1 + pick(4), "h", next_page_++ * 4096, 4096};
     const std::string k = pick(20) == 0 ? "" : any_key();
     const auto before = snapshot();
     const auto existing = dir_.find(k);
@@ -135,6 +142,7 @@ class DirectoryProperty {
     }
     if (*r == RegisterOutcome::kRegistered) {
       EXPECT_EQ(dir_.find(k), l) << at();
+      registered_[l.offset] = k;
     }
   }
 
@@ -157,7 +165,8 @@ class DirectoryProperty {
     }
     EXPECT_NE(r.lease.id, 0u) << at();
     leases_[r.lease.id] = {r.lease.expires,
-                           std::vector<std::string>(keys.begin(), keys.begin() + prefix)};
+                           std::vector<std::string>(keys.begin(), keys.begin() + prefix),
+                           r.locations};
   }
 
   void do_probe() {
@@ -263,6 +272,30 @@ class DirectoryProperty {
     b.current = to;
   }
 
+  void do_reclaim() {
+    const std::string agent = pick(2) ? "a" : "b";
+    const std::uint64_t region = 1 + pick(4);
+    dir_.expire_leases(now_);
+    forget_expired();
+    const auto before = snapshot();
+    for (const Location& l : dir_.reclaim({{agent, region, "h"}}, 1 + pick(4))) {
+      EXPECT_TRUE(l.agent == agent && l.region == region) << at() << " another region's page";
+      auto key = registered_.find(l.offset);
+      ASSERT_NE(key, registered_.end()) << at() << " a page nobody registered";
+      EXPECT_NE(dir_.find(key->second), l) << at() << " " << key->second << " is still there";
+      EXPECT_TRUE(given_.insert(l.offset).second) << at() << " a page given back twice";
+      for (int old : boots_[agent].retired) {
+        EXPECT_NE(l.boot, boot_name(agent, old)) << at() << " a page of a gone boot";
+      }
+      for (const auto& [id, lease] : leases_) {
+        for (const Location& read : lease.locations) {
+          EXPECT_NE(read, l) << at() << " a page lease " << id << " still reads";
+        }
+      }
+    }
+    EXPECT_EQ(snapshot(), before) << at() << " a reclaim changed what readers find";
+  }
+
   void forget_expired() {
     for (auto it = leases_.begin(); it != leases_.end();) {
       it = it->second.expires <= now_ ? leases_.erase(it) : std::next(it);
@@ -313,6 +346,7 @@ class DirectoryProperty {
   struct LeaseSeen {
     runtime::Instant expires{0};
     std::vector<std::string> keys;
+    std::vector<Location> locations;  // what the lease's reader reads
   };
 
   Directory dir_{DirectoryOptions{.max_keys = kMaxKeys, .lease_ttl = 10s}};
@@ -330,6 +364,9 @@ class DirectoryProperty {
   std::map<std::string, Boots> boots_;
   std::map<std::uint64_t, LeaseSeen> leases_;
   std::set<std::string> purpose_;  // keys this step may remove on purpose
+  std::uint64_t next_page_ = 0;
+  std::map<std::uint64_t, std::string> registered_;  // page -> the key registered in it
+  std::set<std::uint64_t> given_;                    // pages reclaim gave back
 };
 
 TEST(DirectoryProperty, R1_1_R6_1_RandomOperationsKeepEveryPromise) {

@@ -1,0 +1,115 @@
+// Reclaim: the directory keeps the locations of keys that left while their
+// region and boot lived (evicted, or deleted with no lease left) and gives
+// each back once to the region's owner, so a long-running writer reuses pages
+// instead of growing its pool (docs/directory.md, Reclaim).
+#include <gtest/gtest.h>
+
+#include "core/directory/directory.h"
+
+namespace rcxl::directory {
+namespace {
+
+using namespace std::chrono_literals;
+
+Location at(std::string agent, std::string boot, std::uint64_t region, std::uint64_t offset,
+            std::string read_handle = "rh") {
+  return {std::move(agent), std::move(boot), region, std::move(read_handle), offset, 4096};
+}
+
+const RegionRef kRegion1{"x:1", 1, "rh"};
+
+TEST(DirectoryReclaim, R1_1_AnEvictedKeysPageIsGivenBackOnceToItsRegion) {
+  Directory d({.max_keys = 2});
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
+  ASSERT_TRUE(d.register_key("b", at("x:1", "b", 1, 4096)).ok());
+  ASSERT_TRUE(d.register_key("c", at("x:1", "b", 1, 8192)).ok());  // evicts a
+  EXPECT_EQ(d.evictions(), 1u);
+  EXPECT_EQ(d.reclaimable(), 1u);
+  // Another region, or the same id under another read handle, gets nothing.
+  EXPECT_TRUE(d.reclaim({{"x:1", 2, "rh"}, {"x:1", 1, "other"}, {"y:1", 1, "rh"}}, 8).empty());
+  auto back = d.reclaim({kRegion1}, 8);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0], at("x:1", "b", 1, 0));
+  EXPECT_TRUE(d.reclaim({kRegion1}, 8).empty());  // once
+  EXPECT_EQ(d.reclaimable(), 0u);
+}
+
+TEST(DirectoryReclaim, R1_1_ADeletedKeysPageComesBackOnlyAfterItsLastLease) {
+  Directory d;
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
+  ASSERT_TRUE(d.register_key("b", at("x:1", "b", 1, 4096)).ok());
+  auto lease = d.lookup({"a"}, runtime::Instant(0)).lease;
+  EXPECT_EQ(d.erase({"a", "b"}), 2u);
+  // b had no reader: back at once; a is still being read under its lease.
+  auto first = d.reclaim({kRegion1}, 8);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].offset, 4096u);
+  ASSERT_TRUE(d.release(lease.id).ok());
+  auto second = d.reclaim({kRegion1}, 8);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].offset, 0u);
+}
+
+TEST(DirectoryReclaim, R1_1_AtMostMaxAreGivenAndTheRestStay) {
+  Directory d;
+  for (std::uint64_t i = 0; i < 5; ++i) {
+    ASSERT_TRUE(d.register_key("k" + std::to_string(i), at("x:1", "b", 1, i * 4096)).ok());
+  }
+  EXPECT_EQ(d.erase({"k0", "k1", "k2", "k3", "k4"}), 5u);
+  EXPECT_EQ(d.reclaim({kRegion1}, 2).size(), 2u);
+  EXPECT_EQ(d.reclaimable(), 3u);
+  EXPECT_EQ(d.reclaim({kRegion1}, 8).size(), 3u);
+}
+
+// A region that went back, or a boot that is gone, names memory its owner no
+// longer has: its pages are never given out, also those still leased then.
+TEST(DirectoryReclaim, R6_1_PagesOfADroppedRegionOrGoneBootAreNotGivenBack) {
+  Directory d;
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b1", 1, 0)).ok());
+  ASSERT_TRUE(d.register_key("b", at("x:1", "b1", 1, 4096)).ok());
+  ASSERT_TRUE(d.register_key("c", at("x:1", "b1", 2, 0)).ok());
+  ASSERT_TRUE(d.register_key("d", at("x:1", "b1", 2, 4096)).ok());
+  auto lease = d.lookup({"b"}, runtime::Instant(0)).lease;
+  EXPECT_EQ(d.erase({"a", "b"}), 2u);            // a kept for reclaim, b when its lease ends
+  EXPECT_EQ(d.drop_region("x:1", 1, "rh"), 0u);  // both were deleted already
+  ASSERT_TRUE(d.release(lease.id).ok());
+  EXPECT_TRUE(d.reclaim({kRegion1}, 8).empty());
+
+  auto lease_d = d.lookup({"d"}, runtime::Instant(0)).lease;
+  EXPECT_EQ(d.erase({"c", "d"}), 2u);
+  ASSERT_TRUE(d.boot_changed("x:1", "b2").ok());
+  ASSERT_TRUE(d.release(lease_d.id).ok());
+  EXPECT_TRUE(d.reclaim({{"x:1", 2, "rh"}}, 8).empty());
+  EXPECT_EQ(d.reclaimable(), 0u);
+}
+
+// A key deleted while leased and registered again before its leases end
+// passes them to the new entry: the old page is not given back (a reader may
+// still be reading it), and the new one only when it leaves in turn.
+TEST(DirectoryReclaim, R1_1_AKeyRegisteredAgainWhileLeasedDoesNotGiveItsOldPageBack) {
+  Directory d;
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
+  auto lease = d.lookup({"a"}, runtime::Instant(0)).lease;
+  EXPECT_EQ(d.erase({"a"}), 1u);
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 4096)).ok());
+  ASSERT_TRUE(d.release(lease.id).ok());
+  EXPECT_TRUE(d.reclaim({kRegion1}, 8).empty());
+  EXPECT_EQ(d.erase({"a"}), 1u);
+  auto back = d.reclaim({kRegion1}, 8);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].offset, 4096u);
+}
+
+TEST(DirectoryReclaim, R1_1_KeptLocationsAreBounded) {
+  Directory d({.max_keys = 1, .max_reclaimable = 2});
+  for (std::uint64_t i = 0; i < 5; ++i) {
+    ASSERT_TRUE(d.register_key("k" + std::to_string(i), at("x:1", "b", 1, i * 4096)).ok());
+  }
+  EXPECT_EQ(d.evictions(), 4u);
+  EXPECT_EQ(d.reclaimable(), 2u);
+  EXPECT_EQ(d.reclaimable_dropped(), 2u);
+  EXPECT_EQ(d.reclaim({kRegion1}, 8).size(), 2u);
+}
+
+}  // namespace
+}  // namespace rcxl::directory
