@@ -1,6 +1,7 @@
 #include "core/client/handler.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 namespace rcxl::client {
@@ -25,6 +26,9 @@ struct Handler::LoadJob {
   std::string hint_name;     // R3.7, when this load hinted itself
   bool engine_hinted = false;
   bool boot_checked = false;  // a location's boot was asked about once
+  // The READs must end by then: past it the lease may be gone and the
+  // pages written again for other keys (directory reclaim).
+  std::optional<runtime::Instant> read_deadline;
   LoadDone done;
 };
 
@@ -153,12 +157,36 @@ void Handler::lookup(const std::vector<std::string>& keys,
 // ---------------------------------------------------------------- pages
 
 void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
-                            std::function<void(Result<std::vector<Page>>)> done) {
+                            std::function<void(Result<std::vector<Page>>)> done,
+                            bool reclaim_asked) {
   if (free_pages_.size() >= n) {
     const auto end = free_pages_.begin() + static_cast<std::ptrdiff_t>(n);
     std::vector<Page> pages(free_pages_.begin(), end);
     free_pages_.erase(free_pages_.begin(), end);
     return done(std::move(pages));
+  }
+  if (!reclaim_asked && !regions_->own_regions().empty()) {
+    // Pages of keys the directory let go are reused before the pool grows:
+    // otherwise a long-running writer whose keys are evicted fills every agent.
+    std::vector<directory::RegionRef> refs;
+    for (const auto& [key, own] : regions_->own_regions()) {
+      refs.push_back({own.agent, own.region, own.read_handle});
+    }
+    std::weak_ptr<bool> alive = alive_;
+    directory_->reclaim(
+        refs, n - free_pages_.size(),
+        [this, alive, n, agents_tried,
+         done = std::move(done)](Result<std::vector<directory::Location>> back) mutable {
+          if (alive.expired()) return;
+          if (back.ok()) {
+            take_reclaimed(*back);
+          } else {
+            log_.debug("reclaim failed (a new region instead): ", back.status().ToString());
+          }
+          reserve_pages(n, agents_tried, std::move(done), /*reclaim_asked=*/true);
+        },
+        reply_gate_);
+    return;
   }
   if (config_.region_size_bytes < config_.chunk_size_bytes) {
     // A region would hold no chunk: allocating on would drain every agent's pool.
@@ -445,6 +473,26 @@ void Handler::sort_out_refused(std::shared_ptr<StoreJob> job, std::shared_ptr<St
       reply_gate_);
 }
 
+void Handler::take_reclaimed(const std::vector<directory::Location>& locations) {
+  for (const auto& l : locations) {
+    auto own = regions_->own_regions().find({l.agent, l.region});
+    // Only a page of the region as this client holds it now, under the boot it
+    // was written in: anything else is not this client's to write.
+    if (own == regions_->own_regions().end() || own->second.read_handle != l.read_handle ||
+        own->second.mapping.boot != l.boot || l.offset % config_.chunk_size_bytes != 0 ||
+        l.offset + config_.chunk_size_bytes > own->second.size) {
+      continue;
+    }
+    Page page{l.agent, l.region, l.offset, own->second.handle};
+    const bool listed = std::any_of(free_pages_.begin(), free_pages_.end(), [&](const Page& p) {
+      return p.agent == page.agent && p.region == page.region && p.offset == page.offset;
+    });
+    if (listed) continue;
+    free_pages_.push_back(std::move(page));
+    ++stats_.pages_reclaimed;
+  }
+}
+
 // ---------------------------------------------------------------- load
 
 void Handler::load(std::vector<std::string> keys, LoadDone done, bool engine_hinted) {
@@ -456,13 +504,16 @@ void Handler::load(std::vector<std::string> keys, LoadDone done, bool engine_hin
   strand_->post([this, alive, job] {
     if (alive.expired()) return;
     ++stats_.loads;
+    const runtime::Instant asked = clock_.now();
     directory_->lookup(
         job->keys,
-        [this, alive, job](Result<directory::LookupReply> reply) {
+        [this, alive, job, asked](Result<directory::LookupReply> reply) {
           if (alive.expired()) return;
           if (!reply.ok()) return job->done(reply.status());
           job->locations = std::move(reply->locations);
           job->leases = std::move(reply->leases);
+          // Counted from the ask: the directory started the lease later.
+          if (reply->shortest_lease) job->read_deadline = asked + *reply->shortest_lease;
           job->mappings.resize(job->locations.size());
           resolve_locations(job, 0);
         },
@@ -629,6 +680,13 @@ void Handler::finish_load(std::shared_ptr<LoadJob> job) {
   if (!job->hint_name.empty()) hints_->end_read_hint(job->hint_name);
   for (std::uint64_t lease : job->leases) directory_->release(lease);
   LoadResult result;
+  if (job->read_deadline && !job->read.empty() && clock_.now() > *job->read_deadline) {
+    // The lease may have ended while the READs ran: the bytes may be another
+    // key's (its page given back and written again). A miss, never them.
+    ++stats_.lease_outlasted;
+    result.stopped_by = Error(ErrorCode::kTimeout, "the READs outlasted the lookup's lease");
+    return job->done(std::move(result));
+  }
   for (std::size_t i = 0; i < job->read.size(); ++i) {
     if (!job->read[i].ok()) {  // prefix: a failed READ is a miss, never stale bytes
       result.stopped_by = job->read[i];

@@ -61,6 +61,11 @@ struct HandlerStats {
   std::uint64_t foreign_locations = 0;  // naming an agent outside the pool (only_pool_agents)
   std::uint64_t remote_access_errors = 0;
   std::uint64_t regions_allocated = 0;
+  // Pages of keys the directory let go (evicted or deleted), written again.
+  std::uint64_t pages_reclaimed = 0;
+  // Loads whose READs ended after the lookup's lease could have: their hits
+  // were dropped (the pages may have been written again for other keys).
+  std::uint64_t lease_outlasted = 0;
   std::uint64_t load_hints = 0;  // R3.7
   // Longest a store held its WRITEs for write waits (R4.3: at most
   // write_wait_ms + reply_timeout); the simulator asserts it in every run.
@@ -119,8 +124,14 @@ class Handler {
   struct StoreJob;
   struct LoadJob;
 
+  // Free pages first, then pages the directory gives back (once per call),
+  // then a new region from the next agent.
   void reserve_pages(std::size_t n, std::size_t agents_tried,
-                     std::function<void(Result<std::vector<Page>>)> done);
+                     std::function<void(Result<std::vector<Page>>)> done,
+                     bool reclaim_asked = false);
+  // Takes the locations the directory gave back that are still pages of an
+  // own region under its current boot.
+  void take_reclaimed(const std::vector<directory::Location>& locations);
   void start_store(std::shared_ptr<StoreJob> job);
   void write_and_register(std::shared_ptr<StoreJob> job);
   void register_written(std::shared_ptr<StoreJob> job);

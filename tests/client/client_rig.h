@@ -61,12 +61,13 @@ struct MemoryNode {
 
 class ClientRig {
  public:
-  explicit ClientRig(std::uint64_t seed = 11) : world(seed) {
+  explicit ClientRig(std::uint64_t seed = 11, directory::DirectoryOptions directory_options = {})
+      : world(seed) {
     directory_strand = dir_node.make_strand("directory");
     directory_server = std::make_unique<directory::DirectoryServer>(
         dir_node, *directory_strand,
         directory::DirectoryServerOptions{
-            .directory = {}, .secret = kSecret, .max_frame_bytes = 1u << 24});
+            .directory = directory_options, .secret = kSecret, .max_frame_bytes = 1u << 24});
     EXPECT_TRUE(directory_server->start({"dir", 7100}).ok());
   }
   ~ClientRig() {

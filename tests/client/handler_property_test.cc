@@ -44,7 +44,10 @@ struct Written {
 
 class HandlerProperty {
  public:
-  explicit HandlerProperty(std::uint64_t seed) : rig_(seed), random_(seed) {
+  // `region_pages`: pages per region (0: the rig's, more than the test writes).
+  explicit HandlerProperty(std::uint64_t seed, directory::DirectoryOptions options = {},
+                           std::uint64_t region_pages = 0)
+      : rig_(seed, options), random_(seed) {
     mem_ = &rig_.add_memory(
         "mem",
         {{"generation_file", "/gen"},
@@ -57,8 +60,15 @@ class HandlerProperty {
       c.write_wait_ms = pick(2) == 0 ? 0 : 5;
       c.gate_reads = pick(4) == 0;
       c.zero_copy = pick(2) == 0;
+      if (region_pages != 0) c.region_size_bytes = region_pages * c.chunk_size_bytes;
       handlers_.push_back(&rig_.handler(c));
     }
+  }
+
+  std::uint64_t pages_reclaimed() const {
+    std::uint64_t n = 0;
+    for (const Handler* h : handlers_) n += h->stats().pages_reclaimed;
+    return n;
   }
 
   void run() {
@@ -216,6 +226,19 @@ TEST(HandlerProperty, R1_1_R6_1_LoadsReturnTheirKeysFirstWrittenBytesNeverStaleO
     HandlerProperty property(seed);
     property.run();
   }
+}
+
+// The same with a directory that holds half the keys: evicted keys' pages are
+// given back and written again for other keys (reclaim) while loads read.
+TEST(HandlerProperty, R1_1_PagesGivenBackAndWrittenAgainNeverReachAReader) {
+  std::uint64_t reclaimed = 0;
+  for (std::uint64_t seed = 1; seed <= 20 && !HasFailure(); ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    HandlerProperty property(seed, {.max_keys = kKeys / 2}, /*region_pages=*/4);
+    property.run();
+    reclaimed += property.pages_reclaimed();
+  }
+  EXPECT_GT(reclaimed, 0u);  // else this tested nothing new
 }
 
 }  // namespace
