@@ -126,7 +126,9 @@ void print_counts(std::ostream& out, const char* who, KvClient& c) {
       << " writes=" << k.handler.writes_posted << " reads=" << k.handler.reads_posted
       << " boot_misses=" << k.handler.boot_misses
       << " remote_access_errors=" << k.handler.remote_access_errors
-      << " regions_allocated=" << k.handler.regions_allocated << " boot_changes=" << k.boot_changes
+      << " regions_allocated=" << k.handler.regions_allocated
+      << " pages_reclaimed=" << k.handler.pages_reclaimed
+      << " lease_outlasted=" << k.handler.lease_outlasted << " boot_changes=" << k.boot_changes
       << " fresh_maps=" << k.fresh_maps << " hints_queued=" << k.hints_queued
       << " hints_dropped=" << k.hints_dropped << " hint_messages=" << k.hint_messages << " ("
       << k.hint_messages_by_action << ")" << std::endl;
