@@ -172,9 +172,17 @@ void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
     for (const auto& [key, own] : regions_->own_regions()) {
       refs.push_back({own.agent, own.region, own.read_handle});
     }
+    // Each ask starts at another region: one request may not name them all.
+    std::rotate(refs.begin(),
+                refs.begin() + static_cast<std::ptrdiff_t>(reclaim_rotation_++ % refs.size()),
+                refs.end());
+    // Up to a region's worth: under steady eviction most stores then find
+    // free pages and ask nothing.
+    const std::size_t wanted = std::max<std::size_t>(
+        n - free_pages_.size(), config_.region_size_bytes / config_.chunk_size_bytes);
     std::weak_ptr<bool> alive = alive_;
     directory_->reclaim(
-        refs, n - free_pages_.size(),
+        refs, wanted,
         [this, alive, n, agents_tried,
          done = std::move(done)](Result<std::vector<directory::Location>> back) mutable {
           if (alive.expired()) return;
@@ -207,14 +215,14 @@ void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
         if (alive.expired()) return;
         if (!region.ok()) {
           log_.warn("alloc failed: ", region.status().ToString());
-          return reserve_pages(n, agents_tried + 1, std::move(done));
+          return reserve_pages(n, agents_tried + 1, std::move(done), /*reclaim_asked=*/true);
         }
         ++stats_.regions_allocated;
         for (std::uint64_t off = 0; off + config_.chunk_size_bytes <= region->size;
              off += config_.chunk_size_bytes) {
           free_pages_.push_back({region->agent, region->region, off, region->handle});
         }
-        reserve_pages(n, 0, std::move(done));
+        reserve_pages(n, 0, std::move(done), /*reclaim_asked=*/true);
       });
 }
 
@@ -480,7 +488,8 @@ void Handler::take_reclaimed(const std::vector<directory::Location>& locations) 
     // was written in: anything else is not this client's to write.
     if (own == regions_->own_regions().end() || own->second.read_handle != l.read_handle ||
         own->second.mapping.boot != l.boot || l.offset % config_.chunk_size_bytes != 0 ||
-        l.offset + config_.chunk_size_bytes > own->second.size) {
+        own->second.size < config_.chunk_size_bytes ||
+        l.offset > own->second.size - config_.chunk_size_bytes) {
       continue;
     }
     Page page{l.agent, l.region, l.offset, own->second.handle};

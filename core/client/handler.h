@@ -175,6 +175,7 @@ class Handler {
   std::unique_ptr<QueuePairs> qps_;
   std::deque<Page> free_pages_;
   std::size_t next_agent_ = 0;
+  std::size_t reclaim_rotation_ = 0;  // where the next reclaim's region list starts
   std::uint64_t seq_ = 0;
   HandlerStats stats_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -30,12 +30,33 @@ void Directory::remove(std::map<std::string, Entry>::iterator it) {
 void Directory::remove_for_reclaim(std::map<std::string, Entry>::iterator it) {
   const Location location = it->second.location;
   remove(it);
-  if (reclaimable_count_ >= options_.max_reclaimable) {
-    ++reclaimable_dropped_;  // its page stays unused: bounded memory over reuse
+  if (options_.max_reclaimable == 0) {
+    ++reclaimable_dropped_;
     return;
   }
-  reclaimable_[place_of(location)].push_back(location);
+  if (reclaimable_count_ >= options_.max_reclaimable) {
+    // The oldest kept goes (its page stays unused): the bound holds while
+    // owners that still ask keep getting their newest pages back.
+    auto oldest = reclaimable_order_.begin();
+    auto place = reclaimable_.find(oldest->second);
+    place->second.erase(oldest->first);
+    if (place->second.empty()) reclaimable_.erase(place);
+    reclaimable_order_.erase(oldest);
+    --reclaimable_count_;
+    ++reclaimable_dropped_;
+  }
+  const Place place = place_of(location);
+  const std::uint64_t age = next_reclaimable_++;
+  reclaimable_[place].emplace(age, location);
+  reclaimable_order_.emplace(age, place);
   ++reclaimable_count_;
+}
+
+std::map<Directory::Place, std::map<std::uint64_t, Location>>::iterator Directory::forget_place(
+    std::map<Place, std::map<std::uint64_t, Location>>::iterator it) {
+  for (const auto& [age, location] : it->second) reclaimable_order_.erase(age);
+  reclaimable_count_ -= it->second.size();
+  return reclaimable_.erase(it);
 }
 
 std::vector<Location> Directory::reclaim(const std::vector<RegionRef>& regions, std::size_t max) {
@@ -47,8 +68,10 @@ std::vector<Location> Directory::reclaim(const std::vector<RegionRef>& regions, 
            std::get<1>(it->first) == ref.region && std::get<2>(it->first) == ref.read_handle) {
       auto& kept = it->second;
       while (out.size() < max && !kept.empty()) {
-        out.push_back(std::move(kept.back()));
-        kept.pop_back();
+        auto first = kept.begin();  // oldest first
+        out.push_back(std::move(first->second));
+        reclaimable_order_.erase(first->first);
+        kept.erase(first);
         --reclaimable_count_;
       }
       it = kept.empty() ? reclaimable_.erase(it) : std::next(it);
@@ -64,8 +87,7 @@ void Directory::forget_reclaimable(const std::string& agent, std::uint64_t regio
   while (it != reclaimable_.end() && std::get<0>(it->first) == agent &&
          std::get<1>(it->first) == region &&
          (read_handle.empty() || std::get<2>(it->first) == read_handle)) {
-    reclaimable_count_ -= it->second.size();
-    it = reclaimable_.erase(it);
+    it = forget_place(it);
   }
 }
 
@@ -73,12 +95,7 @@ void Directory::forget_reclaimable_boots(const std::string& agent,
                                          const std::function<bool(const std::string&)>& gone) {
   auto it = reclaimable_.lower_bound({agent, 0, std::string(), std::string()});
   while (it != reclaimable_.end() && std::get<0>(it->first) == agent) {
-    if (!gone(std::get<3>(it->first))) {
-      ++it;
-      continue;
-    }
-    reclaimable_count_ -= it->second.size();
-    it = reclaimable_.erase(it);
+    it = gone(std::get<3>(it->first)) ? forget_place(it) : std::next(it);
   }
 }
 

@@ -30,7 +30,9 @@ struct DirectoryOptions {
   // its first reader reports, never stale bytes.
   std::size_t max_boot_records = 1u << 16;
   // Pages of keys that left (evicted, or deleted with no lease left) kept for
-  // their owner to write again (reclaim); past this, more are not kept.
+  // their owner to write again (reclaim); past this the oldest kept is
+  // forgotten (an owner that never asks, e.g. one that exited, cannot stop
+  // the others' reuse).
   std::size_t max_reclaimable = 1u << 20;
 };
 
@@ -99,7 +101,7 @@ class Directory {
   std::size_t boot_records() const { return boot_records_.size(); }
   std::size_t agents_with_boots() const { return boots_.size(); }
   std::uint64_t evictions() const { return evictions_; }
-  // Locations kept for reclaim, and those not kept (max_reclaimable reached).
+  // Locations kept for reclaim, and those forgotten (max_reclaimable reached).
   std::size_t reclaimable() const { return reclaimable_count_; }
   std::uint64_t reclaimable_dropped() const { return reclaimable_dropped_; }
   std::optional<Location> find(const std::string& key) const;
@@ -151,6 +153,9 @@ class Directory {
                           const std::string& read_handle);
   void forget_reclaimable_boots(const std::string& agent,
                                 const std::function<bool(const std::string&)>& gone);
+  // Erases one place's kept locations (their ages too); the next place.
+  std::map<Place, std::map<std::uint64_t, Location>>::iterator forget_place(
+      std::map<Place, std::map<std::uint64_t, Location>>::iterator it);
   void evict_over_capacity(const std::string* keep = nullptr);
   std::size_t drop_where(const std::string& agent,
                          const std::function<bool(const std::string&)>& gone);
@@ -167,7 +172,10 @@ class Directory {
   std::map<std::uint64_t, LeaseState> leases_;
   std::set<std::pair<runtime::Instant, std::uint64_t>> lease_expiry_;  // (expires, id)
   std::map<Place, KeySet> places_;
-  std::map<Place, std::vector<Location>> reclaimable_;
+  // Kept locations per place by age, and all of them oldest first.
+  std::map<Place, std::map<std::uint64_t, Location>> reclaimable_;
+  std::map<std::uint64_t, Place> reclaimable_order_;
+  std::uint64_t next_reclaimable_ = 0;
   std::size_t reclaimable_count_ = 0;
   std::uint64_t reclaimable_dropped_ = 0;
   std::map<std::string, AgentBoots> boots_;

@@ -234,11 +234,17 @@ void DirectoryClient::lookup(const std::vector<std::string>& keys, Done<LookupRe
     auto locations = parse_locations(reply);
     if (!locations.ok()) return locations.status();
     if (locations->size() > wanted) return more_than_asked("lookup", reply);
-    if (auto lease = protocol::u64_field(reply, "lease"); lease && *lease != 0) {
-      out.leases.push_back(*lease);
-      // No lease_ms: the lease may end at once (a conservative reading).
-      const runtime::Duration lasts =
-          std::chrono::milliseconds(protocol::u64_field(reply, "lease_ms").value_or(0));
+    const auto lease = protocol::u64_field(reply, "lease");
+    if (lease && *lease != 0) out.leases.push_back(*lease);
+    if (!locations->empty()) {
+      // Hits without a lease or its lease_ms: it may end at once (a
+      // conservative reading); a day bounds an absurd lease_ms.
+      const std::uint64_t ms =
+          (lease && *lease != 0)
+              ? std::min<std::uint64_t>(protocol::u64_field(reply, "lease_ms").value_or(0),
+                                        24ull * 3600 * 1000)
+              : 0;
+      const runtime::Duration lasts = std::chrono::milliseconds(ms);
       if (!out.shortest_lease || lasts < *out.shortest_lease) out.shortest_lease = lasts;
     }
     const bool all_hit = locations->size() == wanted;

@@ -100,7 +100,9 @@ TEST(DirectoryReclaim, R1_1_AKeyRegisteredAgainWhileLeasedDoesNotGiveItsOldPageB
   EXPECT_EQ(back[0].offset, 4096u);
 }
 
-TEST(DirectoryReclaim, R1_1_KeptLocationsAreBounded) {
+// Past the bound the oldest kept page is forgotten: an owner that never asks
+// (one that exited) cannot stop the reuse of pages that leave later.
+TEST(DirectoryReclaim, R1_1_KeptLocationsAreBoundedAndTheOldestGoFirst) {
   Directory d({.max_keys = 1, .max_reclaimable = 2});
   for (std::uint64_t i = 0; i < 5; ++i) {
     ASSERT_TRUE(d.register_key("k" + std::to_string(i), at("x:1", "b", 1, i * 4096)).ok());
@@ -108,7 +110,17 @@ TEST(DirectoryReclaim, R1_1_KeptLocationsAreBounded) {
   EXPECT_EQ(d.evictions(), 4u);
   EXPECT_EQ(d.reclaimable(), 2u);
   EXPECT_EQ(d.reclaimable_dropped(), 2u);
-  EXPECT_EQ(d.reclaim({kRegion1}, 8).size(), 2u);
+  auto back = d.reclaim({kRegion1}, 8);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].offset, 2u * 4096);  // k2 and k3, oldest first
+  EXPECT_EQ(back[1].offset, 3u * 4096);
+  EXPECT_EQ(d.reclaimable(), 0u);
+
+  Directory none({.max_keys = 1, .max_reclaimable = 0});
+  ASSERT_TRUE(none.register_key("a", at("x:1", "b", 1, 0)).ok());
+  ASSERT_TRUE(none.register_key("b", at("x:1", "b", 1, 4096)).ok());
+  EXPECT_EQ(none.reclaimable(), 0u);
+  EXPECT_EQ(none.reclaimable_dropped(), 1u);
 }
 
 }  // namespace
