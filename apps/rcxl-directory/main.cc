@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
   app.add_option("--auth", f.auth,
                  "'none': no authentication, loopback listener only (this or "
                  "--auth-secret-file is required)");
-  app.add_option("--max-keys", f.max_keys, "keys kept before LRU eviction")
+  app.add_option("--max-keys", f.max_keys,
+                 "keys kept before LRU eviction; also pages of keys that left kept for reclaim")
       ->capture_default_str()
       ->transform(rcxl::apps::WholeNumberAtLeast<std::uint64_t>(1));
   app.add_option("--hello-timeout-s", f.hello_timeout_s,
@@ -95,6 +96,8 @@ int main(int argc, char** argv) {
 
   rcxl::directory::DirectoryServerOptions options;
   options.directory.max_keys = f.max_keys;
+  // Pages kept for reclaim are keys that left: as many as it may hold.
+  options.directory.max_reclaimable = f.max_keys;
   options.directory.lease_ttl = rcxl::runtime::from_seconds(f.lease_ttl_s);
   options.hello_timeout = rcxl::runtime::from_seconds(f.hello_timeout_s);
   options.max_frame_bytes = f.max_frame_bytes;

@@ -246,4 +246,37 @@ TEST(DirectoryProcess, R1_2_TheSmallestFrameLimitStillServesTheOps) {
   EXPECT_EQ(d.wait_exit(std::chrono::seconds(5)), 0);
 }
 
+// --max-keys also bounds the pages kept for reclaim: with 1, three keys
+// evicted in turn leave one kept page (the newest), given back once.
+TEST(DirectoryProcess, R1_1_MaxKeysBoundsThePagesKeptForReclaim) {
+  Child d = Child::Start({RCXL_DIRECTORY_BINARY, "--listen", "127.0.0.1:0", "--auth", "none",
+                          "--max-keys", "1", "--log-level", "warn"});
+  const std::string line = d.read_line();
+  const auto at = line.find("127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << line << d.read_all(d.err);
+  Wire wire(std::atoi(line.c_str() + at + 10));
+  ASSERT_TRUE(wire.connected());
+  ASSERT_EQ(wire.next()["op"], "greeting");
+  Json hello = wire.call({{"op", "hello"}, {"id", 1}, {"version", 1}, {"auth", ""}});
+  ASSERT_EQ(hello["ok"], true) << hello.dump();
+  for (int i = 0; i < 4; ++i) {
+    const Json location = {{"agent", "10.0.0.1:7000"}, {"boot", "b"},        {"region", 1},
+                           {"read_handle", "ab"},      {"offset", i * 4096}, {"length", 4096}};
+    Json reg =
+        wire.call({{"op", "register"},
+                   {"id", 2 + i},
+                   {"entries", {{{"key", "k" + std::to_string(i)}, {"location", location}}}}});
+    ASSERT_EQ(reg["registered"], Json::array({true})) << reg.dump();
+  }
+  Json stats = wire.call({{"op", "stats"}, {"id", 10}});
+  EXPECT_EQ(stats["evictions"], 3) << stats.dump();
+  EXPECT_EQ(stats["reclaimable"], 1) << stats.dump();
+  const Json region = {{"agent", "10.0.0.1:7000"}, {"region", 1}, {"read_handle", "ab"}};
+  Json back = wire.call({{"op", "reclaim"}, {"id", 11}, {"regions", {region}}, {"max", 8}});
+  ASSERT_EQ(back["locations"].size(), 1u) << back.dump();
+  EXPECT_EQ(back["locations"][0]["offset"], 2 * 4096);  // k2, the newest to leave
+  kill(d.pid, SIGTERM);
+  EXPECT_EQ(d.wait_exit(std::chrono::seconds(5)), 0);
+}
+
 }  // namespace
