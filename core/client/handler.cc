@@ -116,6 +116,7 @@ Handler::~Handler() {
 
 void Handler::on_boot_change(const std::string& agent, const std::string& old_boot,
                              const std::string& new_boot, const std::vector<OwnRegion>& lost) {
+  refused_boots_.erase(agent);  // a new boot: the directory takes its registers
   std::set<std::uint64_t> gone;
   for (const auto& r : lost) gone.insert(r.region);
   std::erase_if(free_pages_,
@@ -159,6 +160,13 @@ void Handler::lookup(const std::vector<std::string>& keys,
 void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
                             std::function<void(Result<std::vector<Page>>)> done,
                             bool reclaim_asked) {
+  if (!refused_boots_.empty()) {
+    // Pages that came back after their boot was refused (a WRITE that failed).
+    std::erase_if(free_pages_, [&](const Page& p) {
+      const OwnRegion* own = own_region_of(p);
+      return own == nullptr || boot_refused(p.agent, own->mapping.boot);
+    });
+  }
   if (free_pages_.size() >= n) {
     const auto end = free_pages_.begin() + static_cast<std::ptrdiff_t>(n);
     std::vector<Page> pages(free_pages_.begin(), end);
@@ -204,10 +212,32 @@ void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
                           std::to_string(config_.chunk_size_bytes) + "; raise region_size_bytes"));
   }
   if (config_.agents.empty() || agents_tried >= config_.agents.size()) {
+    if (!refused_boots_.empty()) {
+      return done(Error(ErrorCode::kNoSpace,
+                        "no agent could give a region; the directory refuses the boot of " +
+                            refused_boots_.begin()->first +
+                            " (it saw that boot replaced): stores resume there when its boot "
+                            "moves (a memory reset or restart), or give the client more agents"));
+    }
     return done(Error(ErrorCode::kNoSpace, "no agent could give a region"));
   }
   const std::string agent =
       agent_key(config_.agents[(config_.first_agent + next_agent_++) % config_.agents.size()]);
+  if (const AgentHello* hello = regions_->known(agent);
+      hello != nullptr && boot_refused(agent, hello->boot)) {
+    RefusedBoot& refused = refused_boots_[agent];
+    if (clock_.now() >= refused.recheck_after) {
+      // A map of an own region there answers with the agent's boot now; a
+      // moved boot reaches on_boot_change, which lifts the refusal.
+      refused.recheck_after = clock_.now() + config_.unreachable_backoff;
+      for (const auto& [key, own] : regions_->own_regions()) {
+        if (own.agent != agent) continue;
+        regions_->recheck(agent, own.region);
+        break;
+      }
+    }
+    return reserve_pages(n, agents_tried + 1, std::move(done), /*reclaim_asked=*/true);
+  }
   std::weak_ptr<bool> alive = alive_;
   regions_->allocate(
       agent, config_.region_size_bytes,
@@ -398,21 +428,46 @@ void Handler::register_written(std::shared_ptr<StoreJob> job) {
   }
   if (entries.empty()) return job->done(*result);
   std::weak_ptr<bool> alive = alive_;
-  directory_->register_keys(
+  directory_->register_keys_answered(
       entries,
-      [this, alive, job, indexes, result](Result<std::vector<bool>> registered) {
+      [this, alive, job, indexes, result,
+       entries](Result<std::vector<directory::RegisterAnswer>> answers) {
         if (alive.expired()) return;
         // register_keys answers every entry, or fails the call (its pages then
         // stay out of use: some keys may be registered).
-        if (!registered.ok()) return job->done(registered.status());
+        if (!answers.ok()) return job->done(answers.status());
         auto refused = std::make_shared<std::vector<std::size_t>>();
         for (std::size_t k = 0; k < indexes.size(); ++k) {
-          if ((*registered)[k]) {
-            ++result->stored;
-          } else {
-            refused->push_back(indexes[k]);
-            const Page& page = job->pages[indexes[k]];
-            if (own_region_of(page) != nullptr) free_pages_.push_back(page);
+          const Page& page = job->pages[indexes[k]];
+          switch ((*answers)[k]) {
+            case directory::RegisterAnswer::kRegistered:
+              ++result->stored;
+              break;
+            case directory::RegisterAnswer::kAlreadyPresent:
+              ++result->already_present;
+              if (own_region_of(page) != nullptr) free_pages_.push_back(page);
+              break;
+            case directory::RegisterAnswer::kBootRetired: {
+              // Its page stays out of use: every register under that boot is refused.
+              const directory::Location& l = entries[k].second;
+              ++result->failed;
+              ++stats_.boot_retired_refusals;
+              if (result->first_failure.ok()) {
+                result->first_failure = Error(
+                    ErrorCode::kBootChanged,
+                    "the directory refuses '" + job->items[indexes[k]].key + "' under boot " +
+                        l.boot + " of agent " + l.agent +
+                        ": it saw that boot replaced (an agent that came back under a boot it "
+                        "had left); stores go to other agents until this one's boot moves");
+              }
+              stop_storing_under(l.agent, l.boot);
+              break;
+            }
+            case directory::RegisterAnswer::kRefused:
+              // A directory that does not say why: probed below.
+              refused->push_back(indexes[k]);
+              if (own_region_of(page) != nullptr) free_pages_.push_back(page);
+              break;
           }
         }
         sort_out_refused(job, result, std::move(refused));
@@ -479,6 +534,22 @@ void Handler::sort_out_refused(std::shared_ptr<StoreJob> job, std::shared_ptr<St
         }
       },
       reply_gate_);
+}
+
+void Handler::stop_storing_under(const std::string& agent, const std::string& boot) {
+  if (boot_refused(agent, boot)) return;
+  log_.warn("the directory refuses registers under boot ", boot, " of agent ", agent,
+            " (it saw that boot replaced): no stores there until the agent's boot moves");
+  refused_boots_[agent] = {boot, clock_.now() + config_.unreachable_backoff};
+  std::erase_if(free_pages_, [&](const Page& p) {
+    const OwnRegion* own = own_region_of(p);
+    return p.agent == agent && (own == nullptr || own->mapping.boot == boot);
+  });
+}
+
+bool Handler::boot_refused(const std::string& agent, const std::string& boot) const {
+  auto it = refused_boots_.find(agent);
+  return it != refused_boots_.end() && it->second.boot == boot;
 }
 
 void Handler::take_reclaimed(const std::vector<directory::Location>& locations) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -66,6 +67,10 @@ struct HandlerStats {
   // Loads whose READs ended after the lookup's lease could have: their hits
   // were dropped (the pages may have been written again for other keys).
   std::uint64_t lease_outlasted = 0;
+  // Registers the directory refused because it saw the agent's boot replaced
+  // (an agent that came back under a boot it had left): that agent gets no
+  // stores until its boot moves.
+  std::uint64_t boot_retired_refusals = 0;
   std::uint64_t load_hints = 0;  // R3.7
   // Longest a store held its WRITEs for write waits (R4.3: at most
   // write_wait_ms + reply_timeout); the simulator asserts it in every run.
@@ -132,6 +137,9 @@ class Handler {
   // Takes the locations the directory gave back that are still pages of an
   // own region under its current boot.
   void take_reclaimed(const std::vector<directory::Location>& locations);
+  // The directory refused a register under `boot` of `agent` as retired.
+  void stop_storing_under(const std::string& agent, const std::string& boot);
+  bool boot_refused(const std::string& agent, const std::string& boot) const;
   void start_store(std::shared_ptr<StoreJob> job);
   void write_and_register(std::shared_ptr<StoreJob> job);
   void register_written(std::shared_ptr<StoreJob> job);
@@ -176,6 +184,15 @@ class Handler {
   std::deque<Page> free_pages_;
   std::size_t next_agent_ = 0;
   std::size_t reclaim_rotation_ = 0;  // where the next reclaim's region list starts
+  // Per agent, a boot the directory refuses registers under (retired there):
+  // its pages are not written and no region is allocated there while the
+  // agent keeps that boot; an own region is mapped again now and then to see
+  // whether the boot moved (nothing else may talk to that agent).
+  struct RefusedBoot {
+    std::string boot;
+    runtime::Instant recheck_after{0};
+  };
+  std::map<std::string, RefusedBoot> refused_boots_;
   std::uint64_t seq_ = 0;
   HandlerStats stats_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -99,6 +99,37 @@ DirectoryClient::Batches DirectoryClient::key_batches(const std::vector<std::str
 void DirectoryClient::register_keys(const std::vector<std::pair<std::string, Location>>& entries,
                                     Done<std::vector<bool>> done,
                                     std::shared_ptr<runtime::StrandGate> reply_on) {
+  register_keys_answered(
+      entries,
+      [done = std::move(done)](Result<std::vector<RegisterAnswer>> answers) {
+        if (!done) return;
+        if (!answers.ok()) return done(answers.status());
+        std::vector<bool> out;
+        out.reserve(answers->size());
+        for (RegisterAnswer a : *answers) out.push_back(a == RegisterAnswer::kRegistered);
+        done(std::move(out));
+      },
+      std::move(reply_on));
+}
+
+namespace {
+
+// `outcomes[i]` of a register reply, when it agrees with `registered[i]`;
+// kRefused for a false it does not explain (absent, unknown or contradictory).
+RegisterAnswer answer_of(bool registered, const Json* outcomes, std::size_t i) {
+  if (registered) return RegisterAnswer::kRegistered;
+  if (outcomes == nullptr || !(*outcomes)[i].is_string()) return RegisterAnswer::kRefused;
+  const auto& why = (*outcomes)[i].get_ref<const std::string&>();
+  if (why == "already_present") return RegisterAnswer::kAlreadyPresent;
+  if (why == "stale_epoch") return RegisterAnswer::kBootRetired;
+  return RegisterAnswer::kRefused;
+}
+
+}  // namespace
+
+void DirectoryClient::register_keys_answered(
+    const std::vector<std::pair<std::string, Location>>& entries,
+    Done<std::vector<RegisterAnswer>> done, std::shared_ptr<runtime::StrandGate> reply_on) {
   auto entry_json = [&](std::size_t i) {
     return Json{{"key", entries[i].first}, {"location", to_json(entries[i].second)}};
   };
@@ -111,9 +142,9 @@ void DirectoryClient::register_keys(const std::vector<std::pair<std::string, Loc
       [&](std::size_t i) { return exact_bytes(entry_json(i)); });
   // The requests go out together; the answer is theirs in order, or the first error.
   struct Gather {
-    std::vector<std::optional<Result<std::vector<bool>>>> parts;
+    std::vector<std::optional<Result<std::vector<RegisterAnswer>>>> parts;
     std::size_t waiting = 0;
-    Done<std::vector<bool>> done;
+    Done<std::vector<RegisterAnswer>> done;
   };
   auto gather = std::make_shared<Gather>();
   gather->parts.resize(batches.size());
@@ -134,11 +165,15 @@ void DirectoryClient::register_keys(const std::vector<std::pair<std::string, Loc
             // step with the keys would free a registered key's page (its
             // bytes then overwritten under a key readers still find).
             const Json* answers = reply.contains("registered") ? &reply["registered"] : nullptr;
-            std::vector<bool> out;
+            const Json* outcomes = reply.contains("outcomes") && reply["outcomes"].is_array() &&
+                                           reply["outcomes"].size() == asked
+                                       ? &reply["outcomes"]
+                                       : nullptr;
+            std::vector<RegisterAnswer> out;
             if (answers != nullptr && answers->is_array() && answers->size() == asked) {
-              for (const auto& r : *answers) {
-                if (!r.is_boolean()) break;
-                out.push_back(r.get<bool>());
+              for (std::size_t i = 0; i < asked; ++i) {
+                if (!(*answers)[i].is_boolean()) break;
+                out.push_back(answer_of((*answers)[i].get<bool>(), outcomes, i));
               }
             }
             if (out.size() == asked) {
@@ -150,7 +185,7 @@ void DirectoryClient::register_keys(const std::vector<std::pair<std::string, Loc
             }
           }
           if (--gather->waiting > 0 || !gather->done) return;
-          std::vector<bool> all;
+          std::vector<RegisterAnswer> all;
           for (auto& part : gather->parts) {
             if (!part->ok()) return gather->done(part->status());
             all.insert(all.end(), (*part)->begin(), (*part)->end());

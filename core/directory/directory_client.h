@@ -30,6 +30,14 @@ struct LookupReply {
   std::optional<runtime::Duration> shortest_lease;
 };
 
+// Why a register's entry was or was not registered.
+enum class RegisterAnswer {
+  kRegistered,
+  kAlreadyPresent,  // first writer wins: the key is there
+  kBootRetired,     // the location's boot is one the directory saw replaced
+  kRefused,         // false, and the directory did not say why (one before session 19)
+};
+
 struct ProbeReply {
   std::size_t hits = 0;
   std::vector<Location> locations;  // filled only when asked with_locations
@@ -49,6 +57,10 @@ class DirectoryClient {
   void register_keys(const std::vector<std::pair<std::string, Location>>& entries,
                      Done<std::vector<bool>> done,
                      std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
+  // The same, saying why each entry that was not registered was not.
+  void register_keys_answered(const std::vector<std::pair<std::string, Location>>& entries,
+                              Done<std::vector<RegisterAnswer>> done,
+                              std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
   void lookup(const std::vector<std::string>& keys, Done<LookupReply> done,
               std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
   void probe(const std::vector<std::string>& keys, bool with_locations, Done<ProbeReply> done,

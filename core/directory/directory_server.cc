@@ -212,12 +212,20 @@ Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& messa
       if (!location.ok()) return location.status();
       entries.emplace_back(std::move(key).value(), std::move(location).value());
     }
+    // `outcomes` says why each false is false, so a writer need not probe
+    // (docs/directory.md); `registered` stays for clients that read only it.
     Json registered = Json::array();
+    Json outcomes = Json::array();
     for (const auto& [key, location] : entries) {
       auto outcome = directory_.register_key(key, location);
       registered.push_back(outcome.ok() && *outcome == RegisterOutcome::kRegistered);
+      outcomes.push_back(!outcome.ok() ? std::string(error_code_name(outcome.status().code()))
+                         : *outcome == RegisterOutcome::kRegistered ? "registered"
+                                                                    : "already_present");
     }
-    return Json{{"registered", registered}};
+    Json reply = {{"registered", registered}};
+    if (!options_.booleans_only_register_reply) reply["outcomes"] = std::move(outcomes);
+    return reply;
   }
   if (op == "lookup") {
     auto keys = keys_of(message);

@@ -27,6 +27,9 @@ struct DirectoryServerOptions {
   // More connections than this are closed at once (0 = no limit), so a flood
   // cannot use up the process's file descriptors (R7, as the agent).
   std::uint32_t max_connections = 0;
+  // Answer a register with `registered` only, as directories before session
+  // 19 did (tests of a writer's fallback: it then probes refused keys).
+  bool booleans_only_register_reply = false;
 };
 
 class DirectoryServer {

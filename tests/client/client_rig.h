@@ -61,13 +61,18 @@ struct MemoryNode {
 
 class ClientRig {
  public:
-  explicit ClientRig(std::uint64_t seed = 11, directory::DirectoryOptions directory_options = {})
+  // `booleans_only`: the directory answers registers as before session 19
+  // (no outcomes), so writers probe refused keys.
+  explicit ClientRig(std::uint64_t seed = 11, directory::DirectoryOptions directory_options = {},
+                     bool booleans_only = false)
       : world(seed) {
     directory_strand = dir_node.make_strand("directory");
     directory_server = std::make_unique<directory::DirectoryServer>(
         dir_node, *directory_strand,
-        directory::DirectoryServerOptions{
-            .directory = directory_options, .secret = kSecret, .max_frame_bytes = 1u << 24});
+        directory::DirectoryServerOptions{.directory = directory_options,
+                                          .secret = kSecret,
+                                          .max_frame_bytes = 1u << 24,
+                                          .booleans_only_register_reply = booleans_only});
     EXPECT_TRUE(directory_server->start({"dir", 7100}).ok());
   }
   ~ClientRig() {

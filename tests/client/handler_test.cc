@@ -80,8 +80,10 @@ TEST(Handler, R1_1_FirstWriterWinsAndTheLoserGivesItsPageBack) {
 // (an agent that came back into a boot the directory saw replaced) is not a
 // key already there: the store reports it failed, not present, and the page
 // goes back. Before, both read as "already present" (stored, for the engine).
+// A directory that answers registers with booleans only (before session 19):
+// the writer probes the refused keys to tell present from refused.
 TEST(Handler, R6_1_ARegisterRefusedForARetiredBootIsAFailureNotAlreadyPresent) {
-  ClientRig rig;
+  ClientRig rig(11, {}, /*booleans_only=*/true);
   rig.add_memory("mem");
   rig.add_memory("mem2");
   Handler& h = rig.handler(rig.config());  // its regions on mem (first_agent 0)
@@ -120,6 +122,76 @@ TEST(Handler, R6_1_ARegisterRefusedForARetiredBootIsAFailureNotAlreadyPresent) {
   EXPECT_EQ(after->failed, 1u);
   EXPECT_NE(after->first_failure.message().find("'k5'"), std::string::npos)
       << after->first_failure.ToString();
+}
+
+// The directory says why (outcomes): a register refused because the agent's
+// boot was seen replaced fails at once, without a probe, and the writer's
+// stores move to another agent; a key another writer stored first is present.
+TEST(Handler, R6_1_ARegisterRefusedForARetiredBootMovesStoresToAnotherAgent) {
+  ClientRig rig;
+  rig.add_memory("mem");
+  rig.add_memory("mem2");
+  Handler& h = rig.handler(rig.config());  // its regions on mem (first_agent 0)
+  ASSERT_EQ(rig.store(h, {item("k0", "alpha")})->stored, 1u);
+  const auto stored_at = rig.directory_server->directory().find("k0");
+  ASSERT_TRUE(stored_at.has_value());
+  ASSERT_TRUE(rig.directory_server->directory()
+                  .boot_changed(stored_at->agent, stored_at->boot + "~9", stored_at->boot)
+                  .ok());
+  const std::uint64_t calls = h.directory().calls();
+  auto r = rig.store(h, {item("k1", "beta"), item("k2", "gamma")});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stored, 0u);
+  EXPECT_EQ(r->failed, 2u);
+  EXPECT_EQ(r->first_failure.code(), ErrorCode::kBootChanged) << r->first_failure.ToString();
+  EXPECT_NE(r->first_failure.message().find("'k1'"), std::string::npos)
+      << r->first_failure.ToString();
+  EXPECT_EQ(h.directory().calls(), calls + 1);  // the register; no probe
+  EXPECT_EQ(h.stats().boot_retired_refusals, 2u);
+  EXPECT_EQ(h.free_pages(), 0u);  // mem's pages are out of use
+  // The next store goes to mem2 and is stored; a key present stays present.
+  Config on_mem2 = rig.config();
+  on_mem2.first_agent = 1;
+  Handler& other = rig.handler(on_mem2);
+  ASSERT_EQ(rig.store(other, {item("k3", "delta")})->stored, 1u);
+  auto next = rig.store(h, {item("k3", "mine"), item("k4", "epsilon")});
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(next->already_present, 1u);
+  EXPECT_EQ(next->stored, 1u);
+  EXPECT_EQ(rig.directory_server->directory().find("k4")->agent, "mem2:7000");
+  auto loaded = rig.load(h, {"k4"});
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->values.size(), 1u);
+  EXPECT_EQ(text_of(loaded->values[0]), "epsilon");
+}
+
+// With only that agent, stores fail saying why (no region allocated for
+// pages the directory would refuse), until the agent's boot moves: then the
+// writer, which maps an own region now and then to see, stores again.
+TEST(Handler, R6_1_WithOnlyARetiredBootStoresFailSayingWhyUntilTheBootMoves) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"generation_file", "/gen"}});
+  Handler& h = rig.handler(rig.config());
+  ASSERT_EQ(rig.store(h, {item("k0", "alpha")})->stored, 1u);
+  const auto stored_at = rig.directory_server->directory().find("k0");
+  ASSERT_TRUE(rig.directory_server->directory()
+                  .boot_changed(stored_at->agent, stored_at->boot + "~9", stored_at->boot)
+                  .ok());
+  EXPECT_EQ(rig.store(h, {item("k1", "beta")})->failed, 1u);
+  const std::uint64_t regions = h.stats().regions_allocated;
+  auto refused = rig.store(h, {item("k2", "gamma")});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kNoSpace);
+  EXPECT_NE(refused.status().message().find("refuses the boot of mem:7000"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(h.stats().regions_allocated, regions);
+  mem.set_generation("2");  // the agent's boot moves
+  rig.world.run_for(6s);    // past the generation poll and the recheck backoff
+  EXPECT_FALSE(rig.store(h, {item("k3", "delta")}).ok());  // asks the agent's boot meanwhile
+  rig.world.run_for(100ms);
+  auto stored = rig.store(h, {item("k4", "epsilon")});
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ(stored->stored, 1u);
 }
 
 // A reader that trusts only its pool (only_pool_agents) takes a location

@@ -99,6 +99,29 @@ TEST(DirectoryServer, R6_1_BootChangeAndRegionDropOverTheWire) {
   EXPECT_EQ(rig.server.directory().size(), 0u);
 }
 
+// Each entry's outcome says why a false is false, so a writer need not probe.
+TEST(DirectoryServer, R6_1_ARegisterReplySaysWhyEachEntryWasRefused) {
+  Rig rig;
+  std::optional<Result<std::vector<bool>>> reg;
+  rig.client->register_keys({{"a", loc(0)}}, [&](auto r) { reg = std::move(r); });
+  ASSERT_TRUE(rig.wait(reg).ok());
+  std::optional<Result<std::size_t>> dropped;
+  rig.client->boot_changed("mem:9000", "boot2", "boot1", [&](auto r) { dropped = std::move(r); });
+  ASSERT_TRUE(rig.wait(dropped).ok());
+  reg.reset();
+  rig.client->register_keys({{"b", loc(0, "boot2")}}, [&](auto r) { reg = std::move(r); });
+  ASSERT_TRUE(rig.wait(reg).ok());
+  std::optional<Result<std::vector<RegisterAnswer>>> answers;
+  rig.client->register_keys_answered(
+      {{"c", loc(4096, "boot2")}, {"b", loc(8192, "boot2")}, {"d", loc(0, "boot1")}},
+      [&](auto r) { answers = std::move(r); });
+  auto got = rig.wait(answers);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, (std::vector<RegisterAnswer>{RegisterAnswer::kRegistered,
+                                               RegisterAnswer::kAlreadyPresent,
+                                               RegisterAnswer::kBootRetired}));
+}
+
 TEST(DirectoryServer, R1_3_WrongSecretIsRefused) {
   Rig rig("wrong");
   std::optional<Result<LookupReply>> look;
