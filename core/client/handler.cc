@@ -116,9 +116,17 @@ Handler::~Handler() {
 
 void Handler::on_boot_change(const std::string& agent, const std::string& old_boot,
                              const std::string& new_boot, const std::vector<OwnRegion>& lost) {
-  refused_boots_.erase(agent);  // a new boot: the directory takes its registers
   std::set<std::uint64_t> gone;
   for (const auto& r : lost) gone.insert(r.region);
+  refused_boots_.erase(agent);  // a new boot: the directory takes its registers
+  for (auto it = parked_pages_.begin(); it != parked_pages_.end();) {
+    if (it->agent != agent) {
+      ++it;
+      continue;
+    }
+    if (!gone.count(it->region)) free_pages_.push_back(*it);
+    it = parked_pages_.erase(it);
+  }
   std::erase_if(free_pages_,
                 [&](const Page& p) { return p.agent == agent && gone.count(p.region) > 0; });
   // SPEC R6.1: the directory drops every location stored under the old boot.
@@ -160,13 +168,7 @@ void Handler::lookup(const std::vector<std::string>& keys,
 void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
                             std::function<void(Result<std::vector<Page>>)> done,
                             bool reclaim_asked) {
-  if (!refused_boots_.empty()) {
-    // Pages that came back after their boot was refused (a WRITE that failed).
-    std::erase_if(free_pages_, [&](const Page& p) {
-      const OwnRegion* own = own_region_of(p);
-      return own == nullptr || boot_refused(p.agent, own->mapping.boot);
-    });
-  }
+  if (!refused_boots_.empty()) sort_refused_boots();
   if (free_pages_.size() >= n) {
     const auto end = free_pages_.begin() + static_cast<std::ptrdiff_t>(n);
     std::vector<Page> pages(free_pages_.begin(), end);
@@ -225,17 +227,6 @@ void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
       agent_key(config_.agents[(config_.first_agent + next_agent_++) % config_.agents.size()]);
   if (const AgentHello* hello = regions_->known(agent);
       hello != nullptr && boot_refused(agent, hello->boot)) {
-    RefusedBoot& refused = refused_boots_[agent];
-    if (clock_.now() >= refused.recheck_after) {
-      // A map of an own region there answers with the agent's boot now; a
-      // moved boot reaches on_boot_change, which lifts the refusal.
-      refused.recheck_after = clock_.now() + config_.unreachable_backoff;
-      for (const auto& [key, own] : regions_->own_regions()) {
-        if (own.agent != agent) continue;
-        regions_->recheck(agent, own.region);
-        break;
-      }
-    }
     return reserve_pages(n, agents_tried + 1, std::move(done), /*reclaim_asked=*/true);
   }
   std::weak_ptr<bool> alive = alive_;
@@ -460,7 +451,7 @@ void Handler::register_written(std::shared_ptr<StoreJob> job) {
                         ": it saw that boot replaced (an agent that came back under a boot it "
                         "had left); stores go to other agents until this one's boot moves");
               }
-              stop_storing_under(l.agent, l.boot);
+              stop_storing_under(page, l.boot);
               break;
             }
             case directory::RegisterAnswer::kRefused:
@@ -536,15 +527,54 @@ void Handler::sort_out_refused(std::shared_ptr<StoreJob> job, std::shared_ptr<St
       reply_gate_);
 }
 
-void Handler::stop_storing_under(const std::string& agent, const std::string& boot) {
-  if (boot_refused(agent, boot)) return;
+void Handler::stop_storing_under(const Page& page, const std::string& boot) {
+  const OwnRegion* own = own_region_of(page);
+  if (own == nullptr || own->mapping.boot != boot) return;  // that region went already
+  parked_pages_.push_back(page);
+  const std::string& agent = page.agent;
+  const AgentHello* hello = regions_->known(agent);
+  // News of a boot this client already left lifts nothing and marks nothing.
+  if (hello == nullptr || hello->boot != boot || boot_refused(agent, boot)) return;
   log_.warn("the directory refuses registers under boot ", boot, " of agent ", agent,
-            " (it saw that boot replaced): no stores there until the agent's boot moves");
+            " (it saw that boot replaced): no stores there for ",
+            runtime::to_millis(config_.unreachable_backoff), " ms or until its boot moves");
   refused_boots_[agent] = {boot, clock_.now() + config_.unreachable_backoff};
-  std::erase_if(free_pages_, [&](const Page& p) {
-    const OwnRegion* own = own_region_of(p);
-    return p.agent == agent && (own == nullptr || own->mapping.boot == boot);
-  });
+  sort_refused_boots();
+  // Often another client saw the boot move first: a map shows it at once.
+  regions_->recheck(agent, page.region);
+}
+
+void Handler::sort_refused_boots() {
+  const runtime::Instant now = clock_.now();
+  for (auto it = refused_boots_.begin(); it != refused_boots_.end();) {
+    if (now < it->second.lift_at) {
+      ++it;
+      continue;
+    }
+    // Tried again: the next store through these pages asks the directory anew.
+    const std::string agent = it->first;
+    it = refused_boots_.erase(it);
+    for (auto p = parked_pages_.begin(); p != parked_pages_.end();) {
+      if (p->agent != agent) {
+        ++p;
+        continue;
+      }
+      if (own_region_of(*p) != nullptr) free_pages_.push_front(*p);
+      p = parked_pages_.erase(p);
+    }
+  }
+  // Free pages under a boot still refused wait with the parked ones.
+  for (auto p = free_pages_.begin(); p != free_pages_.end();) {
+    const OwnRegion* own = own_region_of(*p);
+    if (own == nullptr) {
+      p = free_pages_.erase(p);
+    } else if (boot_refused(p->agent, own->mapping.boot)) {
+      parked_pages_.push_back(*p);
+      p = free_pages_.erase(p);
+    } else {
+      ++p;
+    }
+  }
 }
 
 bool Handler::boot_refused(const std::string& agent, const std::string& boot) const {

@@ -137,9 +137,11 @@ class Handler {
   // Takes the locations the directory gave back that are still pages of an
   // own region under its current boot.
   void take_reclaimed(const std::vector<directory::Location>& locations);
-  // The directory refused a register under `boot` of `agent` as retired.
-  void stop_storing_under(const std::string& agent, const std::string& boot);
+  // The directory refused a register of `page` under `boot` as retired.
+  void stop_storing_under(const Page& page, const std::string& boot);
   bool boot_refused(const std::string& agent, const std::string& boot) const;
+  // Lifts refusals whose time is up; parks free pages of refused boots.
+  void sort_refused_boots();
   void start_store(std::shared_ptr<StoreJob> job);
   void write_and_register(std::shared_ptr<StoreJob> job);
   void register_written(std::shared_ptr<StoreJob> job);
@@ -185,14 +187,16 @@ class Handler {
   std::size_t next_agent_ = 0;
   std::size_t reclaim_rotation_ = 0;  // where the next reclaim's region list starts
   // Per agent, a boot the directory refuses registers under (retired there):
-  // its pages are not written and no region is allocated there while the
-  // agent keeps that boot; an own region is mapped again now and then to see
-  // whether the boot moved (nothing else may talk to that agent).
+  // its pages are parked and no region is allocated there until `lift_at`
+  // (unreachable_backoff later) or the agent's boot moves. Lifted, the parked
+  // pages are tried again: the directory may have forgotten the boot (its
+  // memory of boots is bounded), or a new refusal parks them again.
   struct RefusedBoot {
     std::string boot;
-    runtime::Instant recheck_after{0};
+    runtime::Instant lift_at{0};
   };
   std::map<std::string, RefusedBoot> refused_boots_;
+  std::deque<Page> parked_pages_;
   std::uint64_t seq_ = 0;
   HandlerStats stats_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

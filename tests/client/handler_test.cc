@@ -166,8 +166,9 @@ TEST(Handler, R6_1_ARegisterRefusedForARetiredBootMovesStoresToAnotherAgent) {
 }
 
 // With only that agent, stores fail saying why (no region allocated for
-// pages the directory would refuse), until the agent's boot moves: then the
-// writer, which maps an own region now and then to see, stores again.
+// pages the directory would refuse) until the refusal is lifted: after
+// unreachable_backoff the parked pages are tried again, and once the agent's
+// boot has moved the writer stores again.
 TEST(Handler, R6_1_WithOnlyARetiredBootStoresFailSayingWhyUntilTheBootMoves) {
   ClientRig rig;
   auto& mem = rig.add_memory("mem", {{"generation_file", "/gen"}});
@@ -185,13 +186,52 @@ TEST(Handler, R6_1_WithOnlyARetiredBootStoresFailSayingWhyUntilTheBootMoves) {
   EXPECT_NE(refused.status().message().find("refuses the boot of mem:7000"), std::string::npos)
       << refused.status().ToString();
   EXPECT_EQ(h.stats().regions_allocated, regions);
-  mem.set_generation("2");  // the agent's boot moves
-  rig.world.run_for(6s);    // past the generation poll and the recheck backoff
-  EXPECT_FALSE(rig.store(h, {item("k3", "delta")}).ok());  // asks the agent's boot meanwhile
-  rig.world.run_for(100ms);
+  // Lifted while the boot is still refused: one store tries a parked page,
+  // is refused again, and the page is parked again (no region allocated).
+  rig.world.run_for(6s);
+  auto again = rig.store(h, {item("k2", "gamma")});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->failed, 1u);
+  EXPECT_EQ(h.stats().regions_allocated, regions);
+  EXPECT_FALSE(rig.store(h, {item("k2", "gamma")}).ok());  // refused for another 5 s
+  mem.set_generation("2");                                 // the agent's boot moves
+  rig.world.run_for(6s);  // past the generation poll and the backoff
+  // The first store after may meet the old registration (its WRITE fails and
+  // shows the new boot); from then on the writer stores under the new boot.
+  auto k3 = rig.store(h, {item("k3", "delta")});
+  EXPECT_TRUE(!k3.ok() || k3->stored == 0u);
+  rig.world.run_for(100ms);  // the map that failed WRITE asks for comes back
   auto stored = rig.store(h, {item("k4", "epsilon")});
   ASSERT_TRUE(stored.ok()) << stored.status().ToString();
   EXPECT_EQ(stored->stored, 1u);
+}
+
+// The directory's memory of boots is bounded: once it forgot the retired boot
+// it takes registers under it again, and the writer, which tries its parked
+// pages again after unreachable_backoff, stores there again without the
+// agent's boot moving.
+TEST(Handler, R6_1_AWriterStoresAgainOnceTheDirectoryForgotTheRetiredBoot) {
+  ClientRig rig(11, {.max_boot_records = 3});
+  rig.add_memory("mem");
+  Handler& h = rig.handler(rig.config());
+  ASSERT_EQ(rig.store(h, {item("k0", "alpha")})->stored, 1u);
+  const auto stored_at = rig.directory_server->directory().find("k0");
+  auto& directory = rig.directory_server->directory();
+  ASSERT_TRUE(
+      directory.boot_changed(stored_at->agent, stored_at->boot + "~9", stored_at->boot).ok());
+  EXPECT_EQ(rig.store(h, {item("k1", "beta")})->failed, 1u);
+  // Other agents' boots push the retired one out of the directory's memory.
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(directory.boot_changed("other:" + std::to_string(i), "b2", "b1").ok());
+  }
+  ASSERT_TRUE(directory.register_key("probe", {stored_at->agent, stored_at->boot, 99, "rh", 0, 1})
+                  .ok());  // the boot is taken again
+  const std::uint64_t regions = h.stats().regions_allocated;
+  rig.world.run_for(6s);
+  auto stored = rig.store(h, {item("k2", "gamma")});
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ(stored->stored, 1u);
+  EXPECT_EQ(h.stats().regions_allocated, regions);  // on a parked page
 }
 
 // A reader that trusts only its pool (only_pool_agents) takes a location
