@@ -218,8 +218,10 @@ void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
       return done(Error(ErrorCode::kNoSpace,
                         "no agent could give a region; the directory refuses the boot of " +
                             refused_boots_.begin()->first +
-                            " (it saw that boot replaced): stores resume there when its boot "
-                            "moves (a memory reset or restart), or give the client more agents"));
+                            " (it saw that boot replaced): it is tried again after "
+                            "unreachable_backoff, and stores resume once its boot moves (a "
+                            "memory reset or restart) or the directory forgets that boot; or "
+                            "give the client more agents"));
     }
     return done(Error(ErrorCode::kNoSpace, "no agent could give a region"));
   }
@@ -449,7 +451,8 @@ void Handler::register_written(std::shared_ptr<StoreJob> job) {
                     "the directory refuses '" + job->items[indexes[k]].key + "' under boot " +
                         l.boot + " of agent " + l.agent +
                         ": it saw that boot replaced (an agent that came back under a boot it "
-                        "had left); stores go to other agents until this one's boot moves");
+                        "had left); stores go to other agents, and this one is tried again "
+                        "after unreachable_backoff or once its boot moves");
               }
               stop_storing_under(page, l.boot);
               break;
