@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -44,6 +45,28 @@ Json register_and_look_up(Wire& wire) {
     EXPECT_EQ(look["locations"][0], location);
   }
   return look;
+}
+
+// A connection to a directory started with --auth none on 127.0.0.1:0, its
+// hello answered; null (and a failure) when any step fails.
+std::unique_ptr<Wire> hello_with_no_auth(Child& d) {
+  const std::string line = d.read_line();
+  const auto at = line.find("127.0.0.1:");
+  if (at == std::string::npos) {
+    ADD_FAILURE() << line << d.read_all(d.err);
+    return nullptr;
+  }
+  auto wire = std::make_unique<Wire>(std::atoi(line.c_str() + at + 10));
+  if (!wire->connected() || wire->next()["op"] != "greeting") {
+    ADD_FAILURE() << "no greeting from the directory";
+    return nullptr;
+  }
+  Json hello = wire->call({{"op", "hello"}, {"id", 1}, {"version", 1}, {"auth", ""}});
+  if (hello["ok"] != true) {
+    ADD_FAILURE() << hello.dump();
+    return nullptr;
+  }
+  return wire;
 }
 
 TEST(DirectoryProcess, R1_1_HelpNamesTheFlags) {
@@ -232,14 +255,9 @@ TEST(DirectoryProcess, R1_3_SecretFileMustBeASmallRegularFile) {
 TEST(DirectoryProcess, R1_2_TheSmallestFrameLimitStillServesTheOps) {
   Child d = Child::Start({RCXL_DIRECTORY_BINARY, "--listen", "127.0.0.1:0", "--auth", "none",
                           "--max-frame-bytes", "4096", "--log-level", "warn"});
-  const std::string line = d.read_line();
-  const auto at = line.find("127.0.0.1:");
-  ASSERT_NE(at, std::string::npos) << line << d.read_all(d.err);
-  Wire wire(std::atoi(line.c_str() + at + 10));
-  ASSERT_TRUE(wire.connected());
-  ASSERT_EQ(wire.next()["op"], "greeting");
-  Json hello = wire.call({{"op", "hello"}, {"id", 1}, {"version", 1}, {"auth", ""}});
-  ASSERT_EQ(hello["ok"], true) << hello.dump();
+  auto wire_ptr = hello_with_no_auth(d);
+  ASSERT_NE(wire_ptr, nullptr);
+  Wire& wire = *wire_ptr;
   Json look = register_and_look_up(wire);
   ASSERT_EQ(look["locations"].size(), 1u) << look.dump();
   kill(d.pid, SIGTERM);
@@ -251,14 +269,9 @@ TEST(DirectoryProcess, R1_2_TheSmallestFrameLimitStillServesTheOps) {
 TEST(DirectoryProcess, R1_1_MaxKeysBoundsThePagesKeptForReclaim) {
   Child d = Child::Start({RCXL_DIRECTORY_BINARY, "--listen", "127.0.0.1:0", "--auth", "none",
                           "--max-keys", "1", "--log-level", "warn"});
-  const std::string line = d.read_line();
-  const auto at = line.find("127.0.0.1:");
-  ASSERT_NE(at, std::string::npos) << line << d.read_all(d.err);
-  Wire wire(std::atoi(line.c_str() + at + 10));
-  ASSERT_TRUE(wire.connected());
-  ASSERT_EQ(wire.next()["op"], "greeting");
-  Json hello = wire.call({{"op", "hello"}, {"id", 1}, {"version", 1}, {"auth", ""}});
-  ASSERT_EQ(hello["ok"], true) << hello.dump();
+  auto wire_ptr = hello_with_no_auth(d);
+  ASSERT_NE(wire_ptr, nullptr);
+  Wire& wire = *wire_ptr;
   for (int i = 0; i < 4; ++i) {
     const Json location = {{"agent", "10.0.0.1:7000"}, {"boot", "b"},        {"region", 1},
                            {"read_handle", "ab"},      {"offset", i * 4096}, {"length", 4096}};
