@@ -533,11 +533,19 @@ void Handler::sort_out_refused(std::shared_ptr<StoreJob> job, std::shared_ptr<St
 void Handler::stop_storing_under(const Page& page, const std::string& boot) {
   const OwnRegion* own = own_region_of(page);
   if (own == nullptr || own->mapping.boot != boot) return;  // that region went already
-  parked_pages_.push_back(page);
   const std::string& agent = page.agent;
+  if (boot_refused(agent, boot)) {
+    parked_pages_.push_back(page);  // lifted with the others
+    return;
+  }
   const AgentHello* hello = regions_->known(agent);
-  // News of a boot this client already left lifts nothing and marks nothing.
-  if (hello == nullptr || hello->boot != boot || boot_refused(agent, boot)) return;
+  if (hello == nullptr || hello->boot != boot) {
+    // News of a boot this client already left marks nothing: the page goes
+    // back (a boot change sorts it out, or a later refusal parks it).
+    free_pages_.push_back(page);
+    return;
+  }
+  parked_pages_.push_back(page);
   log_.warn("the directory refuses registers under boot ", boot, " of agent ", agent,
             " (it saw that boot replaced): no stores there for ",
             runtime::to_millis(config_.unreachable_backoff), " ms or until its boot moves");

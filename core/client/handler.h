@@ -69,7 +69,7 @@ struct HandlerStats {
   std::uint64_t lease_outlasted = 0;
   // Registers the directory refused because it saw the agent's boot replaced
   // (an agent that came back under a boot it had left): that agent gets no
-  // stores until its boot moves.
+  // stores for unreachable_backoff, or until its boot moves.
   std::uint64_t boot_retired_refusals = 0;
   std::uint64_t load_hints = 0;  // R3.7
   // Longest a store held its WRITEs for write waits (R4.3: at most

@@ -331,7 +331,8 @@ Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& messa
                 {"doomed", directory_.doomed_keys()},
                 {"leases", directory_.open_leases()},
                 {"evictions", directory_.evictions()},
-                {"reclaimable", directory_.reclaimable()}};
+                {"reclaimable", directory_.reclaimable()},
+                {"reclaimable_dropped", directory_.reclaimable_dropped()}};
   }
   return Error(ErrorCode::kBadRequest, "unknown op " + op);
 }

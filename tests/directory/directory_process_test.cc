@@ -284,6 +284,7 @@ TEST(DirectoryProcess, R1_1_MaxKeysBoundsThePagesKeptForReclaim) {
   Json stats = wire.call({{"op", "stats"}, {"id", 10}});
   EXPECT_EQ(stats["evictions"], 3) << stats.dump();
   EXPECT_EQ(stats["reclaimable"], 1) << stats.dump();
+  EXPECT_EQ(stats["reclaimable_dropped"], 2) << stats.dump();  // k0, k1: the oldest
   const Json region = {{"agent", "10.0.0.1:7000"}, {"region", 1}, {"read_handle", "ab"}};
   Json back = wire.call({{"op", "reclaim"}, {"id", 11}, {"regions", {region}}, {"max", 8}});
   ASSERT_EQ(back["locations"].size(), 1u) << back.dump();
