@@ -23,6 +23,20 @@ Status restart_without_region_table(MemoryNode& mem,
   return mem.agent->start();
 }
 
+// Someone saw the boot `key` was stored under replaced (the agent itself still
+// serves it): the directory retires that boot. Returns the key's location.
+directory::Location retire_boot_of(ClientRig& rig, const std::string& key) {
+  auto& directory = rig.directory_server->directory();
+  const auto stored_at = directory.find(key);
+  if (!stored_at) {
+    ADD_FAILURE() << key << " is not in the directory";
+    return {};
+  }
+  EXPECT_TRUE(
+      directory.boot_changed(stored_at->agent, stored_at->boot + "~9", stored_at->boot).ok());
+  return *stored_at;
+}
+
 TEST(Handler, R1_6_StoreThenLoadMovesRealBytesAndReleasesTheLease) {
   ClientRig rig;
   rig.add_memory("mem");
@@ -88,12 +102,7 @@ TEST(Handler, R6_1_ARegisterRefusedForARetiredBootIsAFailureNotAlreadyPresent) {
   rig.add_memory("mem2");
   Handler& h = rig.handler(rig.config());  // its regions on mem (first_agent 0)
   ASSERT_EQ(rig.store(h, {item("k0", "alpha")})->stored, 1u);
-  const auto stored_at = rig.directory_server->directory().find("k0");
-  ASSERT_TRUE(stored_at.has_value());
-  // Someone saw the agent's boot replaced; the agent itself still serves it.
-  ASSERT_TRUE(rig.directory_server->directory()
-                  .boot_changed(stored_at->agent, stored_at->boot + "~9", stored_at->boot)
-                  .ok());
+  retire_boot_of(rig, "k0");
   const std::size_t free_before = h.free_pages();
   auto r = rig.store(h, {item("k1", "beta"), item("k2", "gamma")});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -133,11 +142,7 @@ TEST(Handler, R6_1_ARegisterRefusedForARetiredBootMovesStoresToAnotherAgent) {
   rig.add_memory("mem2");
   Handler& h = rig.handler(rig.config());  // its regions on mem (first_agent 0)
   ASSERT_EQ(rig.store(h, {item("k0", "alpha")})->stored, 1u);
-  const auto stored_at = rig.directory_server->directory().find("k0");
-  ASSERT_TRUE(stored_at.has_value());
-  ASSERT_TRUE(rig.directory_server->directory()
-                  .boot_changed(stored_at->agent, stored_at->boot + "~9", stored_at->boot)
-                  .ok());
+  retire_boot_of(rig, "k0");
   const std::uint64_t calls = h.directory().calls();
   auto r = rig.store(h, {item("k1", "beta"), item("k2", "gamma")});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -174,10 +179,7 @@ TEST(Handler, R6_1_WithOnlyARetiredBootStoresFailSayingWhyUntilTheBootMoves) {
   auto& mem = rig.add_memory("mem", {{"generation_file", "/gen"}});
   Handler& h = rig.handler(rig.config());
   ASSERT_EQ(rig.store(h, {item("k0", "alpha")})->stored, 1u);
-  const auto stored_at = rig.directory_server->directory().find("k0");
-  ASSERT_TRUE(rig.directory_server->directory()
-                  .boot_changed(stored_at->agent, stored_at->boot + "~9", stored_at->boot)
-                  .ok());
+  retire_boot_of(rig, "k0");
   EXPECT_EQ(rig.store(h, {item("k1", "beta")})->failed, 1u);
   const std::uint64_t regions = h.stats().regions_allocated;
   auto refused = rig.store(h, {item("k2", "gamma")});
@@ -215,16 +217,14 @@ TEST(Handler, R6_1_AWriterStoresAgainOnceTheDirectoryForgotTheRetiredBoot) {
   rig.add_memory("mem");
   Handler& h = rig.handler(rig.config());
   ASSERT_EQ(rig.store(h, {item("k0", "alpha")})->stored, 1u);
-  const auto stored_at = rig.directory_server->directory().find("k0");
+  const directory::Location stored_at = retire_boot_of(rig, "k0");
   auto& directory = rig.directory_server->directory();
-  ASSERT_TRUE(
-      directory.boot_changed(stored_at->agent, stored_at->boot + "~9", stored_at->boot).ok());
   EXPECT_EQ(rig.store(h, {item("k1", "beta")})->failed, 1u);
   // Other agents' boots push the retired one out of the directory's memory.
   for (int i = 0; i < 4; ++i) {
     ASSERT_TRUE(directory.boot_changed("other:" + std::to_string(i), "b2", "b1").ok());
   }
-  ASSERT_TRUE(directory.register_key("probe", {stored_at->agent, stored_at->boot, 99, "rh", 0, 1})
+  ASSERT_TRUE(directory.register_key("probe", {stored_at.agent, stored_at.boot, 99, "rh", 0, 1})
                   .ok());  // the boot is taken again
   const std::uint64_t regions = h.stats().regions_allocated;
   rig.world.run_for(6s);
