@@ -503,6 +503,37 @@ Status parse_expect(const Json& j, const std::string& origin, const Topology& to
   return {};
 }
 
+// The rcxl-agent flags of the same names (SPEC R7), with their ranges: a poll
+// or sweep at least a millisecond apart, a grace that may be 0.
+Status parse_agent(const Reader& a, AgentSettings& out) {
+  if (auto s = a.require_object(); !s.ok()) return s;
+  if (auto s = a.only({"memory_generation_poll_s", "memory_generation_grace_s", "sweep_interval_s",
+                       "max_hint_requests"});
+      !s.ok()) {
+    return s;
+  }
+  AgentSettings v = out;
+  std::uint64_t max_hints = v.max_hint_requests;
+  for (Status s : {a.seconds("memory_generation_poll_s", v.generation_poll),
+                   a.seconds("memory_generation_grace_s", v.generation_grace),
+                   a.seconds("sweep_interval_s", v.sweep_interval),
+                   a.unsigned_int("max_hint_requests", max_hints, 1, UINT32_MAX)}) {
+    if (!s.ok()) return s;
+  }
+  constexpr runtime::Duration kShortest = std::chrono::milliseconds(1);
+  if (v.generation_poll < kShortest) {
+    return a.fail("/memory_generation_poll_s",
+                  "expected seconds in 0.001..86400 (rcxl-agent's --memory-generation-poll-s)");
+  }
+  if (v.sweep_interval < kShortest) {
+    return a.fail("/sweep_interval_s",
+                  "expected seconds in 0.001..86400 (rcxl-agent's --sweep-interval-s)");
+  }
+  v.max_hint_requests = static_cast<std::uint32_t>(max_hints);
+  out = v;
+  return {};
+}
+
 }  // namespace
 
 std::string fault_kind_name(Fault::Kind kind) {
@@ -516,7 +547,7 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
   Scenario sc;
   Reader r(j, origin, "");
   if (auto s = r.require_object(); !s.ok()) return s;
-  if (auto s = r.only({"name", "description", "seed", "profile", "extension", "pool_bytes",
+  if (auto s = r.only({"name", "description", "seed", "profile", "extension", "pool_bytes", "agent",
                        "client", "workload", "topology", "faults", "expect", "time_limit_s"});
       !s.ok()) {
     return s;
@@ -545,6 +576,9 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
   }
   if (auto s = check_scenario_extension(sc.extension, sc.extension_config, origin); !s.ok()) {
     return s;
+  }
+  if (j.contains("agent")) {
+    if (auto s = parse_agent(Reader(j["agent"], origin, "/agent"), sc.agent); !s.ok()) return s;
   }
   if (j.contains("client")) {
     Reader c(j["client"], origin, "/client");

@@ -95,6 +95,15 @@ inline std::string memory_node_name(int i) {
   return "mem" + std::to_string(i);
 }
 
+// The simulated agents' SPEC R7 settings, the same on every memory node;
+// defaults are rcxl-agent's.
+struct AgentSettings {
+  runtime::Duration generation_poll = std::chrono::milliseconds(100);
+  runtime::Duration generation_grace = std::chrono::seconds(2);
+  runtime::Duration sweep_interval = std::chrono::seconds(1);
+  std::uint32_t max_hint_requests = 4096;
+};
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -104,6 +113,7 @@ struct Scenario {
   Json extension_config = Json::object();
   Topology topology;
   std::uint64_t pool_bytes = 64ull << 30;  // per memory node
+  AgentSettings agent;
   ClientSettings client;
   WorkloadParams workload;
   std::vector<Fault> faults;

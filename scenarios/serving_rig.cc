@@ -398,7 +398,7 @@ class Deployment {
     m->node = &world_.add_node(name);
     m->nic = &fabric_.add_nic(name);
     InvariantLimits limits;
-    limits.max_hint_requests = agent::AgentConfig{}.max_hint_requests;
+    limits.max_hint_requests = sc_.agent.max_hint_requests;
     m->monitor = std::make_unique<InvariantMonitor>(m->node->clock(), limits);
     m->checked_nic = std::make_unique<CheckedNic>(*m->nic, m->node->clock(), *m->monitor);
     m->checked_runtime = std::make_unique<CheckedRuntime>(*m->node, *m->monitor);
@@ -508,6 +508,10 @@ class Deployment {
     ac.listen = {{m.node->name(), kAgentPort}};
     ac.auth_secret = kSecret;
     ac.boot_id = "boot-" + m.node->name();
+    ac.generation_poll = sc_.agent.generation_poll;
+    ac.generation_grace = sc_.agent.generation_grace;
+    ac.sweep_interval = sc_.agent.sweep_interval;
+    ac.max_hint_requests = sc_.agent.max_hint_requests;
     // The region table survives an agent restart, as with the real unit's state dir.
     ac.state_file = "/var/lib/rcxl-agent/regions.json";
     ac.on_boot_change = [monitor = m.monitor.get()](const std::string& boot) {

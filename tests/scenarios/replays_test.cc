@@ -208,6 +208,24 @@ TEST(Replay, R4_2_NoReadHintToAnAgentThatCannotEndIt) {
   EXPECT_GT(counter_value(r.counters, "scheduler.lookups"), 0.0);
 }
 
+// The scenario's `agent` block reaches every simulated agent (SPEC R7's
+// flags): with one open hint request allowed per connection, the scheduler's
+// second concurrent read hint is refused with too_many_hint_requests; with the
+// default 4096 none is. The invariant monitor checks the same limit.
+TEST(Replay, R3_3_TheScenariosAgentBlockSetsTheHintLimit) {
+  Json j = {{"name", "one_hint"},
+            {"client", {{"read_hints", true}, {"read_hint_on_arrival", true}}},
+            {"workload", {{"conversations", 8}, {"turns", 3}, {"start_window_s", 0.2}}}};
+  const RunResult defaults = run_json(j, "one_hint");
+  for (const auto& v : defaults.invariants.violations) ADD_FAILURE() << v;
+  EXPECT_EQ(counter_value(defaults.counters, "agent.hints_refused.too_many_hint_requests"), 0.0);
+  j["agent"] = {{"max_hint_requests", 1}};
+  const RunResult limited = run_json(j, "one_hint");
+  for (const auto& v : limited.invariants.violations) ADD_FAILURE() << v;
+  EXPECT_GE(counter_value(limited.counters, "agent.hints_refused.too_many_hint_requests"), 1.0);
+  EXPECT_EQ(limited.invariants.open_hints_at_end, 0u);
+}
+
 // An unknown period while scheduler hints are open (the cxl_ssd device keeps
 // its generation through it, so only the agent's ends free its pins): every
 // request the boot change closed is ended at the extension. The invariant

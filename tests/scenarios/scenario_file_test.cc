@@ -43,6 +43,28 @@ TEST(ScenarioFile, FaultsAndClientParse) {
   EXPECT_EQ(sc->faults[1].duration, std::chrono::seconds(3));
 }
 
+// The `agent` block takes rcxl-agent's R7 settings; what it leaves out keeps
+// the binary's defaults.
+TEST(ScenarioFile, R7_TheAgentBlockTakesTheAgentsSettings) {
+  auto defaults = parse_scenario(minimal(), "t.json");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->agent.generation_poll, std::chrono::milliseconds(100));
+  EXPECT_EQ(defaults->agent.generation_grace, std::chrono::seconds(2));
+  EXPECT_EQ(defaults->agent.sweep_interval, std::chrono::seconds(1));
+  EXPECT_EQ(defaults->agent.max_hint_requests, 4096u);
+  Json j = minimal();
+  j["agent"] = {{"memory_generation_poll_s", 0.001},
+                {"memory_generation_grace_s", 0},
+                {"sweep_interval_s", 0.25},
+                {"max_hint_requests", 7}};
+  auto sc = parse_scenario(j, "t.json");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  EXPECT_EQ(sc->agent.generation_poll, std::chrono::milliseconds(1));
+  EXPECT_EQ(sc->agent.generation_grace, runtime::Duration::zero());
+  EXPECT_EQ(sc->agent.sweep_interval, std::chrono::milliseconds(250));
+  EXPECT_EQ(sc->agent.max_hint_requests, 7u);
+}
+
 // A fault may fire on an event instead of a time: after_ms past the start of
 // the N-th KV load (a reset or drop that must land while a load is in flight).
 TEST(ScenarioFile, R8_ALoadTriggeredFaultParses) {
@@ -307,6 +329,35 @@ INSTANTIATE_TEST_SUITE_P(
                 fault({{"kind", "reset"}, {"during_load", 1}, {"after_ms", 60001}}),
                 "/faults/0/after_ms", "milliseconds in 0..60000"},
         Refusal{"topology_not_an_object", {{"topology", 2}}, "/topology", "expected an object"},
+        Refusal{"agent_not_an_object", {{"agent", 2}}, "/agent", "expected an object"},
+        Refusal{"agent_unknown_key",
+                {{"agent", {{"generation_poll_s", 1}}}},
+                "/agent/generation_poll_s",
+                "memory_generation_poll_s"},
+        Refusal{"agent_poll_zero",
+                {{"agent", {{"memory_generation_poll_s", 0}}}},
+                "/agent/memory_generation_poll_s",
+                "0.001..86400"},
+        Refusal{"agent_poll_not_a_number",
+                {{"agent", {{"memory_generation_poll_s", "1"}}}},
+                "/agent/memory_generation_poll_s",
+                "expected seconds"},
+        Refusal{"agent_grace_negative",
+                {{"agent", {{"memory_generation_grace_s", -1}}}},
+                "/agent/memory_generation_grace_s",
+                "expected seconds"},
+        Refusal{"agent_sweep_under_a_millisecond",
+                {{"agent", {{"sweep_interval_s", 0.0001}}}},
+                "/agent/sweep_interval_s",
+                "0.001..86400"},
+        Refusal{"agent_no_hint_requests",
+                {{"agent", {{"max_hint_requests", 0}}}},
+                "/agent/max_hint_requests",
+                "1..4294967295"},
+        Refusal{"agent_hint_requests_past_32_bits",
+                {{"agent", {{"max_hint_requests", 4294967296ull}}}},
+                "/agent/max_hint_requests",
+                "1..4294967295"},
         Refusal{"memory_profiles_not_an_array",
                 {{"topology", {{"memory_nodes", 2}, {"memory_profiles", "all_dram"}}}},
                 "/topology/memory_profiles",
