@@ -20,6 +20,10 @@ void Directory::touch(const std::string& key, Entry& entry) {
 
 void Directory::remove(std::map<std::string, Entry>::iterator it) {
   if (it->second.doomed) --doomed_;
+  // A key leaves with no lease left, so none of its old pages is still read.
+  while (!it->second.old_pages.empty()) {
+    forget_old_pages(&it->first, place_of(it->second.old_pages.front().location));
+  }
   lru_.erase(it->second.last_use);
   auto place = places_.find(place_of(it->second.location));
   place->second.erase(&it->first);
@@ -30,6 +34,10 @@ void Directory::remove(std::map<std::string, Entry>::iterator it) {
 void Directory::remove_for_reclaim(std::map<std::string, Entry>::iterator it) {
   const Location location = it->second.location;
   remove(it);
+  keep_for_reclaim(location);
+}
+
+void Directory::keep_for_reclaim(const Location& location) {
   if (options_.max_reclaimable == 0) {
     ++reclaimable_dropped_;
     return;
@@ -119,17 +127,32 @@ Result<RegisterOutcome> Directory::register_key(const std::string& key, const Lo
     touch(key, it->second);
     return RegisterOutcome::kAlreadyPresent;
   }
-  // A doomed key makes room for the new one; its leases still end on this key.
-  std::uint32_t leases = 0;
-  if (it != keys_.end()) {
-    leases = it->second.leases;
-    remove(it);
+  if (it == keys_.end()) {
+    it = keys_.try_emplace(key).first;
+  } else {
+    // A doomed key takes the new location; its leases still end on this key.
+    // Their readers still read the old page: it goes to reclaim when the last
+    // of them ends (a page its region or boot took along is forgotten).
+    Entry& doomed = it->second;
+    if (doomed.reclaim_on_end && doomed.location != location) {
+      if (old_pages_count_ >= options_.max_reclaimable) {
+        ++reclaimable_dropped_;
+      } else {
+        doomed.old_pages.push_back({doomed.location, next_lease_ - 1, doomed.leases});
+        old_page_places_[place_of(doomed.location)].insert(&it->first);
+        ++old_pages_count_;
+      }
+    }
+    auto place = places_.find(place_of(doomed.location));
+    place->second.erase(&it->first);
+    if (place->second.empty()) places_.erase(place);
+    doomed.doomed = false;
+    doomed.reclaim_on_end = false;
+    --doomed_;
   }
-  auto inserted = keys_.try_emplace(key).first;  // not there: removed above if doomed
-  Entry& entry = inserted->second;
+  Entry& entry = it->second;
   entry.location = location;
-  entry.leases = leases;
-  places_[place_of(location)].insert(&inserted->first);
+  places_[place_of(location)].insert(&it->first);
   touch(key, entry);
   // The new key is the most recent use; evicting it would answer "registered"
   // for a key no lookup finds. With every other key leased the directory stays
@@ -177,7 +200,9 @@ Status Directory::release(std::uint64_t lease_id) {
   for (const auto& key : lease->second.keys) {
     auto it = keys_.find(key);
     if (it == keys_.end()) continue;
-    if (--it->second.leases == 0 && it->second.doomed) {
+    --it->second.leases;
+    settle_old_pages(it, lease_id);
+    if (it->second.leases == 0 && it->second.doomed) {
       if (it->second.reclaim_on_end) {
         remove_for_reclaim(it);
       } else {
@@ -228,6 +253,59 @@ std::size_t Directory::erase_keys(const std::vector<std::string>& keys, bool rec
   return n;
 }
 
+void Directory::settle_old_pages(std::map<std::string, Entry>::iterator it,
+                                 std::uint64_t lease_id) {
+  auto& pages = it->second.old_pages;
+  for (std::size_t i = 0; i < pages.size();) {
+    if (lease_id > pages[i].last_lease || --pages[i].readers > 0) {
+      ++i;
+      continue;
+    }
+    const Location page = pages[i].location;
+    pages.erase(pages.begin() + static_cast<std::ptrdiff_t>(i));
+    --old_pages_count_;
+    const Place place = place_of(page);
+    const bool more_there = std::any_of(pages.begin(), pages.end(), [&](const OldPage& o) {
+      return place_of(o.location) == place;
+    });
+    if (!more_there) {
+      auto at = old_page_places_.find(place);
+      at->second.erase(&it->first);
+      if (at->second.empty()) old_page_places_.erase(at);
+    }
+    // Registered there again since, the page is the key's once more.
+    if (it->second.location != page) keep_for_reclaim(page);
+  }
+}
+
+void Directory::forget_old_pages(const std::string* key, const Place& place) {
+  auto& pages = keys_.at(*key).old_pages;
+  const auto gone = std::remove_if(pages.begin(), pages.end(),
+                                   [&](const OldPage& o) { return place_of(o.location) == place; });
+  old_pages_count_ -= static_cast<std::size_t>(pages.end() - gone);
+  pages.erase(gone, pages.end());
+  auto at = old_page_places_.find(place);
+  if (at == old_page_places_.end()) return;
+  at->second.erase(key);
+  if (at->second.empty()) old_page_places_.erase(at);
+}
+
+void Directory::forget_old_pages_where(const Place& first,
+                                       const std::function<bool(const Place&)>& same,
+                                       const std::function<bool(const Place&)>& gone) {
+  auto it = old_page_places_.lower_bound(first);
+  while (it != old_page_places_.end() && same(it->first)) {
+    if (!gone(it->first)) {
+      ++it;
+      continue;
+    }
+    const Place place = it->first;
+    const KeySet keys = it->second;  // forget_old_pages erases the place at the last key
+    for (const std::string* key : keys) forget_old_pages(key, place);
+    it = old_page_places_.upper_bound(place);
+  }
+}
+
 std::size_t Directory::drop_region(const std::string& agent, std::uint64_t region,
                                    const std::string& read_handle) {
   std::vector<std::string> doomed;
@@ -240,6 +318,13 @@ std::size_t Directory::drop_region(const std::string& agent, std::uint64_t regio
   }
   // The region went back to its agent: nothing of it is written again.
   forget_reclaimable(agent, region, read_handle);
+  forget_old_pages_where(
+      {agent, region, read_handle, std::string()},
+      [&](const Place& p) {
+        return std::get<0>(p) == agent && std::get<1>(p) == region &&
+               (read_handle.empty() || std::get<2>(p) == read_handle);
+      },
+      [](const Place&) { return true; });
   return erase_keys(doomed, /*reclaim=*/false);
 }
 
@@ -262,6 +347,10 @@ std::size_t Directory::drop_where(const std::string& agent,
     }
   }
   forget_reclaimable_boots(agent, gone);
+  forget_old_pages_where(
+      {agent, 0, std::string(), std::string()},
+      [&](const Place& p) { return std::get<0>(p) == agent; },
+      [&](const Place& p) { return gone(std::get<3>(p)); });
   // The memory behind them is gone: a lease cannot keep them readable.
   for (const auto& key : doomed) {
     auto it = keys_.find(key);

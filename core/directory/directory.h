@@ -107,6 +107,11 @@ class Directory {
   std::optional<Location> find(const std::string& key) const;
 
  private:
+  struct OldPage {
+    Location location;
+    std::uint64_t last_lease = 0;  // the leases that read it have ids up to this
+    std::uint32_t readers = 0;     // of those on the key, still open
+  };
   struct Entry {
     Location location;
     std::uint64_t last_use = 0;  // key into lru_
@@ -115,6 +120,9 @@ class Directory {
     // Doomed by a delete (its page may be written again once its last lease
     // ends), not by its region or boot going.
     bool reclaim_on_end = false;
+    // Pages the key left by a delete and a register while leased: readers
+    // under the leases taken before still read them.
+    std::vector<OldPage> old_pages;
   };
   struct LeaseState {
     runtime::Instant expires{0};
@@ -147,6 +155,16 @@ class Directory {
   void remove(std::map<std::string, Entry>::iterator it);
   // Removes a key nobody reads any more and keeps its location for reclaim.
   void remove_for_reclaim(std::map<std::string, Entry>::iterator it);
+  // Keeps a page nobody reads any more for reclaim (the oldest kept goes past
+  // the bound).
+  void keep_for_reclaim(const Location& location);
+  // A lease on the key ended: its old pages that no lease reads now go to reclaim.
+  void settle_old_pages(std::map<std::string, Entry>::iterator it, std::uint64_t lease_id);
+  // Forgets the key's old pages at `place` (its region or boot went).
+  void forget_old_pages(const std::string* key, const Place& place);
+  // Forgets the old pages of every place from `first` on that `same` accepts.
+  void forget_old_pages_where(const Place& first, const std::function<bool(const Place&)>& same,
+                              const std::function<bool(const Place&)>& gone);
   std::size_t erase_keys(const std::vector<std::string>& keys, bool reclaim);
   // A region or boot went: its kept locations name memory that is gone.
   void forget_reclaimable(const std::string& agent, std::uint64_t region,
@@ -172,6 +190,9 @@ class Directory {
   std::map<std::uint64_t, LeaseState> leases_;
   std::set<std::pair<runtime::Instant, std::uint64_t>> lease_expiry_;  // (expires, id)
   std::map<Place, KeySet> places_;
+  // Keys with old pages (Entry::old_pages) by the place of those pages.
+  std::map<Place, KeySet> old_page_places_;
+  std::size_t old_pages_count_ = 0;
   // Kept locations per place by age, and all of them oldest first.
   std::map<Place, std::map<std::uint64_t, Location>> reclaimable_;
   std::map<std::uint64_t, Place> reclaimable_order_;

@@ -84,20 +84,92 @@ TEST(DirectoryReclaim, R6_1_PagesOfADroppedRegionOrGoneBootAreNotGivenBack) {
 }
 
 // A key deleted while leased and registered again before its leases end
-// passes them to the new entry: the old page is not given back (a reader may
-// still be reading it), and the new one only when it leaves in turn.
-TEST(DirectoryReclaim, R1_1_AKeyRegisteredAgainWhileLeasedDoesNotGiveItsOldPageBack) {
+// passes them to the new entry. The old page comes back once the leases taken
+// before the new register end (their readers may read it until then), not
+// later leases of the new page; the new page only when it leaves in turn.
+TEST(DirectoryReclaim, R1_1_AKeyRegisteredAgainWhileLeasedGivesItsOldPageBackAfterThoseLeases) {
   Directory d;
   ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
-  auto lease = d.lookup({"a"}, runtime::Instant(0)).lease;
+  auto first = d.lookup({"a"}, runtime::Instant(0)).lease;
+  auto second = d.lookup({"a"}, runtime::Instant(0)).lease;
   EXPECT_EQ(d.erase({"a"}), 1u);
   ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 4096)).ok());
-  ASSERT_TRUE(d.release(lease.id).ok());
+  auto of_new_page = d.lookup({"a"}, runtime::Instant(0)).lease;
+  ASSERT_TRUE(d.release(of_new_page.id).ok());  // it never read the old page
+  ASSERT_TRUE(d.release(first.id).ok());
+  EXPECT_TRUE(d.reclaim({kRegion1}, 8).empty());  // the second reader still reads it
+  of_new_page = d.lookup({"a"}, runtime::Instant(0)).lease;
+  ASSERT_TRUE(d.release(second.id).ok());
+  auto old_page = d.reclaim({kRegion1}, 8);
+  ASSERT_EQ(old_page.size(), 1u);
+  EXPECT_EQ(old_page[0].offset, 0u);
+  EXPECT_EQ(d.find("a"), at("x:1", "b", 1, 4096));
+  ASSERT_TRUE(d.release(of_new_page.id).ok());
   EXPECT_TRUE(d.reclaim({kRegion1}, 8).empty());
   EXPECT_EQ(d.erase({"a"}), 1u);
   auto back = d.reclaim({kRegion1}, 8);
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].offset, 4096u);
+}
+
+// Registered again in the very page it left, the page is the key's again: it
+// is not given back while the key lives there. Deleted twice while leased,
+// both old pages come back with the last lease.
+TEST(DirectoryReclaim, R1_1_AnOldPageTheKeyTookAgainIsNotGivenBack) {
+  Directory d;
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
+  auto lease = d.lookup({"a"}, runtime::Instant(0)).lease;
+  EXPECT_EQ(d.erase({"a"}), 1u);
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
+  ASSERT_TRUE(d.release(lease.id).ok());
+  EXPECT_TRUE(d.reclaim({kRegion1}, 8).empty());
+  EXPECT_EQ(d.find("a"), at("x:1", "b", 1, 0));
+  // Away and back while the same lease reads: the page it left first is the key's.
+  lease = d.lookup({"a"}, runtime::Instant(0)).lease;
+  EXPECT_EQ(d.erase({"a"}), 1u);
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 4096)).ok());
+  EXPECT_EQ(d.erase({"a"}), 1u);
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
+  ASSERT_TRUE(d.release(lease.id).ok());
+  auto left = d.reclaim({kRegion1}, 8);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].offset, 4096u);
+
+  ASSERT_TRUE(d.register_key("b", at("x:1", "b", 1, 8192)).ok());
+  lease = d.lookup({"b"}, runtime::Instant(0)).lease;
+  EXPECT_EQ(d.erase({"b"}), 1u);
+  ASSERT_TRUE(d.register_key("b", at("x:1", "b", 1, 12288)).ok());
+  EXPECT_EQ(d.erase({"b"}), 1u);
+  ASSERT_TRUE(d.register_key("b", at("x:1", "b", 1, 16384)).ok());
+  ASSERT_TRUE(d.release(lease.id).ok());
+  auto back = d.reclaim({kRegion1}, 8);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].offset, 8192u);
+  EXPECT_EQ(back[1].offset, 12288u);
+}
+
+// An old page whose region went back, or whose boot is gone, is forgotten:
+// the memory it names is not its owner's any more.
+TEST(DirectoryReclaim, R6_1_AnOldPageOfADroppedRegionOrGoneBootIsNotGivenBack) {
+  Directory d;
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b1", 1, 0)).ok());
+  auto lease = d.lookup({"a"}, runtime::Instant(0)).lease;
+  EXPECT_EQ(d.erase({"a"}), 1u);
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b1", 2, 0)).ok());  // another region
+  EXPECT_EQ(d.drop_region("x:1", 1, "rh"), 0u);
+  ASSERT_TRUE(d.release(lease.id).ok());
+  EXPECT_TRUE(d.reclaim({kRegion1}, 8).empty());
+  EXPECT_EQ(d.find("a"), at("x:1", "b1", 2, 0));
+
+  ASSERT_TRUE(d.register_key("c", at("y:1", "b1", 1, 0)).ok());
+  lease = d.lookup({"c"}, runtime::Instant(0)).lease;
+  EXPECT_EQ(d.erase({"c"}), 1u);
+  ASSERT_TRUE(d.register_key("c", at("z:1", "b1", 1, 0)).ok());  // another agent
+  ASSERT_TRUE(d.boot_changed("y:1", "b2", "b1").ok());
+  ASSERT_TRUE(d.release(lease.id).ok());
+  EXPECT_TRUE(d.reclaim({{"y:1", 1, "rh"}}, 8).empty());
+  EXPECT_EQ(d.reclaimable(), 0u);
+  EXPECT_EQ(d.find("c"), at("z:1", "b1", 1, 0));
 }
 
 // Past the bound the oldest kept page is forgotten: an owner that never asks
