@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -16,7 +17,19 @@
 #include <string>
 #include <vector>
 
+#include "core/runtime/printable.h"
+
 namespace rcxl::apps {
+
+// The longest error line a binary prints: a message echoing more is cut.
+inline constexpr std::size_t kMaxMessageChars = 2000;
+
+// A CLI11 parse error as one line: its own line breaks become spaces, and what
+// it echoes of the command line is shown printable.
+inline std::string parse_problem_line(std::string problem) {
+  std::replace(problem.begin(), problem.end(), '\n', ' ');
+  return runtime::printable(problem, kMaxMessageChars);
+}
 
 namespace detail {
 
@@ -72,46 +85,64 @@ inline CLI::Validator WholeNumberIn(std::uint64_t min, std::uint64_t max) {
                               "in [" + std::to_string(min) + " - " + std::to_string(max) + "]");
 }
 
-// Seconds of a duration: a finite number > 0 (or >= 0 with `zero_ok`), at most
-// a year so that the nanosecond count cannot overflow: "must be a number > 0, not 'abc'".
-inline CLI::Validator Seconds(bool zero_ok) {
+namespace detail {
+
+// Seconds, a finite number at most a year (the nanosecond count cannot
+// overflow) that `fits` accepts: "must be <wanted>, not 'abc'".
+inline CLI::Validator seconds_where(std::function<bool(double)> fits, const std::string& wanted,
+                                    const std::string& help) {
   constexpr double kYear = 365.0 * 24 * 3600;
-  const std::string wanted = zero_ok ? "a number >= 0" : "a number > 0";
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         char* end = nullptr;
         const double value = text.empty() ? NAN : std::strtod(text.c_str(), &end);
-        if (!std::isfinite(value) || end != text.c_str() + text.size() ||
-            (zero_ok ? value < 0 : value <= 0)) {
+        if (!std::isfinite(value) || end != text.c_str() + text.size() || !fits(value)) {
           return "must be " + wanted + ", not '" + text + "'";
         }
         if (value > kYear) {
-          return "must be at most " + detail::number_text(kYear) + " (a year), not '" + text + "'";
+          return "must be at most " + number_text(kYear) + " (a year), not '" + text + "'";
         }
         return {};
       },
-      zero_ok ? "NONNEGATIVE" : "POSITIVE");
+      help);
 }
 
-// Seconds of an interval that a timer repeats: a finite number >= `min` (> 0),
-// at most a year. A floor keeps a tiny interval from spinning a core:
+}  // namespace detail
+
+// Seconds of a duration: a number > 0 (or >= 0 with `zero_ok`), at most a year.
+inline CLI::Validator Seconds(bool zero_ok) {
+  if (zero_ok) {
+    return detail::seconds_where([](double v) { return v >= 0; }, "a number >= 0", "NONNEGATIVE");
+  }
+  return detail::seconds_where([](double v) { return v > 0; }, "a number > 0", "POSITIVE");
+}
+
+// Seconds of an interval that a timer repeats: a number >= `min` (> 0), at
+// most a year. A floor keeps a tiny interval from spinning a core:
 // "must be a number >= 0.001, not '1e-12'"; --help shows "FLOAT:>= 0.001".
 inline CLI::Validator SecondsAtLeast(double min) {
-  constexpr double kYear = 365.0 * 24 * 3600;
-  const std::string wanted = "a number >= " + detail::number_text(min);
+  return detail::seconds_where([min](double v) { return v >= min; },
+                               "a number >= " + detail::number_text(min),
+                               ">= " + detail::number_text(min));
+}
+
+// Seconds of a timeout where 0 means "never": 0, or a number >= `min` (> 0),
+// at most a year. A tiny positive value would round to 0 ns and turn the
+// timeout off: "must be 0 (never) or a number >= 0.001, not '1e-10'".
+inline CLI::Validator SecondsOffOrAtLeast(double min) {
+  return detail::seconds_where([min](double v) { return v == 0 || v >= min; },
+                               "0 (never) or a number >= " + detail::number_text(min),
+                               "0 or >= " + detail::number_text(min));
+}
+
+// A path flag given as '' (an unset variable in a unit's ExecStart): "must
+// name a file, not ''" instead of being taken for the flag not given.
+inline CLI::Validator NonEmptyPath() {
   return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        char* end = nullptr;
-        const double value = text.empty() ? NAN : std::strtod(text.c_str(), &end);
-        if (!std::isfinite(value) || end != text.c_str() + text.size() || value < min) {
-          return "must be " + wanted + ", not '" + text + "'";
-        }
-        if (value > kYear) {
-          return "must be at most " + detail::number_text(kYear) + " (a year), not '" + text + "'";
-        }
-        return {};
+      [](std::string& text) -> std::string {
+        return text.empty() ? "must name a file, not '' (an unset variable?)" : std::string();
       },
-      ">= " + detail::number_text(min));
+      "PATH");
 }
 
 // A program that needs a subcommand and got none: CLI11 says only "A
@@ -194,8 +225,8 @@ inline void add_version_flag(CLI::App& app, const std::string& program, const ch
 }
 
 // Parses the command line. --help prints and answers 0; any other parse
-// error prints "PROGRAM: <the problem>" and a pointer to --help on stderr
-// and answers `usage_exit_code`. nullopt: parsed, go on.
+// error prints one line, "PROGRAM: <the problem>; run with --help ...", on
+// stderr and answers `usage_exit_code`. nullopt: parsed, go on.
 inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv,
                                              const std::string& program, int usage_exit_code) {
   try {
@@ -204,8 +235,8 @@ inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** arg
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
     std::optional<std::string> problem = unknown_option_problem(app);
     if (!problem) problem = subcommand_problem(app);
-    std::cerr << program << ": " << problem.value_or(e.what())
-              << "\nrun with --help for more information" << std::endl;
+    std::cerr << program << ": " << parse_problem_line(problem.value_or(e.what()))
+              << "; run with --help for more information" << std::endl;
     return usage_exit_code;
   }
   return std::nullopt;

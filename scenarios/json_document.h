@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/runtime/printable.h"
 #include "core/runtime/status.h"
 
 namespace rcxl::scenarios {
@@ -21,9 +22,8 @@ inline constexpr std::uintmax_t kMaxDocumentBytes = std::uintmax_t{16} << 20;
 // `origin` names the text in errors ("scenarios/x.json").
 Result<nlohmann::json> parse_json_document(const std::string& text, const std::string& origin);
 
-// `text` as an error message may show it: control characters escaped (\n,
-// \x01) so a message stays one line, and cut after `max_chars` with its length.
-std::string printable(std::string_view text, std::size_t max_chars = 60);
+// `text` as an error message may show it (core/runtime/printable.h).
+using runtime::printable;
 // `key` as one reference token of a JSON pointer (RFC 6901: '~' is "~0", '/'
 // is "~1"), then printable: "/a~1b" names the key "a/b", not "b" inside "a".
 std::string pointer_token(std::string_view key);

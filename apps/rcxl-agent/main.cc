@@ -63,7 +63,10 @@ Status bad(const std::string& message) {
 }
 
 int fail(const std::string& message) {
-  std::cerr << "rcxl-agent: " << message << std::endl;
+  // One line whatever the message echoes (a flag value with a newline or an
+  // escape sequence, a 100 KB config).
+  std::cerr << "rcxl-agent: " << rcxl::runtime::printable(message, rcxl::apps::kMaxMessageChars)
+            << std::endl;
   return kExitError;
 }
 
@@ -81,7 +84,7 @@ Result<std::unique_ptr<rcxl::runtime::Nic>> open_nic(const std::string& spec) {
     if (!nic.ok()) return nic.status();
     return std::unique_ptr<rcxl::runtime::Nic>(std::move(nic).value());
   }
-  return rcxl::Error(ErrorCode::kBadRequest, "--nic must be none or verbs:DEVICE, not " + spec);
+  return rcxl::Error(ErrorCode::kBadRequest, "give none or verbs:DEVICE");
 }
 
 void add_flags(CLI::App& app, Flags& f) {
@@ -91,7 +94,8 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--auth-secret-file", f.auth_secret_file,
                  "file holding the shared secret: a regular file of at most " +
                      std::to_string(rcxl::apps::kMaxSecretFileBytes) +
-                     " bytes, chmod 600 (this or --auth none is required)");
+                     " bytes, chmod 600 (this or --auth none is required)")
+      ->check(rcxl::apps::NonEmptyPath());
   app.add_option("--auth", f.auth,
                  "'none': no authentication, loopback listeners only (this or "
                  "--auth-secret-file is required)");
@@ -133,17 +137,24 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--hello-timeout-s", f.hello_timeout_s,
                  "seconds a connection may take to authenticate before it is closed (0 = never)")
       ->capture_default_str()
-      ->check(rcxl::apps::Seconds(/*zero_ok=*/true));
+      ->check(rcxl::apps::SecondsOffOrAtLeast(limits::kMinIntervalSeconds));
   app.add_option("--max-connections", f.max_connections, "0 = no limit")
       ->capture_default_str()
       ->transform(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(0));
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error")->capture_default_str();
   app.add_option("--state-file", f.state_file,
                  "keep the region table in PATH so regions survive an agent restart "
-                 "(e.g. /var/lib/rcxl-agent/regions.json; default: none)");
+                 "(e.g. /var/lib/rcxl-agent/regions.json; default: none)")
+      ->check(rcxl::apps::NonEmptyPath());
   app.add_option("--boot-id", f.boot_id,
                  "override the node boot id (default /proc/sys/kernel/random/boot_id); " +
-                     limits::boot_id_wanted());
+                     limits::boot_id_wanted())
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return text.empty() ? "must not be empty; leave the flag out for the node's own"
+                                : std::string();
+          },
+          ""));
 }
 
 Result<std::vector<rcxl::runtime::Address>> listen_addresses(const Flags& f) {
@@ -170,7 +181,9 @@ Result<std::optional<std::string>> auth_secret(const Flags& f) {
   if (f.auth_secret_file.empty()) return bad("--auth-secret-file PATH or --auth none is required");
   auto file = rcxl::apps::read_secret_file("--auth-secret-file", f.auth_secret_file);
   if (!file.ok()) return file.status();
-  if (!file->warning.empty()) std::cerr << "rcxl-agent: warning: " << file->warning << std::endl;
+  if (!file->warning.empty())
+    std::cerr << "rcxl-agent: warning: "
+              << rcxl::runtime::printable(file->warning, rcxl::apps::kMaxMessageChars) << std::endl;
   std::string secret = rcxl::protocol::secret_from_file_contents(file->contents);
   if (secret.empty()) {
     return bad("--auth-secret-file: " + f.auth_secret_file + " holds an empty secret" +
@@ -247,8 +260,12 @@ std::string recording_generation_hint(const Flags& f, const rcxl::ext::Json& con
   }
   auto file = config.find("generation_file");
   if (file == config.end() || !file->is_string()) return {};
-  return " (recording reads it from generation_file " + file->get<std::string>() +
-         ", which is missing or empty: write the generation into it)";
+  const std::string path = file->get<std::string>();
+  // Why it could not be read: missing, empty, or no regular file (a FIFO).
+  auto text = rcxl::verbs::PosixFileSystem().read_file(path);
+  const std::string why = text.ok() ? "which is empty" : text.status().message();
+  return " (recording reads it from generation_file " + path + ": " + why +
+         "; write the generation into it, a regular file)";
 }
 
 // Everything the flags say, checked before any pool, NIC or listener is opened.

@@ -36,13 +36,19 @@ struct Flags {
 constexpr int kExitError = 1;
 
 int fail(const std::string& message) {
-  std::cerr << "rcxl-directory: " << message << std::endl;
+  // One line whatever the message echoes (a flag value with a newline or an
+  // escape sequence, a 100 KB config).
+  std::cerr << "rcxl-directory: " << rcxl::runtime::printable(message, rcxl::apps::kMaxMessageChars)
+            << std::endl;
   return kExitError;
 }
 
 // The shortest lease: a lease that ends before a reader's READs can land
 // would let eviction reuse the entry under them.
 constexpr double kMinLeaseTtlSeconds = 0.001;
+
+// The shortest --hello-timeout-s but 0 (never): less would round to 0 ns.
+constexpr double kMinHelloTimeoutSeconds = 0.001;
 
 // The smallest --max-frame-bytes: a hello, its challenge answer and a request
 // for a few keys take well under this; below it even the hello is a bad_frame.
@@ -59,7 +65,8 @@ int main(int argc, char** argv) {
   Flags f;
   app.add_option("--listen", f.listen, "HOST:PORT to listen on (IPv6 as [::1]:PORT)")->required();
   app.add_option("--auth-secret-file", f.auth_secret_file,
-                 "file holding the shared secret (this or --auth none is required)");
+                 "file holding the shared secret (this or --auth none is required)")
+      ->check(rcxl::apps::NonEmptyPath());
   app.add_option("--auth", f.auth,
                  "'none': no authentication, loopback listener only (this or "
                  "--auth-secret-file is required)");
@@ -70,10 +77,11 @@ int main(int argc, char** argv) {
   app.add_option("--hello-timeout-s", f.hello_timeout_s,
                  "seconds a connection may take to authenticate before it is closed (0 = never)")
       ->capture_default_str()
-      ->check(rcxl::apps::Seconds(/*zero_ok=*/true));
+      ->check(rcxl::apps::SecondsOffOrAtLeast(kMinHelloTimeoutSeconds));
   app.add_option("--max-connections", f.max_connections,
                  "connections past this are closed at once (0 = no limit)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(rcxl::apps::WholeNumberAtLeast<std::uint32_t>(0));
   app.add_option("--lease-ttl-s", f.lease_ttl_s, "seconds a lookup's lease lasts unreleased")
       ->capture_default_str()
       ->check(rcxl::apps::SecondsAtLeast(kMinLeaseTtlSeconds));
@@ -111,7 +119,7 @@ int main(int argc, char** argv) {
                   "; listen on 127.0.0.1 or [::1], or give --auth-secret-file PATH");
     }
   } else if (!f.auth.empty()) {
-    return fail("--auth takes only 'none'");
+    return fail("--auth takes only 'none', not '" + f.auth + "'");
   } else if (f.auth_secret_file.empty()) {
     return fail("--auth-secret-file PATH or --auth none is required");
   } else {
@@ -119,7 +127,9 @@ int main(int argc, char** argv) {
     auto secret = rcxl::apps::read_secret_file("--auth-secret-file", f.auth_secret_file);
     if (!secret.ok()) return fail(secret.status().message());
     if (!secret->warning.empty()) {
-      std::cerr << "rcxl-directory: warning: " << secret->warning << std::endl;
+      std::cerr << "rcxl-directory: warning: "
+                << rcxl::runtime::printable(secret->warning, rcxl::apps::kMaxMessageChars)
+                << std::endl;
     }
     options.secret = rcxl::protocol::secret_from_file_contents(secret->contents);
     if (options.secret->empty()) {

@@ -60,7 +60,10 @@ struct Flags {
 };
 
 int fail(const std::string& message) {
-  std::cerr << "rcxl-kv: " << message << std::endl;
+  // One line whatever the message echoes (a flag value with a newline or an
+  // escape sequence, a 100 KB config).
+  std::cerr << "rcxl-kv: " << rcxl::runtime::printable(message, rcxl::apps::kMaxMessageChars)
+            << std::endl;
   return kExitError;
 }
 
@@ -131,7 +134,7 @@ Result<rcxl::client::Config> make_config(const Flags& f, bool needs_agents) {
       return rcxl::Error(ErrorCode::kBadRequest, "give --auth none or --secret-file, not both");
     }
   } else if (!f.auth.empty()) {
-    return rcxl::Error(ErrorCode::kBadRequest, "--auth takes only 'none'");
+    return rcxl::Error(ErrorCode::kBadRequest, "--auth takes only 'none', not '" + f.auth + "'");
   } else if (f.secret_file.empty()) {
     return rcxl::Error(ErrorCode::kBadRequest,
                        "--secret-file PATH (the agents' and directory's secret) or --auth none "
@@ -140,7 +143,10 @@ Result<rcxl::client::Config> make_config(const Flags& f, bool needs_agents) {
     // A regular file of at most 4 KiB: a FIFO would block, /dev/zero never ends.
     auto file = rcxl::apps::read_secret_file("--secret-file", f.secret_file);
     if (!file.ok()) return file.status();
-    if (!file->warning.empty()) std::cerr << "rcxl-kv: warning: " << file->warning << std::endl;
+    if (!file->warning.empty())
+      std::cerr << "rcxl-kv: warning: "
+                << rcxl::runtime::printable(file->warning, rcxl::apps::kMaxMessageChars)
+                << std::endl;
     c.secret = rcxl::protocol::secret_from_file_contents(file->contents);
     if (c.secret.empty()) {
       return rcxl::Error(ErrorCode::kBadRequest, f.secret_file + " holds an empty secret" +
@@ -214,6 +220,7 @@ constexpr std::size_t kMaxFileNameBytes = 255;
 // '', '.' or '..', a name over NAME_MAX, two keys that map to one file name,
 // or an --out that is not a directory.
 std::optional<std::string> load_keys_problem(const Flags& f) {
+  if (f.load_keys.empty()) return "name at least one KEY: rcxl-kv load --out DIR KEY [KEY ...]";
   std::map<std::string, std::string> key_of_file;
   for (const auto& key : f.load_keys) {
     std::string name = key;
@@ -284,7 +291,8 @@ int run_load(rcxl::kv::KvClient& kv, const Flags& f) {
 int main(int argc, char** argv) {
   CLI::App app{
       "rcxl-kv: store and load KV chunks through rcxl (directory + agents over RDMA).\n"
-      "Exit codes: 0 ok, 1 usage/setup error, 3 a key missed (load), 4 bench bytes wrong "
+      "Exit codes: 0 ok, 1 usage/setup error, 3 a key missed (load, or a bench round), 4 bench "
+      "bytes wrong "
       "or stale"};
   rcxl::apps::add_version_flag(app, "rcxl-kv", RCXL_VERSION);
   Flags f;
@@ -294,7 +302,8 @@ int main(int argc, char** argv) {
   app.add_option("--directory", f.directory, "rcxl-directory HOST:PORT")->required();
   app.add_option("--agent", f.agents, "rcxl-agent HOST:PORT of the pool (repeatable; for stores)");
   app.add_option("--nic", f.nic, "verbs:DEVICE, e.g. verbs:mlx5_0 or verbs:rxe0")->required();
-  app.add_option("--secret-file", f.secret_file, "file holding the shared secret");
+  app.add_option("--secret-file", f.secret_file, "file holding the shared secret")
+      ->check(rcxl::apps::NonEmptyPath());
   app.add_option("--auth", f.auth, "'none': no authentication (services run with --auth none)");
   app.add_option("--chunk-size", f.chunk_size, "bytes per key's page (K/M/G)")
       ->capture_default_str();
@@ -324,9 +333,10 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error")->capture_default_str();
 
   auto* store = app.add_subcommand("store", "store files: KEY FILE [KEY FILE ...]");
-  store->add_option("pairs", f.store_pairs, "KEY FILE pairs")->required();
+  // Checked in main: CLI11 would say "pairs is required", naming no KEY or FILE.
+  store->add_option("pairs", f.store_pairs, "KEY FILE pairs");
   auto* load = app.add_subcommand("load", "load keys into files under --out (one file per key)");
-  load->add_option("keys", f.load_keys, "keys")->required();
+  load->add_option("keys", f.load_keys, "KEY [KEY ...]: the keys, in prefix order");
   load->add_option("--out", f.out_dir, "directory for the loaded values")->required();
   auto* bench = app.add_subcommand(
       "bench", "store and load generated KV with a writer and a reader, verifying every byte");
@@ -359,6 +369,9 @@ int main(int argc, char** argv) {
     return *code;
   }
 
+  if (store->parsed() && f.store_pairs.empty()) {
+    return fail("store: name at least one KEY FILE pair: rcxl-kv store KEY FILE [KEY FILE ...]");
+  }
   if (store->parsed() && f.store_pairs.size() % 2 != 0) {
     return fail("store takes KEY FILE pairs; got " + std::to_string(f.store_pairs.size()) +
                 " arguments");

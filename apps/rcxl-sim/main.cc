@@ -459,8 +459,8 @@ int parse_error(CLI::App& app, const CLI::ParseError& e) {
   if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
   std::string where = "rcxl-sim";
   for (const auto* sub : app.get_subcommands()) where += " " + sub->get_name();
-  std::string what = rcxl::apps::unknown_option_problem(app).value_or(e.what());
-  for (auto& c : what) c = c == '\n' ? ' ' : c;
+  const std::string what =
+      rcxl::apps::parse_problem_line(rcxl::apps::unknown_option_problem(app).value_or(e.what()));
   std::fprintf(stderr, "%s: %s; run %s --help\n", where.c_str(), what.c_str(), where.c_str());
   return 2;
 }
@@ -608,8 +608,13 @@ int run_cli(int argc, char** argv) {
   }
   if (sweep->parsed()) {
     sweep_opts.configs.clear();
-    std::stringstream names(sweep_configs);
-    for (std::string name; std::getline(names, name, ',');) sweep_opts.configs.push_back(name);
+    // Every comma separates two names: "hints," names an empty one (refused).
+    for (std::size_t start = 0;;) {
+      const std::size_t comma = sweep_configs.find(',', start);
+      sweep_opts.configs.push_back(sweep_configs.substr(start, comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
     if (sweep_conversations > 0) sweep_opts.conversations = sweep_conversations;
     if (sweep_turns > 0) sweep_opts.turns = sweep_turns;
     if (!sweep_quiet) {

@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 namespace rcxl::verbs {
 namespace {
@@ -28,13 +30,35 @@ int write_all(int fd, std::string_view data) {
   return 0;
 }
 
+// The largest file read whole: a state file of a million regions is ~200 MB.
+constexpr std::uint64_t kMaxReadBytes = 1ull << 30;
+
 }  // namespace
 
 Result<std::string> PosixFileSystem::read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (the agent could not
+  // even be stopped then); fstat refuses it and every other non-regular file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return Error(ErrorCode::kNotFound, "no such file: " + path);
     return io_error("cannot open", path, errno);
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return io_error("cannot stat", path, error);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    // A FIFO would block, /dev/zero never ends, a directory cannot be read.
+    return Error(ErrorCode::kIoError, "cannot read " + path + ": not a regular file");
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > kMaxReadBytes) {
+    ::close(fd);
+    return Error(ErrorCode::kIoError, "cannot read " + path + ": it holds " +
+                                          std::to_string(st.st_size) +
+                                          " bytes, more than the 1 GiB a file read takes");
   }
   std::string contents;
   char buffer[64 * 1024];
@@ -45,9 +69,13 @@ Result<std::string> PosixFileSystem::read_file(const std::string& path) {
       if (errno == EINTR) continue;
       const int error = errno;
       ::close(fd);
-      return io_error("cannot read", path, error);  // e.g. EISDIR
+      return io_error("cannot read", path, error);
     }
     contents.append(buffer, static_cast<std::size_t>(n));
+    if (contents.size() > kMaxReadBytes) {  // grew while being read
+      ::close(fd);
+      return Error(ErrorCode::kIoError, "cannot read " + path + ": it grew past 1 GiB");
+    }
   }
   ::close(fd);
   return contents;

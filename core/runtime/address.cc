@@ -24,8 +24,12 @@ Result<Address> Address::Parse(std::string_view text) {
   }
   unsigned value = 0;
   const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (host.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535) {
-    return Error(ErrorCode::kBadRequest, "bad HOST:PORT '" + std::string(text) + "'");
+  if (host.empty()) {
+    return Error(ErrorCode::kBadRequest, "bad HOST:PORT '" + std::string(text) + "': no host");
+  }
+  if (ec != std::errc() || end != port.data() + port.size() || value > 65535) {
+    return Error(ErrorCode::kBadRequest, "bad HOST:PORT '" + std::string(text) +
+                                             "': the port must be a whole number 0..65535");
   }
   return Address{std::string(host), static_cast<std::uint16_t>(value)};
 }

@@ -13,7 +13,8 @@ namespace rcxl::runtime {
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
-  // Whole file; kNotFound when missing, kIoError when unreadable.
+  // Whole file; kNotFound when missing, kIoError when unreadable or not a
+  // regular file (a FIFO or device is refused, never waited on or read).
   virtual Result<std::string> read_file(const std::string& path) = 0;
   // Appends and flushes at once (a crash keeps every line written).
   virtual Status append_file(const std::string& path, std::string_view data) = 0;

@@ -29,6 +29,7 @@
 #include "core/protocol/auth.h"
 #include "core/protocol/frame_codec.h"
 #include "core/protocol/messages.h"
+#include "core/runtime/printable.h"
 #include "tests/agent/tcp_wire.h"
 #include "tests/child_process.h"
 #include "tests/held_port.h"
@@ -211,6 +212,12 @@ TEST(AgentProcess, R7_ABadFlagValueExitsOneSayingWhatIsWanted) {
       {{"--max-hint-requests", "-1"}, "--max-hint-requests: must be a whole number >= 1"},
       {{"--memory-generation-grace-s", "-1"}, "--memory-generation-grace-s: must be a number >= 0"},
       {{"--sweep-interval-s", "1e300"}, "--sweep-interval-s: must be at most"},
+      // A positive timeout under 1 ms rounded to 0 ns, which means "never".
+      {{"--hello-timeout-s", "1e-10"},
+       "--hello-timeout-s: must be 0 (never) or a number >= 0.001, not '1e-10'"},
+      // An unset variable in the unit's ExecStart passes ''.
+      {{"--state-file", ""}, "--state-file: must name a file, not ''"},
+      {{"--boot-id", ""}, "--boot-id: must not be empty; leave the flag out"},
       {{"--no-such-flag"}, "--no-such-flag"},
   };
   for (const auto& [flag, says] : cases) {
@@ -218,6 +225,7 @@ TEST(AgentProcess, R7_ABadFlagValueExitsOneSayingWhatIsWanted) {
     EXPECT_EQ(r.exit_code, 1) << flag[0] << ": " << r.err;
     EXPECT_TRUE(contains(r.err, says)) << flag[0] << ": " << r.err;
     EXPECT_TRUE(contains(r.err, "run with --help")) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;  // one line
     EXPECT_LT(r.err.size(), 300u) << r.err;  // no 300-digit range bounds
   }
   const Outcome missing = run_agent({"--auth", "none", "--memory", "anon:1M"});
@@ -238,7 +246,7 @@ TEST(AgentProcess, R7_AMisspeltFlagIsNamedWithTheOneMeant) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_TRUE(contains(r.err, "unknown option '--listne' (did you mean --listen?)")) << r.err;
   const Outcome far = run_agent(with(kLoopbackNoAuth, {"--zzzzzz=1"}));
-  EXPECT_TRUE(contains(far.err, "unknown option '--zzzzzz'\n")) << far.err;  // nothing near
+  EXPECT_TRUE(contains(far.err, "unknown option '--zzzzzz';")) << far.err;  // nothing near
 }
 
 TEST(AgentProcess, R7_AMissingSecretFileNamesTheFlag) {
@@ -346,6 +354,31 @@ TEST(AgentProcess, R6_2_AMissingGenerationFileIsNamedWhenTheStartIsRefused) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "cannot tell the memory generation at start")) << r.err;
   EXPECT_TRUE(contains(r.err, "generation_file " + (dir / "gen").string())) << r.err;
+  fs::remove_all(dir);
+}
+
+// A state or generation file that is a FIFO or a device is refused at start:
+// the agent used to wait on the FIFO for a writer (or read /dev/zero without
+// end) with its stop signals held back, so only SIGKILL ended it.
+TEST(AgentProcess, R7_AStateOrGenerationFileThatIsNotRegularIsRefusedAtStart) {
+  const fs::path dir = scratch_dir();
+  const std::string fifo = (dir / "fifo").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, std::string("/dev/zero")}) {
+    // A state file needs memory that outlives the process.
+    const Outcome state =
+        run_agent({"--listen", "127.0.0.1:0", "--auth", "none", "--memory",
+                   "file:" + (dir / "pool").string() + ":1M", "--state-file", path});
+    EXPECT_EQ(state.exit_code, 1) << state.err;
+    EXPECT_TRUE(contains(state.err, "--state-file " + path)) << state.err;
+    EXPECT_TRUE(contains(state.err, "not a regular file")) << state.err;
+    const Json config = {{"generation_file", path}};
+    const Outcome generation =
+        run_agent(with(kLoopbackNoAuth, {"--region-extension", "recording",
+                                         "--region-extension-config", config.dump()}));
+    EXPECT_EQ(generation.exit_code, 1) << generation.err;
+    EXPECT_TRUE(contains(generation.err, "not a regular file")) << generation.err;
+  }
   fs::remove_all(dir);
 }
 
@@ -500,7 +533,9 @@ TEST(AgentProcess, R7_ABootIdThatWouldMakeTheBootAmbiguousIsRefused) {
   for (const auto& [id, says] : cases) {
     const Outcome r = run_agent(with(kLoopbackNoAuth, {"--boot-id", id}));
     EXPECT_EQ(r.exit_code, 1) << r.err;
-    EXPECT_TRUE(contains(r.err, "--boot-id: '" + id.substr(0, 64))) << r.err;
+    // Shown printable (the tab as \t): the message stays one line.
+    EXPECT_TRUE(contains(r.err, "--boot-id: '" + rcxl::runtime::printable(id, 64).substr(0, 64)))
+        << r.err;
     EXPECT_TRUE(contains(r.err, says)) << r.err;
     EXPECT_TRUE(contains(r.err, "128 printable ASCII characters without spaces or ':'")) << r.err;
     EXPECT_LT(r.err.size(), 400u) << "a 100 KB id is not echoed whole";
@@ -653,6 +688,30 @@ TEST(AgentProcess, R7_OnlyAnAgentThatStartedLogsThatItStopped) {
   ASSERT_NE(start_and_read_port(agent), 0) << agent.read_all_err();
   EXPECT_EQ(stop_agent(agent), 0);
   EXPECT_TRUE(contains(agent.read_all_err(), "agent stopped"));
+}
+
+// Errors are one line whatever a flag value holds: a line break or an escape
+// sequence is shown escaped, a huge value cut (a 120 KB config was echoed whole).
+TEST(AgentProcess, R7_AnErrorIsOneLineWhateverTheValueItEchoes) {
+  const Outcome newline =
+      run_agent({"--listen", "127.0.0.1:0", "--auth", "no\nne\x1b[31m", "--memory", "anon:1M"});
+  EXPECT_EQ(newline.exit_code, 1) << newline.err;
+  EXPECT_TRUE(contains(newline.err, "--auth takes only 'none', not 'no\\nne\\x1b[31m'"))
+      << newline.err;
+  EXPECT_EQ(std::count(newline.err.begin(), newline.err.end(), '\n'), 1) << newline.err;
+  const Json config = {{"no_such_key", std::string(100000, 'a')}};
+  const Outcome huge =
+      run_agent(with(kLoopbackNoAuth, {"--region-extension", "recording",
+                                       "--region-extension-config", config.dump()}));
+  EXPECT_EQ(huge.exit_code, 1) << huge.err.substr(0, 300);
+  EXPECT_LT(huge.err.size(), 2200u);
+  EXPECT_EQ(std::count(huge.err.begin(), huge.err.end(), '\n'), 1);
+  const Outcome port =
+      run_agent({"--listen", "127.0.0.1:99999", "--auth", "none", "--memory", "anon:1M"});
+  EXPECT_TRUE(contains(port.err, "the port must be a whole number 0..65535")) << port.err;
+  const Outcome secret =
+      run_agent({"--listen", "127.0.0.1:0", "--auth-secret-file", "", "--memory", "anon:1M"});
+  EXPECT_TRUE(contains(secret.err, "--auth-secret-file: must name a file, not ''")) << secret.err;
 }
 
 // The number a flag validator checked is the number the flag gets: CLI11 alone

@@ -154,6 +154,13 @@ TEST(KvProcess, R1_2_StoreNeedsKeyFilePairs) {
   ProcessRun r = run_kv(std::string(kBase) + "--nic verbs:rxe0 --auth none store onlykey");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "KEY FILE pairs")) << r.output;
+  // None at all: the usage, not CLI11's "pairs is required".
+  r = run_kv(std::string(kBase) + "--nic verbs:rxe0 --auth none store");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "store: name at least one KEY FILE pair")) << r.output;
+  r = run_kv(std::string(kBase) + kNoDevice + "--auth none load --out /tmp");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "load: name at least one KEY")) << r.output;
 }
 
 TEST(KvProcess, R1_2_BadNicSpecSaysTheForm) {

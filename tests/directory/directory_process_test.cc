@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -117,6 +118,13 @@ TEST(DirectoryProcess, R1_2_ABadFlagValueExitsOneSayingWhatIsWanted) {
       {{"--max-frame-bytes", "4095"}, "--max-frame-bytes: must be a whole number >= 4096"},
       // SPEC R1.2: a lease shorter than 1 ms ends before a reader's READs land.
       {{"--lease-ttl-s", "1e-12"}, "--lease-ttl-s: must be a number >= 0.001, not '1e-12'"},
+      // A positive timeout under 1 ms rounded to 0 ns, which means "never".
+      {{"--hello-timeout-s", "1e-10"},
+       "--hello-timeout-s: must be 0 (never) or a number >= 0.001, not '1e-10'"},
+      // Whole numbers are decimal, as in the agent (CLI11 alone read 0x10, and 010 as 8).
+      {{"--max-connections", "0x10"}, "--max-connections: must be a whole number >= 0"},
+      {{"--max-connections", "-1"}, "--max-connections: must be a whole number >= 0, not '-1'"},
+      {{"--auth-secret-file", ""}, "--auth-secret-file: must name a file, not ''"},
       {{"--no-such-flag"}, "--no-such-flag"},
   };
   for (const auto& [flag, says] : cases) {
@@ -127,7 +135,10 @@ TEST(DirectoryProcess, R1_2_ABadFlagValueExitsOneSayingWhatIsWanted) {
     EXPECT_TRUE(contains(r.err, says)) << flag[0] << ": " << r.err;
     EXPECT_TRUE(contains(r.err, "run with --help")) << r.err;
     EXPECT_LT(r.err.size(), 300u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;  // one line
   }
+  const Outcome auth = run_directory({"--listen", "127.0.0.1:0", "--auth", "no\nne"});
+  EXPECT_TRUE(contains(auth.err, "--auth takes only 'none', not 'no\\nne'")) << auth.err;
   const Outcome missing = run_directory({"--auth", "none"});
   EXPECT_EQ(missing.exit_code, 1) << missing.err;
   EXPECT_TRUE(contains(missing.err, "--listen")) << missing.err;

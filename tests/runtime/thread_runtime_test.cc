@@ -1,6 +1,7 @@
 // ThreadRuntime's smaller ports: clock, OS randomness, spdlog sink, real files.
 #include "backends/verbs/thread_runtime.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
 
 #include "tests/runtime/blocking_wait.h"
@@ -92,6 +94,26 @@ TEST(ThreadRuntime, UnreadableFileIsAnIoError) {
   auto r = rt.file_system().read_file(directory);  // EISDIR: exists, cannot be read
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kIoError);
+}
+
+// A FIFO would block the reader until a writer came (the agent's start, with
+// its stop signals held back): it is refused at once, never waited on.
+// (/dev/zero, which never ends, is AgentProcess's case.)
+TEST(ThreadRuntime, AFileThatIsNotRegularIsRefusedAtOnce) {
+  ThreadRuntime rt;
+  TempDir dir;
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto reading = std::async(std::launch::async, [&] { return rt.file_system().read_file(fifo); });
+  if (reading.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    ADD_FAILURE() << "read_file waits on a FIFO for a writer";
+    close(open(fifo.c_str(), O_WRONLY));  // a writer comes and goes: the read ends
+  }
+  auto r = reading.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kIoError);
+  EXPECT_NE(r.status().message().find("not a regular file"), std::string::npos)
+      << r.status().message();
 }
 
 TEST(ThreadRuntime, WriteReplacesAndAppendAdds) {
