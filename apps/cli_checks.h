@@ -95,7 +95,9 @@ inline CLI::Validator seconds_where(std::function<bool(double)> fits, const std:
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         char* end = nullptr;
-        const double value = text.empty() ? NAN : std::strtod(text.c_str(), &end);
+        // Decimal only: strtod would also take a hex float ("0x10", "0x1p3").
+        const bool hex = text.find_first_of("xX") != std::string::npos;
+        const double value = text.empty() || hex ? NAN : std::strtod(text.c_str(), &end);
         if (!std::isfinite(value) || end != text.c_str() + text.size() || !fits(value)) {
           return "must be " + wanted + ", not '" + text + "'";
         }

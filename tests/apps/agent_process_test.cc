@@ -209,6 +209,9 @@ TEST(AgentProcess, R7_ABadFlagValueExitsOneSayingWhatIsWanted) {
       {{"--max-frame-bytes", "4294967296"}, "--max-frame-bytes: must be at most 4294967295"},
       {{"--memory-generation-poll-s", "abc"},
        "--memory-generation-poll-s: must be a number >= 0.001, not 'abc'"},
+      // Seconds are decimal: strtod alone took the hex float 0x10 as 16.
+      {{"--memory-generation-poll-s", "0x10"},
+       "--memory-generation-poll-s: must be a number >= 0.001, not '0x10'"},
       {{"--max-hint-requests", "-1"}, "--max-hint-requests: must be a whole number >= 1"},
       {{"--memory-generation-grace-s", "-1"}, "--memory-generation-grace-s: must be a number >= 0"},
       {{"--sweep-interval-s", "1e300"}, "--sweep-interval-s: must be at most"},
