@@ -8,28 +8,17 @@
 #include <map>
 #include <string>
 
+#include "bench/directory_keys.h"
 #include "core/directory/directory.h"
 
 namespace {
 
+using rcxl::bench::key_of;
+using rcxl::bench::kKeysPerRegion;
+using rcxl::bench::location_of;
 using rcxl::directory::Directory;
 using rcxl::directory::DirectoryOptions;
 using rcxl::directory::Location;
-
-constexpr std::uint64_t kKeysPerRegion = 256;  // a 64 MiB region of 256 KiB chunks
-
-std::string key_of(std::uint64_t i) {
-  char key[40];
-  std::snprintf(key, sizeof key, "%032llx", static_cast<unsigned long long>(i));
-  return key;
-}
-
-Location location_of(std::uint64_t i) {
-  const std::uint64_t region = i / kKeysPerRegion;
-  return {
-      "mem0:7000", "boot-1", region, "rh" + std::to_string(region), (i % kKeysPerRegion) * 262144,
-      262144};
-}
 
 void register_region(Directory& d, std::uint64_t region) {
   for (std::uint64_t i = region * kKeysPerRegion; i < (region + 1) * kKeysPerRegion; ++i) {

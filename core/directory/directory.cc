@@ -12,10 +12,17 @@ std::optional<Location> Directory::find(const std::string& key) const {
   return it->second.location;
 }
 
-void Directory::touch(const std::string& key, Entry& entry) {
-  lru_.erase(entry.last_use);
-  entry.last_use = ++use_clock_;
-  lru_[entry.last_use] = key;
+void Directory::touch(std::map<std::string, Entry>::iterator it) {
+  Entry& entry = it->second;
+  const std::uint64_t use = ++use_clock_;
+  // The node moves to the newest end: no allocation on a lookup's hot path.
+  if (auto node = lru_.extract(entry.last_use); !node.empty()) {
+    node.key() = use;
+    lru_.insert(lru_.end(), std::move(node));
+  } else {
+    lru_.emplace_hint(lru_.end(), use, &it->first);
+  }
+  entry.last_use = use;
 }
 
 void Directory::remove(std::map<std::string, Entry>::iterator it) {
@@ -124,7 +131,7 @@ Result<RegisterOutcome> Directory::register_key(const std::string& key, const Lo
   }
   auto it = keys_.find(key);
   if (it != keys_.end() && !it->second.doomed) {
-    touch(key, it->second);
+    touch(it);
     return RegisterOutcome::kAlreadyPresent;
   }
   if (it == keys_.end()) {
@@ -153,7 +160,7 @@ Result<RegisterOutcome> Directory::register_key(const std::string& key, const Lo
   Entry& entry = it->second;
   entry.location = location;
   places_[place_of(location)].insert(&it->first);
-  touch(key, entry);
+  touch(it);
   // The new key is the most recent use; evicting it would answer "registered"
   // for a key no lookup finds. With every other key leased the directory stays
   // over max_keys until a lease ends (release evicts then).
@@ -168,7 +175,7 @@ LookupResult Directory::lookup(const std::vector<std::string>& keys, runtime::In
   for (const auto& key : keys) {
     auto it = keys_.find(key);
     if (it == keys_.end() || it->second.doomed) break;  // prefix semantics for KV chunks
-    touch(key, it->second);
+    touch(it);
     ++it->second.leases;
     lease.keys.push_back(key);
     result.locations.push_back(it->second.location);
@@ -188,7 +195,7 @@ std::vector<Location> Directory::probe(const std::vector<std::string>& keys, run
   for (const auto& key : keys) {
     auto it = keys_.find(key);
     if (it == keys_.end() || it->second.doomed) break;
-    touch(key, it->second);  // a probe counts as a use (SPEC R3.4)
+    touch(it);  // a probe counts as a use (SPEC R3.4)
     out.push_back(it->second.location);
   }
   return out;
@@ -468,7 +475,7 @@ void Directory::retire_boot(const std::string& agent, AgentBoots& boots, const s
 void Directory::evict_over_capacity(const std::string* keep) {
   auto it = lru_.begin();
   while (keys_.size() > options_.max_keys && it != lru_.end()) {
-    auto entry = keys_.find(it->second);
+    auto entry = keys_.find(*it->second);
     ++it;
     if (entry->second.leases > 0) continue;  // a lease keeps a key while it is read
     if (keep != nullptr && entry->first == *keep) continue;

@@ -151,7 +151,8 @@ class Directory {
   };
   using KeySet = std::set<const std::string*, ByKey>;
 
-  void touch(const std::string& key, Entry& entry);
+  // Makes the key the most recently used.
+  void touch(std::map<std::string, Entry>::iterator it);
   void remove(std::map<std::string, Entry>::iterator it);
   // Removes a key nobody reads any more and keeps its location for reclaim.
   void remove_for_reclaim(std::map<std::string, Entry>::iterator it);
@@ -186,7 +187,8 @@ class Directory {
 
   DirectoryOptions options_;
   std::map<std::string, Entry> keys_;
-  std::map<std::uint64_t, std::string> lru_;  // last use -> key, oldest first
+  // Last use -> key (into keys_), oldest first.
+  std::map<std::uint64_t, const std::string*> lru_;
   std::map<std::uint64_t, LeaseState> leases_;
   std::set<std::pair<runtime::Instant, std::uint64_t>> lease_expiry_;  // (expires, id)
   std::map<Place, KeySet> places_;
