@@ -36,6 +36,30 @@ TEST(FrameCodec, R1_2_OversizeIsBadFrameBeforeTheBodyArrives) {
   EXPECT_EQ(decoder.feed(std::string("\0\0\0\x11", 4), frames).code(), ErrorCode::kBadFrame);
 }
 
+// A server limits the first frame (the hello) lower: an unauthenticated peer
+// cannot make it take 1 MiB of JSON. Later frames have the whole limit.
+TEST(FrameCodec, R1_3_AFirstFrameLimitHoldsForTheFirstFrameOnly) {
+  FrameDecoder decoder(/*max_frame_bytes=*/64);
+  decoder.limit_first_frame(16);
+  std::vector<std::string> frames;
+  ASSERT_TRUE(decoder.feed(encode_frame(std::string(16, 'h')), frames).ok());
+  ASSERT_TRUE(decoder.feed(encode_frame(std::string(64, 'x')), frames).ok());
+  EXPECT_EQ(frames.size(), 2u);
+  FrameDecoder first(/*max_frame_bytes=*/64);
+  first.limit_first_frame(16);
+  const Status refused = first.feed(std::string("\0\0\0\x11", 4), frames);
+  EXPECT_EQ(refused.code(), ErrorCode::kBadFrame);
+  EXPECT_NE(refused.message().find("for a connection's hello"), std::string::npos);
+  // Both in one read: the second frame is measured against the whole limit.
+  FrameDecoder pipelined(/*max_frame_bytes=*/64);
+  pipelined.limit_first_frame(16);
+  frames.clear();
+  ASSERT_TRUE(
+      pipelined.feed(encode_frame(std::string(8, 'h')) + encode_frame(std::string(60, 'x')), frames)
+          .ok());
+  EXPECT_EQ(frames.size(), 2u);
+}
+
 TEST(FrameCodec, DefaultMaximumIsOneMiB) {
   FrameDecoder decoder;
   std::vector<std::string> frames;

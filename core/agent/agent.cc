@@ -373,6 +373,7 @@ void Agent::accept(std::shared_ptr<runtime::Conn> raw) {
     return;
   }
   auto framed = protocol::FramedConn::Make(std::move(raw), config_.max_frame_bytes);
+  framed->limit_first_frame(protocol::kMaxFirstFrameBytes);  // the hello
   auto session = std::make_shared<Session>(id, std::move(strand), framed, challenge);
   bool added = false;
   {

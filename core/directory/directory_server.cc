@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/protocol/auth.h"
+#include "core/runtime/printable.h"
 
 namespace rcxl::directory {
 
@@ -56,6 +57,7 @@ void DirectoryServer::on_accept(std::shared_ptr<runtime::Conn> raw) {
     return;
   }
   auto conn = protocol::FramedConn::Make(std::move(raw), options_.max_frame_bytes);
+  conn->limit_first_frame(protocol::kMaxFirstFrameBytes);  // the hello
   const std::uint64_t id = conn->id();
   Session& session = conns_[id];
   session.conn = conn;
@@ -113,6 +115,11 @@ Result<std::string> string_field(const Json& message, const char* name) {
   return message[name].get<std::string>();
 }
 
+// An optional field: absent or null (as the agent reads them) is not given.
+bool present(const Json& message, const char* name) {
+  return message.contains(name) && !message[name].is_null();
+}
+
 Json locations_json(const std::vector<Location>& locations) {
   Json out = Json::array();
   for (const auto& l : locations) out.push_back(to_json(l));
@@ -120,6 +127,21 @@ Json locations_json(const std::vector<Location>& locations) {
 }
 
 }  // namespace
+
+std::size_t DirectoryServer::locations_that_fit(const std::vector<Location>& locations) const {
+  // Room for the reply's other fields: id, ok, lease, lease_ms, hits, brackets.
+  constexpr std::size_t kReplyOverhead = 256;
+  const std::size_t budget =
+      options_.max_frame_bytes > kReplyOverhead ? options_.max_frame_bytes - kReplyOverhead : 0;
+  // Each location is at most kMaxLocationJsonBytes: most replies fit uncounted.
+  if (locations.size() * (kMaxLocationJsonBytes + 1) <= budget) return locations.size();
+  std::size_t used = 0;
+  for (std::size_t i = 0; i < locations.size(); ++i) {
+    used += to_json(locations[i]).dump(-1, ' ', false, Json::error_handler_t::replace).size() + 1;
+    if (used > budget) return i;
+  }
+  return locations.size();
+}
 
 void DirectoryServer::close_session(Session& session) {
   session.closing = true;
@@ -231,6 +253,15 @@ Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& messa
     auto keys = keys_of(message);
     if (!keys.ok()) return keys.status();
     auto result = directory_.lookup(*keys, now);
+    // A reply past the frame limit could not be read (PROTOCOL.md Framing): a
+    // client that asked for more than one frame holds gets the prefix that
+    // fits, under a lease of its own (conforming clients ask in batches that fit).
+    if (const std::size_t fit = locations_that_fit(result.locations);
+        fit < result.locations.size()) {
+      (void)directory_.release(result.lease.id);
+      keys->resize(fit);
+      result = directory_.lookup(*keys, now);
+    }
     Json reply = {{"locations", locations_json(result.locations)}};
     if (result.lease.id != 0) {
       reply["lease"] = result.lease.id;
@@ -242,12 +273,15 @@ Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& messa
   if (op == "probe") {
     auto keys = keys_of(message);
     if (!keys.ok()) return keys.status();
-    if (message.contains("with_locations") && !message["with_locations"].is_boolean()) {
+    if (present(message, "with_locations") && !message["with_locations"].is_boolean()) {
       return Error(ErrorCode::kBadRequest, "with_locations must be a boolean");
     }
+    const bool with_locations = present(message, "with_locations") && message["with_locations"];
     auto locations = directory_.probe(*keys, now);
+    // Hits past what one reply frame holds are not reported: a shorter prefix.
+    if (with_locations) locations.resize(locations_that_fit(locations));
     Json reply = {{"hits", locations.size()}};
-    if (message.value("with_locations", false)) reply["locations"] = locations_json(locations);
+    if (with_locations) reply["locations"] = locations_json(locations);
     return reply;
   }
   if (op == "release") {
@@ -271,7 +305,7 @@ Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& messa
     }
     // `read_handle` (optional): only the keys stored under it.
     std::string read_handle;
-    if (message.contains("read_handle")) {
+    if (present(message, "read_handle")) {
       auto h = string_field(message, "read_handle");
       if (!h.ok()) return h.status();
       read_handle = *h;
@@ -286,7 +320,7 @@ Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& messa
     if (!boot.ok()) return boot.status();
     // `from` (optional): the boot the reporter saw `boot` replace.
     std::string from;
-    if (message.contains("from")) {
+    if (present(message, "from")) {
       auto f = string_field(message, "from");
       if (!f.ok()) return f.status();
       from = *f;
@@ -334,7 +368,8 @@ Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& messa
                 {"reclaimable", directory_.reclaimable()},
                 {"reclaimable_dropped", directory_.reclaimable_dropped()}};
   }
-  return Error(ErrorCode::kBadRequest, "unknown op " + op);
+  // Echoed cut and escaped: a 1 MiB op made a reply larger than a frame.
+  return Error(ErrorCode::kBadRequest, "unknown op " + runtime::printable(op));
 }
 
 }  // namespace rcxl::directory

@@ -33,9 +33,16 @@ Status FrameDecoder::feed(std::string_view bytes, std::vector<std::string>& out)
                                                 std::to_string(max_frame_bytes_));
       return failed_;
     }
+    if (frames_ == 0 && n > first_frame_max_bytes_) {
+      failed_ = Error(ErrorCode::kBadFrame,
+                      "a first frame of " + std::to_string(n) + " bytes exceeds the maximum of " +
+                          std::to_string(first_frame_max_bytes_) + " for a connection's hello");
+      return failed_;
+    }
     if (available - 4 < n) break;
     out.emplace_back(buffer_, consumed_ + 4, n);
     consumed_ += 4 + n;
+    ++frames_;
   }
   // Compact once the consumed prefix dominates, so a long stream stays O(n).
   if (consumed_ > 0 && consumed_ * 2 >= buffer_.size()) {

@@ -12,6 +12,10 @@
 namespace rcxl::protocol {
 
 inline constexpr std::uint32_t kDefaultMaxFrameBytes = 1u << 20;  // PROTOCOL.md default
+// A server's limit on a connection's first frame, which must be the hello
+// (well under 1 KiB): an unauthenticated peer cannot make it parse 1 MiB of
+// JSON (~30 MB of objects) per connection (docs/agent.md, Limits).
+inline constexpr std::uint32_t kMaxFirstFrameBytes = 64u << 10;
 
 // Prefixes `payload` with its length.
 std::string encode_frame(std::string_view payload);
@@ -20,7 +24,10 @@ std::string encode_frame(std::string_view payload);
 class FrameDecoder {
  public:
   explicit FrameDecoder(std::uint32_t max_frame_bytes = kDefaultMaxFrameBytes)
-      : max_frame_bytes_(max_frame_bytes) {}
+      : max_frame_bytes_(max_frame_bytes), first_frame_max_bytes_(max_frame_bytes) {}
+
+  // A lower limit for the first frame only (a server's, for the hello).
+  void limit_first_frame(std::uint32_t max_bytes) { first_frame_max_bytes_ = max_bytes; }
 
   // Appends whole frames found so far to `out`; a zero or oversize length is a
   // kBadFrame status (the connection must then be closed).
@@ -30,6 +37,8 @@ class FrameDecoder {
 
  private:
   std::uint32_t max_frame_bytes_;
+  std::uint32_t first_frame_max_bytes_;
+  std::uint64_t frames_ = 0;  // decoded so far
   std::string buffer_;
   std::size_t consumed_ = 0;
   Status failed_;

@@ -33,6 +33,8 @@ class FramedConn : public std::enable_shared_from_this<FramedConn> {
   void start(runtime::Strand& strand, MessageHandler on_message, CloseHandler on_close);
   // Optional; set before start().
   void set_frame_filter(FrameFilter filter) { frame_filter_ = std::move(filter); }
+  // Optional; set before start(): a lower limit for the peer's first frame.
+  void limit_first_frame(std::uint32_t max_bytes) { decoder_.limit_first_frame(max_bytes); }
   // Optional; set before start(). A bad frame stops reading and goes to this
   // handler instead of being answered at once: an owner still owing replies
   // sends them first, then the `bad_frame` reply, then closes (PROTOCOL.md:

@@ -267,6 +267,23 @@ TEST(AgentProtocol, R1_2_MalformedRequestsAreBadRequestAndChangeNothing) {
   EXPECT_EQ(rig.log_lines().size(), log_before);  // the extension heard nothing
 }
 
+// Before hello the first frame may be at most 64 KiB (a hello is well under
+// 1 KiB): 20 peers each sending 1 MiB of `{}` before hello took the agent
+// from 10 to 630 MB. After hello the whole --max-frame-bytes holds.
+TEST(AgentProtocol, R1_3_AFirstFrameLargerThanAHelloIsRefusedBeforeItIsRead) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(nullptr).ok());
+  auto c = rig.client();
+  c->send_raw(std::string("\x00\x01\x00\x01", 4));  // 64 KiB + 1
+  Json reply = c->next();
+  EXPECT_EQ(code_of(reply), "bad_frame") << reply.dump();
+  EXPECT_TRUE(c->wait_closed());
+  auto after = rig.hello_client();
+  Json big = {{"op", "alloc"}, {"id", 7}, {"size", 4096}, {"pad", std::string(200000, 'p')}};
+  Json answered = after->call(big);
+  EXPECT_TRUE(answered.value("ok", false)) << answered.dump().substr(0, 200);
+}
+
 TEST(AgentProtocol, R1_2_BadFrameIsAnsweredWithoutIdAndCloses) {
   AgentRig rig;
   ASSERT_TRUE(rig.start(nullptr).ok());

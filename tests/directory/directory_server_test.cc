@@ -174,6 +174,63 @@ struct RawClient {
   }
 };
 
+// Before hello the first frame may be at most 64 KiB: an unauthenticated peer
+// cannot make the directory parse 1 MiB of JSON. After it, the whole limit.
+TEST(DirectoryServer, R1_3_AFirstFrameLargerThanAHelloIsRefusedBeforeItIsRead) {
+  Rig rig;
+  RawClient early(rig);
+  early.raw_conn->send(std::string("\x00\x01\x00\x01", 4));  // 64 KiB + 1
+  EXPECT_TRUE(rig.world.run_until([&] { return early.closed; }).ok());
+  ASSERT_EQ(early.got.size(), 2u);
+  EXPECT_EQ(early.got[1]["error"]["code"], "bad_frame");
+  RawClient late(rig);
+  late.hello();
+  auto reply = late.ask({{"op", "stats"}, {"id", 2}, {"pad", std::string(200000, 'p')}});
+  EXPECT_TRUE(reply.value("ok", false)) << reply.dump().substr(0, 200);
+}
+
+// A lookup or probe asking for more hits than one reply frame holds (a client
+// that does not cut its calls) gets the prefix that fits, under a lease of
+// its own: before, a 64 MB reply no client could read, built on the
+// directory's one strand. Optional fields may be null, as at the agent; an
+// unknown op is echoed cut.
+TEST(DirectoryServer, R1_2_AReplyNeverOutgrowsAFrame) {
+  Rig rig("s3cret", 10000);
+  constexpr std::size_t kKeys = 3000;
+  std::vector<std::string> keys;
+  std::vector<std::pair<std::string, Location>> entries;
+  for (std::size_t i = 0; i < kKeys; ++i) {
+    keys.push_back("k" + std::to_string(i));
+    entries.emplace_back(keys.back(),
+                         Location{"mem:9000", "boot1", 3, std::string(800, 'h'), i * 4096, 4096});
+  }
+  std::optional<Result<std::vector<bool>>> reg;
+  rig.client->register_keys(entries, [&](auto r) { reg = std::move(r); });
+  ASSERT_TRUE(rig.wait(reg).ok());
+  RawClient raw(rig);
+  raw.hello();
+  auto lookup = raw.ask({{"op", "lookup"}, {"id", 2}, {"keys", keys}});
+  ASSERT_TRUE(lookup.value("ok", false)) << lookup.dump().substr(0, 200);
+  const std::size_t hits = lookup["locations"].size();
+  EXPECT_GT(hits, 1000u);
+  EXPECT_LT(hits, kKeys);
+  EXPECT_LE(lookup.dump().size() + 4, std::size_t{1} << 20);
+  EXPECT_EQ(rig.server.directory().open_leases(), 1u);  // only the prefix's
+  auto probe = raw.ask({{"op", "probe"}, {"id", 3}, {"keys", keys}, {"with_locations", true}});
+  ASSERT_TRUE(probe.value("ok", false)) << probe.dump().substr(0, 200);
+  EXPECT_EQ(probe["hits"], probe["locations"].size());
+  EXPECT_LT(probe["locations"].size(), kKeys);
+  auto counted = raw.ask({{"op", "probe"}, {"id", 4}, {"keys", keys}, {"with_locations", nullptr}});
+  EXPECT_EQ(counted["hits"], kKeys) << counted.dump().substr(0, 200);
+  EXPECT_FALSE(counted.contains("locations"));
+  auto from_null = raw.ask(
+      {{"op", "boot_changed"}, {"id", 5}, {"agent", "x:1"}, {"boot", "b2"}, {"from", nullptr}});
+  EXPECT_TRUE(from_null.value("ok", false)) << from_null.dump();
+  auto unknown = raw.ask({{"op", std::string(100000, 'z')}, {"id", 6}});
+  EXPECT_EQ(unknown["error"]["code"], "bad_request");
+  EXPECT_LT(unknown.dump().size(), 400u);
+}
+
 TEST(DirectoryServer, R1_3_OpsBeforeHelloAreRefusedAndTheConnectionClosed) {
   Rig rig;
   RawClient raw(rig);
