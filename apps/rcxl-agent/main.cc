@@ -263,8 +263,12 @@ std::string recording_generation_hint(const Flags& f, const rcxl::ext::Json& con
   const std::string path = file->get<std::string>();
   // Why it could not be read: missing, empty, or no regular file (a FIFO).
   auto text = rcxl::verbs::PosixFileSystem().read_file(path);
-  const std::string why = text.ok() ? "which is empty" : text.status().message();
-  return " (recording reads it from generation_file " + path + ": " + why +
+  // Read, it was empty or held no usable generation (a ':' in it, say).
+  std::string why = text.ok() ? ", which holds no generation" : ": " + text.status().message();
+  if (text.ok() && !rcxl::protocol::secret_from_file_contents(*text).empty()) {
+    why = ", which holds '" + rcxl::runtime::printable(*text) + "', not a usable generation";
+  }
+  return " (recording reads it from generation_file " + path + why +
          "; write the generation into it, a regular file)";
 }
 

@@ -445,8 +445,8 @@ bool refuse_subcommand(CLI::App& app, int argc, char** argv) {
   }
   const std::string list = rcxl::apps::subcommand_names(app);
   if (argc > 1) {
-    std::fprintf(stderr, "rcxl-sim: no subcommand '%s'; one of: %s (rcxl-sim --help)\n", argv[1],
-                 list.c_str());
+    std::fprintf(stderr, "rcxl-sim: no subcommand '%s'; one of: %s (rcxl-sim --help)\n",
+                 rcxl::runtime::printable(argv[1]).c_str(), list.c_str());
   } else {
     std::fprintf(stderr, "rcxl-sim: name a subcommand, one of: %s (rcxl-sim --help)\n",
                  list.c_str());

@@ -141,7 +141,13 @@ Result<RegisterOutcome> Directory::register_key(const std::string& key, const Lo
     // Their readers still read the old page: it goes to reclaim when the last
     // of them ends (a page its region or boot took along is forgotten).
     Entry& doomed = it->second;
-    if (doomed.reclaim_on_end && doomed.location != location) {
+    auto kept = std::find_if(doomed.old_pages.begin(), doomed.old_pages.end(),
+                             [&](const OldPage& o) { return o.location == doomed.location; });
+    if (doomed.reclaim_on_end && doomed.location != location && kept != doomed.old_pages.end()) {
+      // Left before and taken again since: one entry, read by every lease now open.
+      kept->last_lease = next_lease_ - 1;
+      kept->readers = doomed.leases;
+    } else if (doomed.reclaim_on_end && doomed.location != location) {
       if (old_pages_count_ >= options_.max_reclaimable) {
         ++reclaimable_dropped_;
       } else {

@@ -128,19 +128,26 @@ Json locations_json(const std::vector<Location>& locations) {
 
 }  // namespace
 
-std::size_t DirectoryServer::locations_that_fit(const std::vector<Location>& locations) const {
+std::size_t DirectoryServer::keys_whose_hits_fit(const std::vector<std::string>& keys) const {
   // Room for the reply's other fields: id, ok, lease, lease_ms, hits, brackets.
   constexpr std::size_t kReplyOverhead = 256;
-  const std::size_t budget =
-      options_.max_frame_bytes > kReplyOverhead ? options_.max_frame_bytes - kReplyOverhead : 0;
-  // Each location is at most kMaxLocationJsonBytes: most replies fit uncounted.
-  if (locations.size() * (kMaxLocationJsonBytes + 1) <= budget) return locations.size();
+  // Never below PROTOCOL.md's default frame, which every client reads: a
+  // directory run with a smaller limit does not cut conforming clients' calls.
+  const std::size_t frame =
+      std::max<std::size_t>(options_.max_frame_bytes, protocol::kDefaultMaxFrameBytes);
+  const std::size_t budget = frame - kReplyOverhead;
+  // Each location is at most kMaxLocationJsonBytes: most calls fit uncounted.
+  if (keys.size() * (kMaxLocationJsonBytes + 1) <= budget) return keys.size();
+  // Measured without side effects (find touches nothing): lookup and probe
+  // stop at the same first miss, and leases expired before this op.
   std::size_t used = 0;
-  for (std::size_t i = 0; i < locations.size(); ++i) {
-    used += to_json(locations[i]).dump(-1, ' ', false, Json::error_handler_t::replace).size() + 1;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto location = directory_.find(keys[i]);
+    if (!location) return keys.size();  // the hits end here: they all fit
+    used += to_json(*location).dump(-1, ' ', false, Json::error_handler_t::replace).size() + 1;
     if (used > budget) return i;
   }
-  return locations.size();
+  return keys.size();
 }
 
 void DirectoryServer::close_session(Session& session) {
@@ -252,16 +259,12 @@ Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& messa
   if (op == "lookup") {
     auto keys = keys_of(message);
     if (!keys.ok()) return keys.status();
-    auto result = directory_.lookup(*keys, now);
     // A reply past the frame limit could not be read (PROTOCOL.md Framing): a
-    // client that asked for more than one frame holds gets the prefix that
-    // fits, under a lease of its own (conforming clients ask in batches that fit).
-    if (const std::size_t fit = locations_that_fit(result.locations);
-        fit < result.locations.size()) {
-      (void)directory_.release(result.lease.id);
-      keys->resize(fit);
-      result = directory_.lookup(*keys, now);
-    }
+    // client that asks for more than one frame holds (conforming clients ask
+    // in batches that fit) gets the leading hits that fit, and only they are
+    // touched and leased.
+    keys->resize(keys_whose_hits_fit(*keys));
+    auto result = directory_.lookup(*keys, now);
     Json reply = {{"locations", locations_json(result.locations)}};
     if (result.lease.id != 0) {
       reply["lease"] = result.lease.id;
@@ -277,9 +280,9 @@ Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& messa
       return Error(ErrorCode::kBadRequest, "with_locations must be a boolean");
     }
     const bool with_locations = present(message, "with_locations") && message["with_locations"];
-    auto locations = directory_.probe(*keys, now);
     // Hits past what one reply frame holds are not reported: a shorter prefix.
-    if (with_locations) locations.resize(locations_that_fit(locations));
+    if (with_locations) keys->resize(keys_whose_hits_fit(*keys));
+    auto locations = directory_.probe(*keys, now);
     Json reply = {{"hits", locations.size()}};
     if (with_locations) reply["locations"] = locations_json(locations);
     return reply;

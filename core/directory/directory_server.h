@@ -56,8 +56,9 @@ class DirectoryServer {
   void on_message(std::uint64_t conn_id, const protocol::Json& message);
   void handle_hello(Session& session, const protocol::Json& message);
   Result<protocol::Json> handle_op(const std::string& op, const protocol::Json& message);
-  // How many of `locations`, in order, one reply frame holds.
-  std::size_t locations_that_fit(const std::vector<Location>& locations) const;
+  // How many of `keys` a lookup or probe may take so that its hits, a
+  // location each, fit one reply frame.
+  std::size_t keys_whose_hits_fit(const std::vector<std::string>& keys) const;
 
   runtime::Runtime& rt_;
   runtime::Strand& strand_;

@@ -41,6 +41,7 @@ class FramedConn : public std::enable_shared_from_this<FramedConn> {
   // every request is answered, in order).
   void set_bad_frame_handler(BadFrameHandler handler) { bad_frame_handler_ = std::move(handler); }
   void send(const Json& message);
+  // Close or abort: no frame read after it reaches on_message, or is parsed.
   void close();
   void abort();
   std::uint64_t id() const { return conn_->id(); }
@@ -60,6 +61,7 @@ class FramedConn : public std::enable_shared_from_this<FramedConn> {
   FrameFilter frame_filter_;
   BadFrameHandler bad_frame_handler_;
   bool failed_ = false;
+  bool stopped_ = false;  // closed or aborted by the owner: no more frames
   Status close_reason_;
 };
 

@@ -148,6 +148,32 @@ TEST(DirectoryReclaim, R1_1_AnOldPageTheKeyTookAgainIsNotGivenBack) {
   EXPECT_EQ(back[1].offset, 12288u);
 }
 
+// A page the key left twice (away, back, away again) is one old page, read by
+// every lease open at the last leaving: it comes back once, after the last of
+// them (before, its first entry gave it back under a lease still reading it,
+// and its second gave it again).
+TEST(DirectoryReclaim, R1_1_APageLeftTwiceComesBackOnceAfterItsLastReader) {
+  Directory d;
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
+  auto first = d.lookup({"a"}, runtime::Instant(0)).lease;
+  EXPECT_EQ(d.erase({"a"}), 1u);
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 4096)).ok());
+  EXPECT_EQ(d.erase({"a"}), 1u);
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());  // back on page 0
+  auto second = d.lookup({"a"}, runtime::Instant(0)).lease;     // reads page 0
+  EXPECT_EQ(d.erase({"a"}), 1u);
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 8192)).ok());
+  ASSERT_TRUE(d.release(first.id).ok());
+  auto early = d.reclaim({kRegion1}, 8);
+  ASSERT_EQ(early.size(), 1u);  // page 4096 only: page 0 is still read
+  EXPECT_EQ(early[0].offset, 4096u);
+  ASSERT_TRUE(d.release(second.id).ok());
+  auto late = d.reclaim({kRegion1}, 8);
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0].offset, 0u);
+  EXPECT_TRUE(d.reclaim({kRegion1}, 8).empty());
+}
+
 // An old page whose region went back, or whose boot is gone, is forgotten:
 // the memory it names is not its owner's any more.
 TEST(DirectoryReclaim, R6_1_AnOldPageOfADroppedRegionOrGoneBootIsNotGivenBack) {

@@ -27,9 +27,12 @@ struct Rig {
   DirectoryServer server;
   std::unique_ptr<DirectoryClient> client;
 
-  explicit Rig(std::string secret = "s3cret", std::size_t max_keys = 100)
+  explicit Rig(std::string secret = "s3cret", std::size_t max_keys = 100,
+               std::uint32_t max_frame_bytes = protocol::kDefaultMaxFrameBytes)
       : server(server_node, *server_strand,
-               {.directory = {.max_keys = max_keys, .lease_ttl = 5s}, .secret = "s3cret"}) {
+               {.directory = {.max_keys = max_keys, .lease_ttl = 5s},
+                .secret = "s3cret",
+                .max_frame_bytes = max_frame_bytes}) {
     EXPECT_TRUE(server.start({"dir", 7000}).ok());
     client = std::make_unique<DirectoryClient>(
         client_node, *client_strand,
@@ -229,6 +232,27 @@ TEST(DirectoryServer, R1_2_AReplyNeverOutgrowsAFrame) {
   auto unknown = raw.ask({{"op", std::string(100000, 'z')}, {"id", 6}});
   EXPECT_EQ(unknown["error"]["code"], "bad_request");
   EXPECT_LT(unknown.dump().size(), 400u);
+}
+
+// The reply cap never cuts below PROTOCOL.md's default frame, which every
+// client reads: a directory run with --max-frame-bytes 4096 still answers a
+// 28-chunk load whole (the client takes a shorter answer for misses).
+TEST(DirectoryServer, R1_2_ASmallFrameLimitDoesNotCutAConformingLookup) {
+  Rig rig("s3cret", 100, 4096);
+  std::vector<std::string> keys;
+  for (std::size_t i = 0; i < 28; ++i) {
+    keys.push_back("k" + std::to_string(i));
+    // ~300 bytes a location: 28 of them are twice the directory's 4096.
+    const Location l{"mem:9000", "boot1", 3, std::string(200, 'h'), i * 4096, 4096};
+    std::optional<Result<std::vector<bool>>> reg;  // one by one: a register fits 4096
+    rig.client->register_keys({{keys.back(), l}}, [&](auto r) { reg = std::move(r); });
+    ASSERT_TRUE(rig.wait(reg).ok());
+  }
+  std::optional<Result<LookupReply>> look;
+  rig.client->lookup(keys, [&](auto r) { look = std::move(r); });
+  auto hits = rig.wait(look);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  EXPECT_EQ(hits->locations.size(), keys.size());
 }
 
 TEST(DirectoryServer, R1_3_OpsBeforeHelloAreRefusedAndTheConnectionClosed) {
