@@ -35,11 +35,11 @@ void FramedConn::send(const Json& message) {
 }
 
 void FramedConn::close() {
-  stopped_ = true;
+  stopped_.store(true, std::memory_order_relaxed);
   conn_->close();
 }
 void FramedConn::abort() {
-  stopped_ = true;
+  stopped_.store(true, std::memory_order_relaxed);
   conn_->abort();
 }
 
@@ -53,13 +53,13 @@ void FramedConn::fail(const Status& status) {
 }
 
 void FramedConn::on_bytes(std::string_view bytes) {
-  if (failed_ || stopped_) return;
+  if (failed_ || stopped_.load(std::memory_order_relaxed)) return;
   std::vector<std::string> frames;
   const Status status = decoder_.feed(bytes, frames);
   for (auto& frame : frames) {
     // Closed by the owner (a refused hello): the frames behind are not even
     // parsed, so a peer cannot make a refused connection build JSON trees.
-    if (failed_ || stopped_) return;
+    if (failed_ || stopped_.load(std::memory_order_relaxed)) return;
     if (frame_filter_ && frame_filter_(frame)) continue;
     Json message = parse_json_text(frame);
     if (message.is_discarded()) {

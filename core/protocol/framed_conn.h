@@ -2,6 +2,7 @@
 // and closes (PROTOCOL.md "Framing"), encodes replies.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -61,7 +62,9 @@ class FramedConn : public std::enable_shared_from_this<FramedConn> {
   FrameFilter frame_filter_;
   BadFrameHandler bad_frame_handler_;
   bool failed_ = false;
-  bool stopped_ = false;  // closed or aborted by the owner: no more frames
+  // Closed or aborted by the owner, from any thread (the agent's destructor
+  // aborts while a session strand may close): no more frames.
+  std::atomic<bool> stopped_{false};
   Status close_reason_;
 };
 
