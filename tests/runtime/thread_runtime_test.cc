@@ -99,7 +99,7 @@ TEST(ThreadRuntime, UnreadableFileIsAnIoError) {
 // A FIFO would block the reader until a writer came (the agent's start, with
 // its stop signals held back): it is refused at once, never waited on.
 // (/dev/zero, which never ends, is AgentProcess's case.)
-TEST(ThreadRuntime, AFileThatIsNotRegularIsRefusedAtOnce) {
+TEST(ThreadRuntime, R7_AFileThatIsNotRegularIsRefusedAtOnce) {
   ThreadRuntime rt;
   TempDir dir;
   const std::string fifo = dir.file("fifo");
