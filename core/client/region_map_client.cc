@@ -173,14 +173,33 @@ void RegionMapClient::allocate_once(const std::string& agent, std::uint64_t size
                 done = std::move(done)](const Result<AgentHello>& hello) mutable {
     if (alive.expired()) return;
     if (!hello.ok()) return done(hello.status());
-    agents_[agent].conn->call({{"op", "alloc"}, {"size", size}},
-                              [this, alive, agent, size, retry_on_boot, done = std::move(done)](
-                                  const Status& status, const Json& reply) mutable {
-                                if (alive.expired()) return;
-                                if (!status.ok()) return done(status);
-                                take_allocated(agent, size, retry_on_boot, reply, std::move(done));
-                              });
+    agents_[agent].conn->call(
+        {{"op", "alloc"}, {"size", size}},
+        [this, alive, agent, size, retry_on_boot, done = std::move(done)](
+            const Status& status, const Json& reply) mutable {
+          if (alive.expired()) return;
+          if (!status.ok()) return done(status);
+          take_allocated(agent, size, retry_on_boot, reply, std::move(done));
+        },
+        {},
+        [this, alive, agent](const Json& reply) {
+          if (!alive.expired()) free_late_alloc(agent, reply);
+        });
   });
+}
+
+void RegionMapClient::free_late_alloc(const std::string& agent, const nlohmann::json& reply) {
+  // Its caller was told `timeout`, so nobody holds this region: only this
+  // reply names its handle, and without a free it would stay at the agent.
+  if (!directory::reply_status(reply).ok()) return;
+  const auto id = protocol::u64_field(reply, "region");
+  const auto handle = protocol::string_field(reply, "handle");
+  if (!id || !handle || handle->empty()) return;
+  ++late_allocs_freed_;
+  log_.info("alloc reply for region ", *id, " from ", agent,
+            " came after its call timed out: freeing the region");
+  agent_state(agent).conn->call({{"op", "free"}, {"region", *id}, {"handle", *handle}},
+                                [](const Status&, const Json&) {});
 }
 
 void RegionMapClient::take_allocated(const std::string& agent, std::uint64_t size,

@@ -118,6 +118,8 @@ class RegionMapClient {
   const std::map<RegionKey, OwnRegion>& own_regions() const { return own_; }
   std::uint64_t boot_changes() const { return boot_changes_; }
   std::uint64_t regions_lost() const { return regions_lost_; }
+  // Regions whose alloc reply came after its call timed out, freed at once.
+  std::uint64_t late_allocs_freed() const { return late_allocs_freed_; }
   std::uint64_t own_maps_sent() const { return own_maps_sent_; }
   std::uint64_t fresh_maps_sent() const { return fresh_maps_sent_; }
 
@@ -148,6 +150,8 @@ class RegionMapClient {
                      Done<Mapping> finish);
   void allocate_once(const std::string& agent, std::uint64_t size, bool retry_on_boot,
                      Done<OwnRegion> done);
+  // An alloc reply that came after its call timed out: frees that region.
+  void free_late_alloc(const std::string& agent, const nlohmann::json& reply);
   // An alloc reply: checks it, takes the region and maps it.
   void take_allocated(const std::string& agent, std::uint64_t size, bool retry_on_boot,
                       const nlohmann::json& reply, Done<OwnRegion> done);
@@ -169,6 +173,7 @@ class RegionMapClient {
   ReadRegionGoneListener read_region_gone_listener_;
   std::uint64_t boot_changes_ = 0;
   std::uint64_t regions_lost_ = 0;
+  std::uint64_t late_allocs_freed_ = 0;
   std::uint64_t own_maps_sent_ = 0;
   std::uint64_t fresh_maps_sent_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

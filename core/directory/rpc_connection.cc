@@ -36,9 +36,12 @@ void RpcConnection::ensure_ready(ReadyHandler done) {
   if (state_ == State::kIdle) start_connect();
 }
 
-void RpcConnection::call(Json request, ReplyHandler done, runtime::Duration extra_timeout) {
-  if (state_ == State::kReady) return send_now(std::move(request), std::move(done), extra_timeout);
-  queued_.push_back({std::move(request), std::move(done), extra_timeout});
+void RpcConnection::call(Json request, ReplyHandler done, runtime::Duration extra_timeout,
+                         LateReplyHandler late) {
+  if (state_ == State::kReady) {
+    return send_now(std::move(request), std::move(done), extra_timeout, std::move(late));
+  }
+  queued_.push_back({std::move(request), std::move(done), extra_timeout, std::move(late)});
   if (state_ == State::kIdle) start_connect();
 }
 
@@ -104,7 +107,14 @@ void RpcConnection::on_message(std::uint64_t generation, Json message) {
     return become_ready(message);
   }
   auto it = pending_.find(id);
-  if (it == pending_.end()) return;  // timed out earlier
+  if (it == pending_.end()) {
+    // Timed out earlier; its caller may still want to undo what it did.
+    auto late = late_.find(id);
+    if (late == late_.end()) return;
+    LateReplyHandler handler = std::move(late->second);
+    late_.erase(late);
+    return handler(message);
+  }
   Pending pending = std::move(it->second);
   pending_.erase(it);
   strand_.cancel(pending.timer);
@@ -136,23 +146,31 @@ void RpcConnection::become_ready(const Json& hello) {
   waiters_.clear();
   auto queued = std::move(queued_);
   queued_.clear();
-  for (auto& q : queued) send_now(std::move(q.request), std::move(q.done), q.extra);
+  for (auto& q : queued) {
+    send_now(std::move(q.request), std::move(q.done), q.extra, std::move(q.late));
+  }
   for (auto& w : waiters) w(Status{});
 }
 
-void RpcConnection::send_now(Json request, ReplyHandler done, runtime::Duration extra) {
+void RpcConnection::send_now(Json request, ReplyHandler done, runtime::Duration extra,
+                             LateReplyHandler late) {
   const std::uint64_t id = next_id_++;
   request["id"] = id;
   std::weak_ptr<RpcConnection> weak = weak_from_this();
-  Pending pending{std::move(done), 0, messages_heard_};
+  Pending pending{std::move(done), std::move(late), 0, messages_heard_};
   pending.timer = strand_.post_after(options_.reply_timeout + extra, [weak, id] {
     auto self = weak.lock();
     if (!self) return;
     auto it = self->pending_.find(id);
     if (it == self->pending_.end()) return;
     auto handler = std::move(it->second.done);
+    auto late = std::move(it->second.late);
     const bool silent = it->second.heard_before == self->messages_heard_;
     self->pending_.erase(it);
+    if (late && !silent) {
+      if (self->late_.size() >= kMaxLateCalls) self->late_.erase(self->late_.begin());
+      self->late_[id] = std::move(late);
+    }
     const std::string peer = self->options_.address.ToString();
     // Not a word since this call went out: the peer is gone or hung. The
     // connection goes, and the next call connects anew.
@@ -175,6 +193,7 @@ void RpcConnection::fail_all(const Status& status) {
   conn_.reset();
   auto pending = std::move(pending_);
   pending_.clear();
+  late_.clear();  // their replies can no longer come
   auto queued = std::move(queued_);
   queued_.clear();
   auto waiters = std::move(waiters_);

@@ -4,6 +4,7 @@
 // Make; callbacks run there. Reconnects on the next call after a close.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -33,6 +34,8 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
   using ReplyHandler = std::function<void(const Status& status, const Json& reply)>;
   using ReadyHandler = std::function<void(const Status& status)>;
   using HelloHandler = std::function<void(const Json& hello_reply)>;
+  // The reply of a call that timed out while the connection stayed open.
+  using LateReplyHandler = std::function<void(const Json& reply)>;
 
   static std::shared_ptr<RpcConnection> Make(runtime::Runtime& rt, runtime::Strand& strand,
                                              Options options);
@@ -43,8 +46,11 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
   // Connects and says hello if not yet; `done` once ready or failed.
   void ensure_ready(ReadyHandler done);
   // Sends `request` (its id is set here) once ready. The reply must come
-  // within reply_timeout + extra_timeout.
-  void call(Json request, ReplyHandler done, runtime::Duration extra_timeout = {});
+  // within reply_timeout + extra_timeout. If it comes later on the same
+  // connection, `late` gets it (a call that changed the peer's state can undo
+  // it there); a connection given up or closed gets no late replies.
+  void call(Json request, ReplyHandler done, runtime::Duration extra_timeout = {},
+            LateReplyHandler late = nullptr);
   bool ready() const { return state_ == State::kReady; }
   const Json& hello_reply() const { return hello_reply_; }
   const runtime::Address& address() const { return options_.address; }
@@ -55,6 +61,7 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
   enum class State { kIdle, kConnecting, kReady };
   struct Pending {
     ReplyHandler done;
+    LateReplyHandler late;
     runtime::TimerId timer = 0;
     std::uint64_t heard_before = 0;  // messages_heard_ when it was sent
   };
@@ -62,7 +69,11 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
     Json request;
     ReplyHandler done;
     runtime::Duration extra;
+    LateReplyHandler late;
   };
+  // Late handlers kept per connection: a peer that answers nothing in time
+  // must not grow this without bound (the oldest go first).
+  static constexpr std::size_t kMaxLateCalls = 1024;
 
   RpcConnection(runtime::Runtime& rt, runtime::Strand& strand, Options options)
       : rt_(rt), strand_(strand), options_(std::move(options)) {}
@@ -71,7 +82,7 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
   void on_greeting(const Json& message);
   void become_ready(const Json& hello);
   void fail_all(const Status& status);
-  void send_now(Json request, ReplyHandler done, runtime::Duration extra);
+  void send_now(Json request, ReplyHandler done, runtime::Duration extra, LateReplyHandler late);
 
   runtime::Runtime& rt_;
   runtime::Strand& strand_;
@@ -87,6 +98,7 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
   std::vector<ReadyHandler> waiters_;
   std::vector<Queued> queued_;
   std::map<std::uint64_t, Pending> pending_;
+  std::map<std::uint64_t, LateReplyHandler> late_;  // timed out, this connection still open
   std::uint64_t next_id_ = 1;
   std::uint64_t calls_sent_ = 0;
   // Messages from the peer on this connection: a call that times out with

@@ -38,7 +38,16 @@ class ScriptedAgent {
               *strand_,
               [this, alive, weak = std::weak_ptr<protocol::FramedConn>(conn)](Json m) {
                 if (!*alive) return;  // the rig may still deliver frames after this is gone
-                if (auto c = weak.lock()) c->send(answer(m));
+                requests_.push_back(m);
+                Json reply = answer(m);
+                if (m.value("op", "") == delayed_op_) {
+                  strand_->post_after(delay_, [alive, weak, reply = std::move(reply)] {
+                    if (!*alive) return;
+                    if (auto c = weak.lock()) c->send(reply);
+                  });
+                } else if (auto c = weak.lock()) {
+                  c->send(reply);
+                }
               },
               [](const Status&) {});
           conn->send(greeting_);
@@ -58,6 +67,12 @@ class ScriptedAgent {
   void reissue_region_ids() { reissue_ = true; }
   // How many requests got the malformed reply (a case that sends none tests nothing).
   int overridden() const { return overridden_; }
+  // Replies to `op` leave `delay` after their request came (others at once).
+  void delay_replies(std::string op, runtime::Duration delay) {
+    delayed_op_ = std::move(op);
+    delay_ = delay;
+  }
+  const std::vector<Json>& requests() const { return requests_; }
 
  private:
   Json answer(const Json& request) {
@@ -104,6 +119,9 @@ class ScriptedAgent {
   std::uint64_t regions_ = 0;
   bool reissue_ = false;
   int overridden_ = 0;
+  std::string delayed_op_;
+  runtime::Duration delay_{};
+  std::vector<Json> requests_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
@@ -280,6 +298,38 @@ TEST(MalformedReply, R6_1_AnAllocReplyReissuingAHeldRegionIdGivesTheOldRegionUp)
   auto loaded = rig.load(h, {"n0", "n255"});
   ASSERT_EQ(loaded->values.size(), 2u);
   EXPECT_EQ(text_of(loaded->values[1]), "n-bytes");
+}
+
+// An alloc whose reply comes after the call timed out made a region nobody
+// holds: its handle is only in that reply. While the connection stays open
+// (the agent answered something else meanwhile) the client frees it.
+TEST(MalformedReply, R1_5_AnAllocReplyAfterItsTimeoutFreesTheRegion) {
+  ClientRig rig;
+  ScriptedAgent agent(rig, kGreeting, "", {}, kAllActions);
+  Config config = rig.config();
+  config.agents = {ScriptedAgent::address()};
+  Handler& h = rig.handler(config);
+  ASSERT_EQ(rig.store(h, {item("a", "a-bytes")})->stored, 1u);  // region 1, on time
+  const std::string at = ScriptedAgent::address().ToString();
+  agent.delay_replies("alloc", config.reply_timeout + std::chrono::milliseconds(300));
+  std::optional<Result<OwnRegion>> allocated;
+  h.regions().allocate(at, 1 << 20, [&](Result<OwnRegion> r) { allocated = std::move(r); });
+  rig.world.run_for(std::chrono::milliseconds(100));
+  // A reply in between: the agent is alive, the connection is kept.
+  std::optional<Result<Mapping>> mapped;
+  h.regions().map_for_read(at, 99, "read99", [&](Result<Mapping> r) { mapped = std::move(r); });
+  rig.world.run_for(config.reply_timeout);
+  ASSERT_TRUE(allocated.has_value());
+  EXPECT_EQ(allocated->status().code(), ErrorCode::kTimeout) << allocated->status().ToString();
+  ASSERT_TRUE(mapped.has_value() && mapped->ok());
+  rig.world.run_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(h.regions().late_allocs_freed(), 1u);
+  const Json& last = agent.requests().back();
+  EXPECT_EQ(last.value("op", ""), "free");
+  EXPECT_EQ(last.value("region", 0), 2);
+  EXPECT_EQ(last.value("handle", ""), "own");
+  EXPECT_EQ(h.regions().own_regions().size(), 1u);  // region 1 only
+  EXPECT_EQ(text_of(rig.load(h, {"a"})->values.at(0)), "a-bytes");
 }
 
 }  // namespace
