@@ -3,6 +3,8 @@
 // warning when every user may read it.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <string>

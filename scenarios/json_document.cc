@@ -1,15 +1,13 @@
 #include "scenarios/json_document.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
 #include <vector>
 
+#include "backends/verbs/regular_file.h"
 #include "core/protocol/json_pointer.h"
 
 namespace rcxl::scenarios {
@@ -134,44 +132,31 @@ std::string pointer_token(std::string_view key) {
 }
 
 Result<std::string> read_document_file(const std::string& path) {
-  namespace fs = std::filesystem;
+  using Problem = verbs::RegularFileRead::Problem;
   // The name as messages show it: one line, whole (a path is no user text to cut).
   const std::string shown = printable(path, 4096);
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);  // follows symlinks (/dev/stdin too)
-  if (st.type() == fs::file_type::not_found) {
-    return Error(ErrorCode::kNotFound, shown + ": no such file; name a .json file");
+  verbs::RegularFileRead file = verbs::read_regular_file(path, kMaxDocumentBytes);
+  switch (file.problem) {
+    case Problem::kNone:
+      return std::move(file.contents);
+    case Problem::kNotFound:
+      return Error(ErrorCode::kNotFound, shown + ": no such file; name a .json file");
+    case Problem::kDirectory:
+      return Error(ErrorCode::kBadRequest, shown + ": is a directory; name a .json file");
+    case Problem::kNotRegular:
+      return Error(ErrorCode::kBadRequest,
+                   shown +
+                       ": is not a regular file (a FIFO, device or socket could block or never "
+                       "end); name a .json file");
+    case Problem::kTooLarge:
+      return Error(ErrorCode::kBadRequest, shown + ": larger than " +
+                                               std::to_string(kMaxDocumentBytes >> 20) +
+                                               " MiB; a scenario or profile is a few KiB of JSON");
+    case Problem::kSystem:
+      break;
   }
-  if (ec) return Error(ErrorCode::kBadRequest, shown + ": cannot read it (" + ec.message() + ")");
-  if (st.type() == fs::file_type::directory) {
-    return Error(ErrorCode::kBadRequest, shown + ": is a directory; name a .json file");
-  }
-  if (st.type() != fs::file_type::regular) {
-    return Error(ErrorCode::kBadRequest,
-                 shown +
-                     ": is not a regular file (a FIFO, device or socket could block or never "
-                     "end); name a .json file");
-  }
-  const std::string too_big = shown + ": larger than " + std::to_string(kMaxDocumentBytes >> 20) +
-                              " MiB; a scenario or profile is a few KiB of JSON";
-  if (const auto size = fs::file_size(path, ec); !ec && size > kMaxDocumentBytes) {
-    return Error(ErrorCode::kBadRequest, too_big);
-  }
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Error(ErrorCode::kBadRequest,
-                 shown + ": cannot read it (" + std::strerror(errno ? errno : EACCES) + ")");
-  }
-  // Read one byte past the limit: a file may grow, and /proc files report size 0.
-  std::string text;
-  char buffer[1 << 16];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    text.append(buffer, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxDocumentBytes) return Error(ErrorCode::kBadRequest, too_big);
-  }
-  if (in.bad()) return Error(ErrorCode::kBadRequest, shown + ": cannot read it (I/O error)");
-  return text;
+  return Error(ErrorCode::kBadRequest,
+               shown + ": cannot read it (" + std::strerror(file.error) + ")");
 }
 
 }  // namespace rcxl::scenarios

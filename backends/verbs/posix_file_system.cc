@@ -10,6 +10,8 @@
 #include <cstring>
 #include <string>
 
+#include "backends/verbs/regular_file.h"
+
 namespace rcxl::verbs {
 namespace {
 
@@ -36,49 +38,25 @@ constexpr std::uint64_t kMaxReadBytes = 1ull << 30;
 }  // namespace
 
 Result<std::string> PosixFileSystem::read_file(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO must not wait for a writer (the agent could not
-  // even be stopped then); fstat refuses it and every other non-regular file.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return Error(ErrorCode::kNotFound, "no such file: " + path);
-    return io_error("cannot open", path, errno);
+  using Problem = RegularFileRead::Problem;
+  RegularFileRead file = read_regular_file(path, kMaxReadBytes);
+  switch (file.problem) {
+    case Problem::kNone:
+      return std::move(file.contents);
+    case Problem::kNotFound:
+      return Error(ErrorCode::kNotFound, "no such file: " + path);
+    case Problem::kDirectory:
+    case Problem::kNotRegular:
+      // A FIFO would block, /dev/zero never ends, a directory cannot be read.
+      return Error(ErrorCode::kIoError, "cannot read " + path + ": not a regular file");
+    case Problem::kTooLarge:
+      return Error(ErrorCode::kIoError, "cannot read " + path + ": it holds " +
+                                            std::to_string(file.size) +
+                                            " bytes, more than the 1 GiB a file read takes");
+    case Problem::kSystem:
+      break;
   }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int error = errno;
-    ::close(fd);
-    return io_error("cannot stat", path, error);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    // A FIFO would block, /dev/zero never ends, a directory cannot be read.
-    return Error(ErrorCode::kIoError, "cannot read " + path + ": not a regular file");
-  }
-  if (static_cast<std::uint64_t>(st.st_size) > kMaxReadBytes) {
-    ::close(fd);
-    return Error(ErrorCode::kIoError, "cannot read " + path + ": it holds " +
-                                          std::to_string(st.st_size) +
-                                          " bytes, more than the 1 GiB a file read takes");
-  }
-  std::string contents;
-  char buffer[64 * 1024];
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int error = errno;
-      ::close(fd);
-      return io_error("cannot read", path, error);
-    }
-    contents.append(buffer, static_cast<std::size_t>(n));
-    if (contents.size() > kMaxReadBytes) {  // grew while being read
-      ::close(fd);
-      return Error(ErrorCode::kIoError, "cannot read " + path + ": it grew past 1 GiB");
-    }
-  }
-  ::close(fd);
-  return contents;
+  return io_error("cannot read", path, file.error);
 }
 
 Status PosixFileSystem::append_file(const std::string& path, std::string_view data) {

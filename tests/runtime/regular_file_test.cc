@@ -1,0 +1,69 @@
+// read_regular_file: the one reader of every file a binary takes as input
+// (SPEC R7: bad input never crashes or hangs; a FIFO must not block it).
+#include "backends/verbs/regular_file.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/scratch_dir.h"
+
+namespace rcxl::verbs {
+namespace {
+
+using Problem = RegularFileRead::Problem;
+
+class RegularFile : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = rcxl::testing::fresh_dir("regular_file_test", "files"); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& bytes) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(RegularFile, R7_ReadsAFileOfUpToTheLimitWhole) {
+  const auto read = read_regular_file(write("four", "abcd"), 4);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read.contents, "abcd");
+  EXPECT_TRUE(S_ISREG(read.mode));
+  const auto empty = read_regular_file(write("empty", ""), 4);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty.contents, "");
+}
+
+TEST_F(RegularFile, R7_AFileOverTheLimitIsRefusedWithItsSize) {
+  const auto read = read_regular_file(write("five", "abcde"), 4);
+  EXPECT_EQ(read.problem, Problem::kTooLarge);
+  EXPECT_EQ(read.size, 5u);
+  EXPECT_EQ(read.contents, "");
+}
+
+TEST_F(RegularFile, R7_MissingDirectoryFifoAndDeviceAreToldApart) {
+  EXPECT_EQ(read_regular_file((dir_ / "none").string(), 4).problem, Problem::kNotFound);
+  EXPECT_EQ(read_regular_file(dir_.string(), 4).problem, Problem::kDirectory);
+  const std::string fifo = (dir_ / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(read_regular_file(fifo, 4).problem, Problem::kNotRegular);  // returns: no writer needed
+  EXPECT_EQ(read_regular_file("/dev/zero", 4).problem, Problem::kNotRegular);
+  const auto in_file = read_regular_file((dir_ / "fifo" / "x").string(), 4);
+  EXPECT_EQ(in_file.problem, Problem::kSystem);  // ENOTDIR
+  EXPECT_NE(in_file.error, 0);
+}
+
+// A /proc file says size 0 and has bytes: it is read to its end, within the limit.
+TEST_F(RegularFile, R7_AFileWhoseSizeSaysZeroIsReadToItsEndWithinTheLimit) {
+  const auto status = read_regular_file("/proc/self/status", 1 << 20);
+  ASSERT_TRUE(status.ok());
+  EXPECT_NE(status.contents.find("Name:"), std::string::npos);
+  EXPECT_EQ(read_regular_file("/proc/self/status", 8).problem, Problem::kTooLarge);
+}
+
+}  // namespace
+}  // namespace rcxl::verbs
