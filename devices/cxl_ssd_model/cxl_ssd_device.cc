@@ -329,9 +329,7 @@ void CxlSsdDevice::write_back_idle(Instant until) {
 // ---------------------------------------------------------------- preparation
 
 Status CxlSsdDevice::prefetch(Tag tag, std::span<const PoolRange> ranges, bool pin) {
-  for (const auto& r : ranges) {
-    if (auto s = check(r.offset, r.length); !s.ok()) return s;
-  }
+  if (auto s = check(ranges); !s.ok()) return s;
   if (params_.all_resident) return {};
   for (const auto& r : ranges) {
     if (r.length == 0) continue;
@@ -353,38 +351,80 @@ Status CxlSsdDevice::prefetch(Tag tag, std::span<const PoolRange> ranges, bool p
   return {};
 }
 
-Status CxlSsdDevice::prepare_write(Tag tag, std::span<const PoolRange> ranges) {
+Status CxlSsdDevice::check(std::span<const PoolRange> ranges) const {
   for (const auto& r : ranges) {
     if (auto s = check(r.offset, r.length); !s.ok()) return s;
   }
+  return {};
+}
+
+Status CxlSsdDevice::prepare_write(Tag tag, std::span<const PoolRange> ranges) {
+  if (auto s = check(ranges); !s.ok()) return s;
   if (params_.all_resident) return {};
   write_back_idle(now());
-  for (const auto& r : ranges) {
-    if (r.length == 0) continue;
-    const std::uint64_t end = r.offset + r.length;
-    const auto first = static_cast<Page>(r.offset / page_bytes());
-    const auto last_end = static_cast<Page>((end - 1) / page_bytes() + 1);
-    const auto whole_first = static_cast<Page>((r.offset + page_bytes() - 1) / page_bytes());
-    const auto whole_end = static_cast<Page>(end / page_bytes());
-    // Partial head and tail pages keep bytes the write does not cover: fill them.
-    if (first < whole_first) enqueue(tag, {first, whole_first}, next_back_key_++);
-    if (whole_end < last_end && whole_end >= whole_first) {
-      enqueue(tag, {whole_end, last_end}, next_back_key_++);
-    }
-    for (Page p = whole_first; p < whole_end; ++p) {
-      if (table_.flags(p) & PageTable::kResident) continue;
-      // A page wholly overwritten needs no flash read: a frame is enough.
-      make_room(now());
-      PageTable::Flags& f = table_.flags_mut(p);
-      f |= PageTable::kResident | PageTable::kNoContents;  // not resident, so not dirty
-      table_.set_ready_at(p, now().count());
-      ++resident_pages_;
-      if (table_.pins(p) == 0) table_.lru_push_front(p);
-      counters_.hinted_bytes_prepared += page_bytes();
-    }
-  }
+  for (const auto& r : ranges) prepare_write_range(tag, r, /*missing_only=*/false);
   pump();
   return {};
+}
+
+Status CxlSsdDevice::prepare_write_again(Tag tag, std::span<const PoolRange> ranges) {
+  if (auto s = check(ranges); !s.ok()) return s;
+  if (params_.all_resident) return {};
+  auto ts = tags_.find(tag);
+  const bool fills_queued = ts != tags_.end() && !ts->second.queued.empty();
+  std::vector<PoolRange> again;
+  for (const auto& r : ranges) {
+    if (r.length == 0) continue;
+    const auto first = static_cast<Page>(r.offset / page_bytes());
+    const auto last = static_cast<Page>((r.offset + r.length - 1) / page_bytes());
+    const auto whole_first = static_cast<Page>((r.offset + page_bytes() - 1) / page_bytes());
+    const auto whole_end = static_cast<Page>((r.offset + r.length) / page_bytes());
+    // Only the whole pages while fills are queued: the partial ones may wait there.
+    const Page from = fills_queued ? whole_first : first;
+    const Page to = fills_queued ? whole_end : last + 1;
+    bool missing = false;
+    for (Page p = from; p < to && !missing; ++p) {
+      missing = !(table_.flags(p) & PageTable::kResident);
+    }
+    if (!missing) continue;
+    if (!fills_queued) {
+      again.push_back(r);
+    } else {
+      again.push_back({std::uint64_t{whole_first} * page_bytes(),
+                       std::uint64_t{whole_end - whole_first} * page_bytes()});
+    }
+  }
+  if (again.empty()) return {};  // nothing left DRAM: the device is not touched
+  write_back_idle(now());
+  for (const auto& r : again) prepare_write_range(tag, r, /*missing_only=*/true);
+  pump();
+  return {};
+}
+
+void CxlSsdDevice::prepare_write_range(Tag tag, const PoolRange& r, bool missing_only) {
+  if (r.length == 0) return;
+  const std::uint64_t end = r.offset + r.length;
+  const auto first = static_cast<Page>(r.offset / page_bytes());
+  const auto last_end = static_cast<Page>((end - 1) / page_bytes() + 1);
+  const auto whole_first = static_cast<Page>((r.offset + page_bytes() - 1) / page_bytes());
+  const auto whole_end = static_cast<Page>(end / page_bytes());
+  auto wanted = [&](Page p) { return !missing_only || !(table_.flags(p) & PageTable::kResident); };
+  // Partial head and tail pages keep bytes the write does not cover: fill them.
+  if (first < whole_first && wanted(first)) enqueue(tag, {first, whole_first}, next_back_key_++);
+  if (whole_end < last_end && whole_end >= whole_first && wanted(whole_end)) {
+    enqueue(tag, {whole_end, last_end}, next_back_key_++);
+  }
+  for (Page p = whole_first; p < whole_end; ++p) {
+    if (table_.flags(p) & PageTable::kResident) continue;
+    // A page wholly overwritten needs no flash read: a frame is enough.
+    make_room(now());
+    PageTable::Flags& f = table_.flags_mut(p);
+    f |= PageTable::kResident | PageTable::kNoContents;  // not resident, so not dirty
+    table_.set_ready_at(p, now().count());
+    ++resident_pages_;
+    if (table_.pins(p) == 0) table_.lru_push_front(p);
+    counters_.hinted_bytes_prepared += page_bytes();
+  }
 }
 
 void CxlSsdDevice::enqueue(Tag tag, PageSpan span, std::int64_t key) {

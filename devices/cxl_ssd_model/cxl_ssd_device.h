@@ -92,6 +92,11 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   // Pages wholly inside `ranges` get a frame now without a flash read (they
   // will be overwritten); partial pages are queued for a fill.
   Status prepare_write(Tag tag, std::span<const PoolRange> ranges);
+  // The same ranges again, for pages that left DRAM before their WRITE came
+  // (evicted under a full DRAM): whole pages get a frame again; partial pages
+  // are queued again only once `tag`'s fills were all issued, so a page
+  // waiting in the queue is not queued twice.
+  Status prepare_write_again(Tag tag, std::span<const PoolRange> ranges);
   // The tag's queued and waiting ranges go to the front, in their order; ranges
   // hinted for it later follow them there.
   void promote(Tag tag);
@@ -148,6 +153,9 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   };
 
   Status check(std::uint64_t offset, std::uint64_t length) const;
+  Status check(std::span<const PoolRange> ranges) const;  // every range
+  // prepare_write of one range; `missing_only` queues only partial pages not in DRAM.
+  void prepare_write_range(Tag tag, const PoolRange& r, bool missing_only);
   std::uint64_t page_bytes() const { return params_.page_bytes; }
   // Gives `page` a frame filled from flash starting at `start` (none if trimmed).
   Instant fill_page(Page page, Instant start);

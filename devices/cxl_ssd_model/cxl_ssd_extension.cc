@@ -35,6 +35,8 @@ Result<CxlSsdExtensionConfig> parse_cxl_ssd_extension_config(const ext::Json& co
 
 struct CxlSsdExtension::PendingWait {
   std::vector<PoolRange> ranges;
+  Tag tag = 0;                   // its write hint's, to prepare pages again
+  std::uint64_t generation = 0;  // the device's at the start: a reset ends preparing
   Instant deadline;
   WriteWaitDone done;
 };
@@ -174,8 +176,10 @@ void CxlSsdExtension::write_wait(const ext::WriteWait& wait, WriteWaitDone done)
   if (auto s = check_ranges(wait.ranges); !s.ok()) return done(s);
   auto pending = std::make_shared<PendingWait>();
   pending->ranges = pool_ranges(wait.ranges);
+  pending->tag = next_tag_++;
+  pending->generation = device_.generation();
   // A write wait is also the store's write hint for this agent.
-  if (auto s = device_.prepare_write(next_tag_++, pending->ranges); !s.ok()) return done(s);
+  if (auto s = device_.prepare_write(pending->tag, pending->ranges); !s.ok()) return done(s);
   const Instant now = runtime_ ? runtime_->clock().now() : Instant{0};
   pending->deadline = now + std::chrono::milliseconds(wait.timeout_ms);
   pending->done = std::move(done);
@@ -186,9 +190,15 @@ void CxlSsdExtension::poll_wait(std::shared_ptr<PendingWait> wait) {
   std::size_t ready = 0;
   std::optional<Instant> all_in = Instant{0};
   const Instant device_now = device_.now();
+  const bool same_memory = device_.generation() == wait->generation;
   for (const auto& r : wait->ranges) {
     // One pass per range: when it is all in (range_ready is this <= now).
     auto at = device_.range_ready_at(r.offset, r.length);
+    if (!at && same_memory) {
+      // A page it prepared may have left a full DRAM before the WRITE: again.
+      (void)device_.prepare_write_again(wait->tag, std::span(&r, 1));
+      at = device_.range_ready_at(r.offset, r.length);
+    }
     if (at && *at <= device_now) ++ready;
     all_in = at && all_in ? std::optional(std::max(*at, *all_in)) : std::nullopt;
   }

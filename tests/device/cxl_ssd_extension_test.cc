@@ -181,6 +181,50 @@ TEST(CxlSsdExtension, R4_3_WriteWaitAnswersAtItsTimeoutWithWhatIsReady) {
   EXPECT_EQ(answer->value(), (ext::Json{{"ready", 1}, {"total", 2}}));
 }
 
+// A wait's whole pages get frames at once; its partial pages queue behind a
+// read hint. Another store's write hint over more pages than DRAM holds then
+// evicts those frames before this store's WRITE: the wait prepares them
+// again instead of polling to its timeout (docs/device-model.md, gap 4).
+TEST(CxlSsdExtension, R4_3_AWaitPreparesAgainThePagesAFullDramEvicted) {
+  Rig rig;
+  ASSERT_TRUE(
+      rig.ext.hint(Rig::hint(3, "read_hint", "a", {Rig::range(20 * kPage, 40 * kPage)})).ok());
+  std::optional<Result<ext::Json>> answer;
+  Instant answered{0};
+  ext::WriteWait wait{4, "s", {Rig::range(10 * kPage + 100, 2 * kPage)}, 5};
+  rig.ext.write_wait(wait, [&](Result<ext::Json> a) {
+    answer = std::move(a);
+    answered = rig.world.loop().now();
+  });
+  const std::uint64_t whole_page = (1u << 20) + 11 * kPage;  // the wait's one whole page
+  ASSERT_TRUE(rig.device.range_ready_at(whole_page, kPage).has_value());
+  // 600 pages of another store's write hint: more than the 512 DRAM frames.
+  ASSERT_TRUE(
+      rig.ext.hint(Rig::hint(5, "write_hint", "other", {Rig::range(100 * kPage, 600 * kPage)}))
+          .ok());
+  ASSERT_FALSE(rig.device.range_ready_at(whole_page, kPage).has_value());  // evicted
+  ASSERT_TRUE(rig.world.run_until([&] { return answer.has_value(); }).ok());
+  ASSERT_TRUE(answer->ok());
+  EXPECT_EQ(answer->value(), (ext::Json{{"ready", 1}, {"total", 1}}));
+  EXPECT_LT(answered, Instant{1ms});  // its fills' time, not the 5 ms timeout
+}
+
+// After a reset the wait's pages are gone with the memory: it prepares
+// nothing again (the store's WRITEs will fail on the new boot).
+TEST(CxlSsdExtension, R4_3_AWaitDoesNotPrepareAgainAfterAReset) {
+  Rig rig;
+  ASSERT_TRUE(
+      rig.ext.hint(Rig::hint(3, "read_hint", "a", {Rig::range(20 * kPage, 40 * kPage)})).ok());
+  std::optional<Result<ext::Json>> answer;
+  ext::WriteWait wait{4, "s", {Rig::range(10 * kPage + 100, 2 * kPage)}, 2};
+  rig.ext.write_wait(wait, [&](Result<ext::Json> a) { answer = std::move(a); });
+  rig.device.reset();
+  const std::uint64_t prepared = rig.device.counters().hinted_bytes_prepared;
+  ASSERT_TRUE(rig.world.run_until([&] { return answer.has_value(); }).ok());
+  EXPECT_EQ(answer->value(), (ext::Json{{"ready", 0}, {"total", 1}}));
+  EXPECT_EQ(rig.device.counters().hinted_bytes_prepared, prepared);
+}
+
 TEST(CxlSsdExtension, R5_2_FreshMapDropsTheRegionsStaleContents) {
   Rig rig;
   const std::vector<std::byte> stale(16, std::byte{0x5a});
