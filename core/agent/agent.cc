@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/protocol/auth.h"
+#include "core/protocol/parsed_size.h"
 
 namespace rcxl::agent {
 
@@ -304,6 +305,8 @@ AgentMetrics Agent::metrics() const {
   m.regions = regions_.size();
   m.retiring_regions = retiring_.size();
   m.unknown_periods = boot_.unknown_periods();
+  m.queued_requests = queued_requests_.load(std::memory_order_relaxed);
+  m.queued_request_bytes = queued_request_bytes_.load(std::memory_order_relaxed);
   return m;
 }
 
@@ -388,8 +391,12 @@ void Agent::accept(std::shared_ptr<runtime::Conn> raw) {
     Activity::Scope scope(activity);
     if (!scope) return true;  // the agent is going away: drop it
     auto s = weak.lock();
-    if (s) s->frame_bytes = frame.size();  // on_message follows for this frame
-    return s && decode_fast(s, frame);
+    if (!s) return false;
+    s->frame_bytes = frame.size();  // on_message follows for this frame
+    if (decode_fast(s, frame)) return true;
+    // nlohmann parses it next: its tree, not its text, is what a queue holds.
+    s->frame_bytes = protocol::parsed_size_bound(frame);
+    return false;
   });
   framed->set_bad_frame_handler([this, weak, activity = activity_](const Status& status) {
     Activity::Scope scope(activity);
@@ -470,6 +477,8 @@ void Agent::on_message(const SessionPtr& s, Incoming message) {
   if (s->closing) return;
   message.bytes = std::exchange(s->frame_bytes, 0);
   s->queued_bytes += message.bytes;
+  queued_requests_.fetch_add(1, std::memory_order_relaxed);
+  queued_request_bytes_.fetch_add(message.bytes, std::memory_order_relaxed);
   s->queue.push_back(std::move(message));
   // A peer that pipelines faster than it is served (behind a long write_wait,
   // a map waiting for another) is held back by TCP, not queued here for good.
@@ -488,6 +497,8 @@ void Agent::pump(const SessionPtr& s) {
     Incoming message = std::move(s->queue.front());
     s->queue.pop_front();
     s->queued_bytes -= message.bytes;
+    queued_requests_.fetch_sub(1, std::memory_order_relaxed);
+    queued_request_bytes_.fetch_sub(message.bytes, std::memory_order_relaxed);
     s->busy = true;
     handle(s, message);
   }
@@ -516,6 +527,8 @@ void Agent::complete(const SessionPtr& s, const Json& reply, bool close_after) {
 
 void Agent::on_closed(const SessionPtr& s) {
   s->closing = true;
+  queued_requests_.fetch_sub(s->queue.size(), std::memory_order_relaxed);
+  queued_request_bytes_.fetch_sub(s->queued_bytes, std::memory_order_relaxed);
   s->queue.clear();
   s->queued_bytes = 0;
   bool reap = false;

@@ -218,6 +218,10 @@ class Agent {
   std::uint64_t next_conn_ = 1;
   const std::shared_ptr<Activity> activity_;
   AgentMetrics metrics_;
+  // Requests queued behind the one being served, all connections (gauges;
+  // bytes = the parsed-size bound the queues are limited by).
+  std::atomic<std::uint64_t> queued_requests_{0};
+  std::atomic<std::uint64_t> queued_request_bytes_{0};
 };
 
 }  // namespace rcxl::agent

@@ -55,6 +55,11 @@ std::string metrics_text(const AgentMetrics& m) {
          m.extension_errors);
   scalar(out, "requests_fast_decoded_total", "counter",
          "Requests decoded by the simdjson path (the rest by nlohmann).", m.fast_decoded);
+  scalar(out, "queued_requests", "gauge",
+         "Requests waiting behind the one being served, all connections.", m.queued_requests);
+  scalar(out, "queued_request_bytes", "gauge",
+         "Memory bound of the queued requests as parsed (reading pauses at 8 MiB a connection).",
+         m.queued_request_bytes);
   return out.str();
 }
 

@@ -29,6 +29,9 @@ struct AgentMetrics {
   std::uint64_t retiring_regions = 0;  // gauge: freed, retire() said no so far
   std::uint64_t extension_errors = 0;  // failed hooks incl. ignored connection_closed
   std::uint64_t fast_decoded = 0;      // requests the simdjson path decoded (the rest: nlohmann)
+  std::uint64_t queued_requests = 0;   // gauge: waiting behind the one being served
+  // gauge: their size as parsed (a nlohmann tree's bound, a fast-decoded frame's text)
+  std::uint64_t queued_request_bytes = 0;
 };
 
 // Prometheus exposition format, metric names prefixed `rcxl_agent_`.

@@ -332,14 +332,51 @@ TEST(AgentHints, R4_4_WriteWaitBlocksOnlyItsConnection) {
   EXPECT_EQ(lines[0]["timeout_ms"], 1000);
 }
 
+// A client whose write_wait (id 40) the recording extension answers 500 ms
+// later: what it sends next queues behind it.
+Mapped client_behind_a_held_wait(AgentRig& rig) {
+  EXPECT_TRUE(
+      rig.start(rig.recording({{"actions", kAllActions}, {"write_wait_delay_ms", 500}})).ok());
+  auto a = mapped_client(rig);
+  a.client->send(write_wait_request(a, 40, 1000));
+  return a;
+}
+
+// Requests queued behind a held write_wait are bounded by what they hold
+// parsed, not by their text: frames padded with `{}` parse to ~27 times their
+// size, so reading stops after a few of them (8 MiB of text would have held
+// ~220 MB); once the wait is answered every request is answered, in order.
+TEST(AgentHints, R4_4_RequestsQueuedBehindAWaitAreBoundedByTheirParsedSize) {
+  AgentRig rig;
+  auto a = client_behind_a_held_wait(rig);
+  Json pad = Json::array();
+  for (int i = 0; i < 20000; ++i) pad.push_back(Json::object());  // 60 KB of text
+  constexpr int kFrames = 200;                                    // 12 MB of text
+  for (int i = 0; i < kFrames; ++i) {
+    a.client->send(
+        {{"op", "release"}, {"id", 100 + i}, {"region", 999999}, {"handle", "h"}, {"pad", pad}});
+  }
+  rig.run_for(100ms);
+  EXPECT_FALSE(a.client->has_reply());
+  const AgentMetrics held = rig.agent->metrics();
+  EXPECT_GE(held.queued_requests, 1u);
+  EXPECT_LE(held.queued_requests, 4u);  // by text: 8 MiB / 60 KB = 140
+  EXPECT_LE(held.queued_request_bytes, std::uint64_t{16} << 20);
+  EXPECT_EQ(a.client->next()["id"], 40);
+  for (int i = 0; i < kFrames; ++i) {
+    const Json reply = a.client->next();
+    EXPECT_EQ(reply["id"], 100 + i);
+    EXPECT_EQ(code_of(reply), "not_found") << reply.dump().substr(0, 200);
+  }
+  EXPECT_EQ(rig.agent->metrics().queued_requests, 0u);
+  EXPECT_EQ(rig.agent->metrics().queued_request_bytes, 0u);
+}
+
 // PROTOCOL.md: every request is answered, in order; a bad frame after a
 // write_wait still waiting is answered after it, then the connection closes.
 TEST(AgentHints, R4_4_ABadFrameIsAnsweredAfterTheWaitBeforeIt) {
   AgentRig rig;
-  ASSERT_TRUE(
-      rig.start(rig.recording({{"actions", kAllActions}, {"write_wait_delay_ms", 500}})).ok());
-  auto a = mapped_client(rig);
-  a.client->send(write_wait_request(a, 40, 1000));
+  auto a = client_behind_a_held_wait(rig);
   a.client->send_raw(std::string(4, '\0'));  // a zero-length frame
   const Json first = a.client->next();
   EXPECT_EQ(first["id"], 40) << first.dump();
