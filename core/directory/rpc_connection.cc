@@ -14,6 +14,7 @@ std::shared_ptr<RpcConnection> RpcConnection::Make(runtime::Runtime& rt, runtime
 
 RpcConnection::~RpcConnection() {
   if (conn_) conn_->abort();
+  for (auto& [generation, d] : draining_) d.conn->abort();
 }
 
 Status reply_status(const Json& reply) {
@@ -85,14 +86,15 @@ void RpcConnection::start_connect() {
             },
             [weak, generation](const Status& reason) {
               auto s = weak.lock();
-              if (!s || generation != s->generation_) return;
+              if (!s) return;
+              if (generation != s->generation_) return s->end_draining(generation);
               s->fail_all(Error(ErrorCode::kClosed, "connection closed: " + reason.message()));
             });
       });
 }
 
 void RpcConnection::on_message(std::uint64_t generation, Json message) {
-  if (generation != generation_) return;
+  if (generation != generation_) return on_draining_message(generation, message);
   ++messages_heard_;
   if (!greeted_) return on_greeting(message);
   if (!message.contains("id") || !message["id"].is_number_unsigned()) {
@@ -167,7 +169,7 @@ void RpcConnection::send_now(Json request, ReplyHandler done, runtime::Duration 
     auto late = std::move(it->second.late);
     const bool silent = it->second.heard_before == self->messages_heard_;
     self->pending_.erase(it);
-    if (late && !silent) {
+    if (late) {
       if (self->late_.size() >= kMaxLateCalls) self->late_.erase(self->late_.begin());
       self->late_[id] = std::move(late);
     }
@@ -175,7 +177,7 @@ void RpcConnection::send_now(Json request, ReplyHandler done, runtime::Duration 
     // Not a word since this call went out: the peer is gone or hung. The
     // connection goes, and the next call connects anew.
     if (silent) {
-      self->fail_all(
+      self->give_up(
           Error(ErrorCode::kTimeout, "no word from " + peer + " in time: connection given up"));
     }
     handler(Error(ErrorCode::kTimeout, "no reply from " + peer), Json());
@@ -206,7 +208,50 @@ void RpcConnection::fail_all(const Status& status) {
   for (auto& w : waiters) w(status);
 }
 
+void RpcConnection::give_up(const Status& status) {
+  // The calls still pending are failed below; their late replies are wanted too.
+  for (auto& [id, p] : pending_) {
+    if (p.late && late_.size() < kMaxLateCalls) late_[id] = std::move(p.late);
+  }
+  if (conn_ && !late_.empty()) {
+    if (draining_.size() >= kMaxDraining) end_draining(draining_.begin()->first);
+    const std::uint64_t generation = generation_;
+    std::weak_ptr<RpcConnection> weak = weak_from_this();
+    Draining& d = draining_[generation];
+    d.conn = std::move(conn_);
+    d.late = std::move(late_);
+    late_.clear();
+    d.timer =
+        strand_.post_after(options_.reply_timeout * kLateReplyGraceTimeouts, [weak, generation] {
+          if (auto s = weak.lock()) s->end_draining(generation);
+        });
+  }
+  fail_all(status);
+}
+
+void RpcConnection::on_draining_message(std::uint64_t generation, const Json& message) {
+  auto d = draining_.find(generation);
+  if (d == draining_.end()) return;
+  if (!message.contains("id") || !message["id"].is_number_unsigned()) return;
+  auto late = d->second.late.find(message["id"].get<std::uint64_t>());
+  if (late == d->second.late.end()) return;
+  LateReplyHandler handler = std::move(late->second);
+  d->second.late.erase(late);
+  if (d->second.late.empty()) end_draining(generation);
+  handler(message);
+}
+
+void RpcConnection::end_draining(std::uint64_t generation) {
+  auto d = draining_.find(generation);
+  if (d == draining_.end()) return;
+  Draining ended = std::move(d->second);
+  draining_.erase(d);  // first: the abort may report the close here again
+  strand_.cancel(ended.timer);
+  ended.conn->abort();
+}
+
 void RpcConnection::close() {
+  while (!draining_.empty()) end_draining(draining_.begin()->first);
   fail_all(Error(ErrorCode::kClosed, "closed by the client"));
 }
 

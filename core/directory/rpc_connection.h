@@ -46,9 +46,11 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
   // Connects and says hello if not yet; `done` once ready or failed.
   void ensure_ready(ReadyHandler done);
   // Sends `request` (its id is set here) once ready. The reply must come
-  // within reply_timeout + extra_timeout. If it comes later on the same
-  // connection, `late` gets it (a call that changed the peer's state can undo
-  // it there); a connection given up or closed gets no late replies.
+  // within reply_timeout + extra_timeout. If it comes later, `late` gets it
+  // (a call that changed the peer's state can undo it there): on the same
+  // connection, or on one given up for silence, which is kept that long
+  // (kLateReplyGraceTimeouts reply timeouts) for late replies only. A closed
+  // connection gets none.
   void call(Json request, ReplyHandler done, runtime::Duration extra_timeout = {},
             LateReplyHandler late = nullptr);
   bool ready() const { return state_ == State::kReady; }
@@ -74,6 +76,15 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
   // Late handlers kept per connection: a peer that answers nothing in time
   // must not grow this without bound (the oldest go first).
   static constexpr std::size_t kMaxLateCalls = 1024;
+  // A connection given up for silence, kept only for its calls' late replies.
+  struct Draining {
+    std::shared_ptr<protocol::FramedConn> conn;
+    std::map<std::uint64_t, LateReplyHandler> late;
+    runtime::TimerId timer = 0;
+  };
+  // How long (in reply timeouts) and how many given-up connections are kept.
+  static constexpr int kLateReplyGraceTimeouts = 10;
+  static constexpr std::size_t kMaxDraining = 16;
 
   RpcConnection(runtime::Runtime& rt, runtime::Strand& strand, Options options)
       : rt_(rt), strand_(strand), options_(std::move(options)) {}
@@ -82,6 +93,11 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
   void on_greeting(const Json& message);
   void become_ready(const Json& hello);
   void fail_all(const Status& status);
+  // fail_all for a silent peer: a connection with calls that want their late
+  // replies is kept (reading only) instead of aborted.
+  void give_up(const Status& status);
+  void on_draining_message(std::uint64_t generation, const Json& message);
+  void end_draining(std::uint64_t generation);
   void send_now(Json request, ReplyHandler done, runtime::Duration extra, LateReplyHandler late);
 
   runtime::Runtime& rt_;
@@ -99,6 +115,7 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
   std::vector<Queued> queued_;
   std::map<std::uint64_t, Pending> pending_;
   std::map<std::uint64_t, LateReplyHandler> late_;  // timed out, this connection still open
+  std::map<std::uint64_t, Draining> draining_;      // by the generation they had
   std::uint64_t next_id_ = 1;
   std::uint64_t calls_sent_ = 0;
   // Messages from the peer on this connection: a call that times out with

@@ -332,5 +332,32 @@ TEST(MalformedReply, R1_5_AnAllocReplyAfterItsTimeoutFreesTheRegion) {
   EXPECT_EQ(text_of(rig.load(h, {"a"})->values.at(0)), "a-bytes");
 }
 
+// The agent said nothing until the alloc timed out (an fsync of its state
+// file stalled): the connection is given up for new calls but kept a while
+// for late replies, so the region is still freed, over a new connection.
+// Past that grace the old connection is gone and nothing is freed.
+TEST(MalformedReply, R1_5_AnAllocReplyAfterASilentTimeoutFreesTheRegionWithinTheGrace) {
+  for (const auto& [delay, freed] : {std::pair{std::chrono::milliseconds(1300), 1u},
+                                     std::pair{std::chrono::milliseconds(12000), 0u}}) {
+    ClientRig rig;
+    ScriptedAgent agent(rig, kGreeting, "", {}, kAllActions);
+    Config config = rig.config();
+    config.agents = {ScriptedAgent::address()};
+    Handler& h = rig.handler(config);
+    ASSERT_EQ(rig.store(h, {item("a", "a-bytes")})->stored, 1u);
+    agent.delay_replies("alloc", delay);
+    std::optional<Result<OwnRegion>> allocated;
+    h.regions().allocate(ScriptedAgent::address().ToString(), 1 << 20,
+                         [&](Result<OwnRegion> r) { allocated = std::move(r); });
+    rig.world.run_for(std::chrono::seconds(15));
+    ASSERT_TRUE(allocated.has_value());
+    EXPECT_EQ(allocated->status().code(), ErrorCode::kTimeout) << allocated->status().ToString();
+    EXPECT_EQ(h.regions().late_allocs_freed(), freed) << delay.count() << " ms";
+    const Json& last = agent.requests().back();
+    EXPECT_EQ(last.value("op", "") == "free", freed == 1u) << last.dump();
+    EXPECT_EQ(text_of(rig.load(h, {"a"})->values.at(0)), "a-bytes");  // the client goes on
+  }
+}
+
 }  // namespace
 }  // namespace rcxl::client::testing
