@@ -31,6 +31,7 @@ inline Result<SmallFile> read_small_file(const std::string& path, std::uint64_t 
     case Problem::kNotRegular:
       return refuse("not a regular file; " + wanted);
     case Problem::kTooLarge:
+      if (file.grew) return refuse("changed size while being read; " + wanted);
       return refuse("holds " + std::to_string(file.size) + " bytes; " + wanted);
     case Problem::kNotFound:
     case Problem::kSystem:

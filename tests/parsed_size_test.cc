@@ -62,6 +62,11 @@ TEST(ParsedSize, R1_2_BoundsTheTreeOfEveryShapeThatBlowsUpItsText) {
       repeated("[", "1", 20000, "]"),
       repeated("[", "\"\"", 20000, "]"),
       repeated("[", "\"" + std::string(48, 'x') + "\"", 20000, "]"),
+      // 2^14 + 1 elements: the vector has just doubled to twice what it uses.
+      repeated("[", "\"" + std::string(24, 'x') + "\"", 16385, "]"),
+      repeated("[", "\"" + std::string(57, 'x') + "\"", 16385, "]"),
+      repeated("[", "{}", 16385, "]"),
+      repeated("[", "1", 16385, "]"),
       repeated("[", "{\"a\":1}", 20000, "]"),
       repeated("{\"op\":\"extension\",\"ranges\":[", "[1,4096,4096]", 4096, "]}"),
       members,

@@ -50,6 +50,8 @@ Result<std::string> PosixFileSystem::read_file(const std::string& path) {
       // A FIFO would block, /dev/zero never ends, a directory cannot be read.
       return Error(ErrorCode::kIoError, "cannot read " + path + ": not a regular file");
     case Problem::kTooLarge:
+      if (file.grew)
+        return Error(ErrorCode::kIoError, "cannot read " + path + ": it grew past 1 GiB");
       return Error(ErrorCode::kIoError, "cannot read " + path + ": it holds " +
                                             std::to_string(file.size) +
                                             " bytes, more than the 1 GiB a file read takes");

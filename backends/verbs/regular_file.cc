@@ -29,15 +29,25 @@ RegularFileRead read_regular_file(const std::string& path, std::uint64_t max_byt
     out.contents.clear();
     return std::move(out);
   };
-  // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
+  // What the path names, before opening it: opening a device may act (a tape
+  // rewinds, a watchdog arms), a socket cannot be opened at all.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int error = errno;
+    // ENOTDIR: a part of the path is a file, so no such file either.
+    if (error == ENOENT || error == ENOTDIR) return fail(Problem::kNotFound, error);
+    return fail(Problem::kSystem, error);
+  }
+  if (S_ISDIR(st.st_mode)) return fail(Problem::kDirectory);
+  if (!S_ISREG(st.st_mode)) return fail(Problem::kNotRegular);
+  // O_NONBLOCK: should it have become a FIFO since, opening must not wait for
+  // a writer; fstat then refuses it.
   ClosingFd file{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)};
   if (file.fd < 0) {
     const int error = errno;
-    if (error == ENOENT) return fail(Problem::kNotFound, error);
-    if (error == EISDIR) return fail(Problem::kDirectory, error);
+    if (error == ENOENT || error == ENOTDIR) return fail(Problem::kNotFound, error);
     return fail(Problem::kSystem, error);
   }
-  struct stat st {};
   if (::fstat(file.fd, &st) != 0) return fail(Problem::kSystem, errno);
   out.mode = static_cast<unsigned>(st.st_mode);
   out.size = static_cast<std::uint64_t>(st.st_size);
@@ -59,7 +69,7 @@ RegularFileRead read_regular_file(const std::string& path, std::uint64_t max_byt
     }
     out.contents.append(buffer, static_cast<std::size_t>(n));
     if (out.contents.size() > max_bytes) {
-      out.size = out.contents.size();
+      out.grew = true;  // stat said it fit
       return fail(Problem::kTooLarge);
     }
   }

@@ -13,15 +13,16 @@ namespace rcxl::verbs {
 struct RegularFileRead {
   enum class Problem {
     kNone,
-    kNotFound,    // no such file (ENOENT)
+    kNotFound,    // no such file (ENOENT, or a part of the path is a file)
     kDirectory,   // a directory
-    kNotRegular,  // a FIFO, device or socket
-    kTooLarge,    // more than max_bytes (size tells how many, when stat knew)
+    kNotRegular,  // a FIFO, device or socket: never opened
+    kTooLarge,    // more than max_bytes: `size` bytes, or it grew past while read
     kSystem,      // open, stat or read failed: `error` is the errno
   };
   Problem problem = Problem::kNone;
   int error = 0;
   std::uint64_t size = 0;  // st_size (0 for /proc files, which are read anyway)
+  bool grew = false;       // kTooLarge while being read (stat said it fit)
   unsigned mode = 0;       // st_mode, for permission warnings
   std::string contents;    // the whole file when problem is kNone
 

@@ -271,6 +271,8 @@ void Agent::stop() {
     metrics_.connections_closed += conns_.size();
     conns_.clear();
   }
+  queued_requests_ = 0;  // their queues went with them
+  queued_request_bytes_ = 0;
   if (ext_)
     (void)call_extension("close", [&] {
       ext_->close();
@@ -392,8 +394,7 @@ void Agent::accept(std::shared_ptr<runtime::Conn> raw) {
     if (!scope) return true;  // the agent is going away: drop it
     auto s = weak.lock();
     if (!s) return false;
-    s->frame_bytes = frame.size();  // on_message follows for this frame
-    if (decode_fast(s, frame)) return true;
+    if (decode_fast(s, frame)) return true;  // counted as decoded there
     // nlohmann parses it next: its tree, not its text, is what a queue holds.
     s->frame_bytes = protocol::parsed_size_bound(frame);
     return false;
@@ -469,6 +470,7 @@ bool Agent::decode_fast(const SessionPtr& s, std::string& frame) {
     std::lock_guard lock(mu_);
     ++metrics_.fast_decoded;
   }
+  s->frame_bytes = protocol::held_bytes(*decoded);  // what the queue holds, not the text
   on_message(s, Incoming{Json(), std::move(decoded), std::nullopt});
   return true;
 }

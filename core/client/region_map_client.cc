@@ -195,6 +195,10 @@ void RegionMapClient::free_late_alloc(const std::string& agent, const nlohmann::
   const auto id = protocol::u64_field(reply, "region");
   const auto handle = protocol::string_field(reply, "handle");
   if (!id || !handle || handle->empty()) return;
+  // Not one this client holds (an agent that gave the same region out twice).
+  if (auto held = own_.find({agent, *id}); held != own_.end() && held->second.handle == *handle) {
+    return;
+  }
   ++late_allocs_freed_;
   log_.info("alloc reply for region ", *id, " from ", agent,
             " came after its call timed out: freeing the region");

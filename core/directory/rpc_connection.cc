@@ -76,7 +76,8 @@ void RpcConnection::start_connect() {
         // would read there as a request without `op`.
         self->conn_->set_bad_frame_handler([weak, generation](const Status& reason) {
           auto s = weak.lock();
-          if (!s || generation != s->generation_) return;
+          if (!s) return;
+          if (generation != s->generation_) return s->end_draining(generation);
           s->fail_all(Error(ErrorCode::kClosed, "bad reply frame: " + reason.message()));
         });
         self->conn_->start(

@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
 #include <string_view>
 #include <utility>
@@ -70,10 +71,12 @@ std::optional<std::uint64_t> decimal_key(std::string_view text) {
   return value;
 }
 
-bool read_ranges(od::value value, std::vector<WireRange>& out) {
+// `text_bytes` bounds how many ranges there can be: each takes at least
+// "[0,0,1]," (8 bytes). Reserving for 4096 held 98 KB per queued request.
+bool read_ranges(od::value value, std::vector<WireRange>& out, std::size_t text_bytes) {
   od::array ranges;
   if (value.get_array().get(ranges)) return false;
-  out.reserve(kMaxRangesPerMessage);
+  out.reserve(std::min<std::size_t>(kMaxRangesPerMessage, text_bytes / 8 + 1));
   for (auto element : ranges) {
     if (out.size() == kMaxRangesPerMessage) return false;
     od::array triple;
@@ -185,7 +188,7 @@ struct FastRequestDecoder::Impl {
       } else if (key == "ranges") {
         if (has_ranges) return std::nullopt;
         has_ranges = true;
-        ok = read_ranges(value, req.ranges);
+        ok = read_ranges(value, req.ranges, frame.size());
       } else if (key == "handles") {
         if (has_handles) return std::nullopt;
         has_handles = true;
@@ -251,6 +254,22 @@ Result<DecodedRequest> reference_decode(const std::string& frame) {
   auto request = parse_request(message);
   if (!request.ok()) return request.status();
   return DecodedRequest{std::move(id).value(), std::move(request).value()};
+}
+
+std::size_t held_bytes(const DecodedRequest& decoded) {
+  // A heap block's overhead and a std::map node's links, generously.
+  constexpr std::size_t kBlock = 32;
+  constexpr std::size_t kMapNode = 64;
+  std::size_t bytes = sizeof(DecodedRequest) + kBlock;
+  if (const auto* ext = std::get_if<ExtensionRequest>(&decoded.request)) {
+    bytes += ext->ranges.capacity() * sizeof(WireRange) + kBlock;
+    bytes += ext->name.capacity() + kBlock;
+    if (ext->epoch) bytes += ext->epoch->capacity() + kBlock;
+    for (const auto& [region, handle] : ext->handles) {
+      bytes += kMapNode + sizeof(region) + sizeof(handle) + handle.capacity() + kBlock;
+    }
+  }
+  return bytes;
 }
 
 }  // namespace rcxl::protocol

@@ -9,6 +9,7 @@
 // rare; valid hints are the hot path.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,10 @@ class FastRequestDecoder {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// What a decoded request holds in memory (its ranges' capacity, handles and
+// strings, with allocator overhead), for the agent's queue bound.
+std::size_t held_bytes(const DecodedRequest& decoded);
 
 // The reference decode the agent used before: nlohmann DOM, then
 // parse_request_id + parse_request. A frame that is not a JSON object is the

@@ -367,12 +367,14 @@ Status CxlSsdDevice::prepare_write(Tag tag, std::span<const PoolRange> ranges) {
   return {};
 }
 
-Status CxlSsdDevice::prepare_write_again(Tag tag, std::span<const PoolRange> ranges) {
+Result<std::uint64_t> CxlSsdDevice::prepare_write_again(Tag tag,
+                                                        std::span<const PoolRange> ranges) {
   if (auto s = check(ranges); !s.ok()) return s;
-  if (params_.all_resident) return {};
+  if (params_.all_resident) return std::uint64_t{0};
   auto ts = tags_.find(tag);
   const bool fills_queued = ts != tags_.end() && !ts->second.queued.empty();
   std::vector<PoolRange> again;
+  std::uint64_t pages = 0;
   for (const auto& r : ranges) {
     if (r.length == 0) continue;
     const auto first = static_cast<Page>(r.offset / page_bytes());
@@ -382,11 +384,10 @@ Status CxlSsdDevice::prepare_write_again(Tag tag, std::span<const PoolRange> ran
     // Only the whole pages while fills are queued: the partial ones may wait there.
     const Page from = fills_queued ? whole_first : first;
     const Page to = fills_queued ? whole_end : last + 1;
-    bool missing = false;
-    for (Page p = from; p < to && !missing; ++p) {
-      missing = !(table_.flags(p) & PageTable::kResident);
-    }
-    if (!missing) continue;
+    std::uint64_t missing = 0;
+    for (Page p = from; p < to; ++p) missing += !(table_.flags(p) & PageTable::kResident);
+    if (missing == 0) continue;
+    pages += missing;
     if (!fills_queued) {
       again.push_back(r);
     } else {
@@ -394,11 +395,11 @@ Status CxlSsdDevice::prepare_write_again(Tag tag, std::span<const PoolRange> ran
                        std::uint64_t{whole_end - whole_first} * page_bytes()});
     }
   }
-  if (again.empty()) return {};  // nothing left DRAM: the device is not touched
+  if (again.empty()) return std::uint64_t{0};  // nothing left DRAM: the device is not touched
   write_back_idle(now());
   for (const auto& r : again) prepare_write_range(tag, r, /*missing_only=*/true);
   pump();
-  return {};
+  return pages;
 }
 
 void CxlSsdDevice::prepare_write_range(Tag tag, const PoolRange& r, bool missing_only) {

@@ -95,8 +95,9 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   // The same ranges again, for pages that left DRAM before their WRITE came
   // (evicted under a full DRAM): whole pages get a frame again; partial pages
   // are queued again only once `tag`'s fills were all issued, so a page
-  // waiting in the queue is not queued twice.
-  Status prepare_write_again(Tag tag, std::span<const PoolRange> ranges);
+  // waiting in the queue is not queued twice. Answers how many pages it
+  // framed or queued again (0: nothing had left, the device was not touched).
+  Result<std::uint64_t> prepare_write_again(Tag tag, std::span<const PoolRange> ranges);
   // The tag's queued and waiting ranges go to the front, in their order; ranges
   // hinted for it later follow them there.
   void promote(Tag tag);

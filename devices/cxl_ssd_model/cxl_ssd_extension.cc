@@ -37,6 +37,7 @@ struct CxlSsdExtension::PendingWait {
   std::vector<PoolRange> ranges;
   Tag tag = 0;                   // its write hint's, to prepare pages again
   std::uint64_t generation = 0;  // the device's at the start: a reset ends preparing
+  int prepared_again = 0;        // times its pages had left DRAM and were prepared again
   Instant deadline;
   WriteWaitDone done;
 };
@@ -190,15 +191,16 @@ void CxlSsdExtension::poll_wait(std::shared_ptr<PendingWait> wait) {
   std::size_t ready = 0;
   std::optional<Instant> all_in = Instant{0};
   const Instant device_now = device_.now();
-  const bool same_memory = device_.generation() == wait->generation;
+  // A page it prepared may have left a full DRAM before the WRITE: again, all
+  // ranges first (a frame made for one range may evict another's), and only a
+  // few times: a DRAM too small for the wait would evict and refill each poll.
+  if (device_.generation() == wait->generation && wait->prepared_again < kMaxPreparesAgain) {
+    auto again = device_.prepare_write_again(wait->tag, wait->ranges);
+    if (again.ok() && *again > 0) ++wait->prepared_again;
+  }
   for (const auto& r : wait->ranges) {
     // One pass per range: when it is all in (range_ready is this <= now).
     auto at = device_.range_ready_at(r.offset, r.length);
-    if (!at && same_memory) {
-      // A page it prepared may have left a full DRAM before the WRITE: again.
-      (void)device_.prepare_write_again(wait->tag, std::span(&r, 1));
-      at = device_.range_ready_at(r.offset, r.length);
-    }
     if (at && *at <= device_now) ++ready;
     all_in = at && all_in ? std::optional(std::max(*at, *all_in)) : std::nullopt;
   }

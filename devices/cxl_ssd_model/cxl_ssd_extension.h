@@ -52,6 +52,8 @@ class CxlSsdExtension final : public ext::RegionExtension {
   // microseconds to milliseconds. Names are one engine request's: kept 1 s.
   static constexpr runtime::Duration kEarlyPromoteKept = std::chrono::seconds(1);
   static constexpr std::size_t kMaxEarlyPromotes = 4096;
+  // A wait prepares its pages again at most this often (they left DRAM).
+  static constexpr int kMaxPreparesAgain = 3;
   struct PendingWait;
 
   void forget_if_reset();

@@ -72,6 +72,23 @@ TEST(FastDecoder, R3_1_ValidExtensionRequestsTakeTheFastPathAndMatch) {
   }
 }
 
+// A decoded request holds about what it carries: a one-range hint does not
+// reserve room for 4096 ranges (98 KB per request queued behind a slow one),
+// and held_bytes, the agent's queue bound, counts what is held.
+TEST(FastDecoder, R1_2_ADecodedRequestHoldsAboutWhatItCarries) {
+  FastRequestDecoder decoder;
+  for (const std::size_t n : {std::size_t{1}, std::size_t{100}, std::size_t{4096}}) {
+    std::string frame = read_hint(ranges_text(n));
+    auto decoded = decoder.try_decode(frame);
+    ASSERT_TRUE(decoded.has_value()) << n;
+    const auto& ranges = std::get<ExtensionRequest>(decoded->request).ranges;
+    ASSERT_EQ(ranges.size(), n);
+    EXPECT_LE(ranges.capacity(), frame.size() / 8 + 1) << n;
+    EXPECT_GE(held_bytes(*decoded), ranges.capacity() * sizeof(WireRange) + 32) << n;
+    EXPECT_LE(held_bytes(*decoded), 4 * frame.size() + 1024) << n;
+  }
+}
+
 TEST(FastDecoder, R3_1_MalformedInputsGiveTheReferenceErrors) {
   const std::string r1 = ranges_text(1);
   const std::vector<std::string> bad = {

@@ -209,6 +209,21 @@ TEST(CxlSsdExtension, R4_3_AWaitPreparesAgainThePagesAFullDramEvicted) {
   EXPECT_LT(answered, Instant{1ms});  // its fills' time, not the 5 ms timeout
 }
 
+// A wait over more pages than DRAM holds evicts its own frames as it makes
+// them: it prepares them again only a few times, not on every poll.
+TEST(CxlSsdExtension, R4_3_AWaitLargerThanDramPreparesAgainOnlyAFewTimes) {
+  Rig rig;
+  std::optional<Result<ext::Json>> answer;
+  ext::WriteWait wait{4, "s", {Rig::range(0, 600 * kPage)}, 2};  // 512 frames
+  rig.ext.write_wait(wait, [&](Result<ext::Json> a) { answer = std::move(a); });
+  ASSERT_TRUE(rig.world.run_until([&] { return answer.has_value(); }).ok());
+  EXPECT_EQ(answer->value(), (ext::Json{{"ready", 0}, {"total", 1}}));
+  EXPECT_EQ(rig.world.loop().now(), Instant{2ms});
+  // The first preparation and at most 3 more; 100 polls would have made ~100.
+  EXPECT_LE(rig.device.counters().hinted_bytes_prepared, 4 * 600 * kPage);
+  EXPECT_GT(rig.device.counters().hinted_bytes_prepared, 600 * kPage);
+}
+
 // After a reset the wait's pages are gone with the memory: it prepares
 // nothing again (the store's WRITEs will fail on the new boot).
 TEST(CxlSsdExtension, R4_3_AWaitDoesNotPrepareAgainAfterAReset) {

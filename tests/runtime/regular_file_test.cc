@@ -3,7 +3,10 @@
 #include "backends/verbs/regular_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -52,9 +55,18 @@ TEST_F(RegularFile, R7_MissingDirectoryFifoAndDeviceAreToldApart) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_EQ(read_regular_file(fifo, 4).problem, Problem::kNotRegular);  // returns: no writer needed
   EXPECT_EQ(read_regular_file("/dev/zero", 4).problem, Problem::kNotRegular);
-  const auto in_file = read_regular_file((dir_ / "fifo" / "x").string(), 4);
-  EXPECT_EQ(in_file.problem, Problem::kSystem);  // ENOTDIR
-  EXPECT_NE(in_file.error, 0);
+  // A socket cannot even be opened (ENXIO): told by what it is, not by that.
+  const std::string socket_path = (dir_ / "sock").string();
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  socket_path.copy(address.sun_path, sizeof address.sun_path - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  EXPECT_EQ(read_regular_file(socket_path, 4).problem, Problem::kNotRegular);
+  ::close(fd);
+  // A part of the path is a file: no such file either.
+  EXPECT_EQ(read_regular_file((dir_ / "fifo" / "x").string(), 4).problem, Problem::kNotFound);
 }
 
 // A /proc file says size 0 and has bytes: it is read to its end, within the limit.
