@@ -818,12 +818,6 @@ TEST(AgentThreads, R1_AClientThatHalfClosesGetsItsRepliesThenTheEnd) {
 // connection (or 256 of them), instead of the agent queueing all it sends;
 // once the wait is answered every request is answered, in order.
 TEST(AgentThreads, R4_4_RequestsPipelinedBehindALongWriteWaitHoldThePeerBack) {
-  HeldWaitRig held;
-  ASSERT_TRUE(held.send_write_wait(10));
-  auto* ext = held.ext;
-  auto& wire = held.wire;
-  auto entered = ext->entered.get_future();
-  ASSERT_EQ(entered.wait_for(10s), std::future_status::ready);
   // Requests of 256 KiB each (a release of a region it does not hold: an
   // error reply, nothing changes), written without blocking until the agent
   // stops taking them for 300 ms (3 s in a sanitized build, where one frame's
@@ -841,6 +835,14 @@ TEST(AgentThreads, R4_4_RequestsPipelinedBehindALongWriteWaitHoldThePeerBack) {
             {{"op", "release"}, {"id", 100 + i}, {"region", 999999}, {"handle", "h"}, {"pad", pad}})
             .dump());
   }
+  // The frames are made before the wait is sent: under TSan making them took
+  // 7.5 s of the wait's 10 s, and the wait then ended during the stall.
+  HeldWaitRig held;
+  ASSERT_TRUE(held.send_write_wait(10));
+  auto* ext = held.ext;
+  auto& wire = held.wire;
+  auto entered = ext->entered.get_future();
+  ASSERT_EQ(entered.wait_for(10s), std::future_status::ready);
   ::fcntl(wire->fd(), F_SETFL, ::fcntl(wire->fd(), F_GETFL) | O_NONBLOCK);
   const int small = 64 * 1024;  // what the client holds back itself stays small
   setsockopt(wire->fd(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
