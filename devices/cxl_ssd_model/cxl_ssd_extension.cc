@@ -181,6 +181,9 @@ void CxlSsdExtension::write_wait(const ext::WriteWait& wait, WriteWaitDone done)
   pending->generation = device_.generation();
   // A write wait is also the store's write hint for this agent.
   if (auto s = device_.prepare_write(pending->tag, pending->ranges); !s.ok()) return done(s);
+  // A store waits on its partial pages' fills: ahead of read prefetch no load
+  // waits for yet, behind the loads promoted before it (docs/device-model.md).
+  device_.promote(pending->tag);
   const Instant now = runtime_ ? runtime_->clock().now() : Instant{0};
   pending->deadline = now + std::chrono::milliseconds(wait.timeout_ms);
   pending->done = std::move(done);
@@ -196,7 +199,10 @@ void CxlSsdExtension::poll_wait(std::shared_ptr<PendingWait> wait) {
   // few times: a DRAM too small for the wait would evict and refill each poll.
   if (device_.generation() == wait->generation && wait->prepared_again < kMaxPreparesAgain) {
     auto again = device_.prepare_write_again(wait->tag, wait->ranges);
-    if (again.ok() && *again > 0) ++wait->prepared_again;
+    if (again.ok() && *again > 0) {
+      ++wait->prepared_again;
+      device_.promote(wait->tag);  // partial pages queued again go where the first ones went
+    }
   }
   for (const auto& r : wait->ranges) {
     // One pass per range: when it is all in (range_ready is this <= now).

@@ -75,6 +75,20 @@ Instant filled_at(const Rig& rig, std::uint64_t offset) {
   return page.ready_at;
 }
 
+// A write_wait sent to the rig's extension: its answer and when it came.
+struct WaitAnswer {
+  WaitAnswer(Rig& rig, const ext::WriteWait& wait) {
+    rig.ext.write_wait(wait, [this, &rig](Result<ext::Json> a) {
+      answer = std::move(a);
+      at = rig.world.loop().now();
+    });
+  }
+  bool in() const { return answer.has_value(); }
+  const ext::Json& value() const { return answer->value(); }
+  std::optional<Result<ext::Json>> answer;
+  Instant at{0};
+};
+
 // Two requests under the hinted-bytes cap (16 pages), both queued: a's 8
 // pages, then b's 4. Which fills first is the queue's order.
 void hint_a_then_b(Rig& rig) {
@@ -152,33 +166,44 @@ TEST(CxlSsdExtension, R4_1_WriteHintPreparesWholePagesWithoutFlashReads) {
 
 TEST(CxlSsdExtension, R4_3_WriteWaitAnswersWhenItsPagesAreReady) {
   Rig rig;
-  std::optional<Result<ext::Json>> answer;
-  Instant answered{0};
   // Partial pages need fills: the wait answers when they are in.
   ext::WriteWait wait{3, "store-1", {Rig::range(100, 2 * kPage)}, 50};
-  rig.ext.write_wait(wait, [&](Result<ext::Json> a) {
-    answer = std::move(a);
-    answered = rig.world.loop().now();
-  });
-  EXPECT_FALSE(answer.has_value());
-  ASSERT_TRUE(rig.world.run_until([&] { return answer.has_value(); }).ok());
-  ASSERT_TRUE(answer->ok());
-  EXPECT_EQ(answer->value(), (ext::Json{{"ready", 1}, {"total", 1}}));
-  EXPECT_LT(answered, Instant{1ms});
-  EXPECT_GT(answered, Instant{3us});
+  WaitAnswer waited(rig, wait);
+  EXPECT_FALSE(waited.in());
+  ASSERT_TRUE(rig.world.run_until([&] { return waited.in(); }).ok());
+  ASSERT_TRUE(waited.answer->ok());
+  EXPECT_EQ(waited.value(), (ext::Json{{"ready", 1}, {"total", 1}}));
+  EXPECT_LT(waited.at, Instant{1ms});
+  EXPECT_GT(waited.at, Instant{3us});
 }
 
 TEST(CxlSsdExtension, R4_3_WriteWaitAnswersAtItsTimeoutWithWhatIsReady) {
   Rig rig;
-  // A long read hint ahead occupies the flash; the wait's partial pages queue behind it.
+  // A long load, promoted, occupies the flash; the wait's partial pages queue behind it.
   ASSERT_TRUE(rig.ext.hint(Rig::hint(3, "read_hint", "a", {Rig::range(0, 500 * kPage)})).ok());
-  std::optional<Result<ext::Json>> answer;
+  ASSERT_TRUE(rig.ext.hint(Rig::hint(9, "read_promote", "a")).ok());
   ext::WriteWait wait{
       4, "s", {Rig::range(600 * kPage, 4 * kPage), Rig::range(700 * kPage + 1, 10)}, 1};
-  rig.ext.write_wait(wait, [&](Result<ext::Json> a) { answer = std::move(a); });
-  ASSERT_TRUE(rig.world.run_until([&] { return answer.has_value(); }).ok());
+  WaitAnswer waited(rig, wait);
+  ASSERT_TRUE(rig.world.run_until([&] { return waited.in(); }).ok());
   EXPECT_EQ(rig.world.loop().now(), Instant{1ms});
-  EXPECT_EQ(answer->value(), (ext::Json{{"ready", 1}, {"total", 2}}));
+  EXPECT_EQ(waited.value(), (ext::Json{{"ready", 1}, {"total", 2}}));
+}
+
+// A store waits on its partial pages; read prefetch no load has asked for yet
+// (not promoted) waits instead. Before, the pages queued behind the whole read
+// hint and the wait ran to its timeout (docs/device-model.md, gap 4).
+TEST(CxlSsdExtension, R4_3_AWaitsPartialPagesGoAheadOfReadPrefetchNotPromoted) {
+  Rig rig;
+  ASSERT_TRUE(rig.ext.hint(Rig::hint(3, "read_hint", "a", {Rig::range(0, 500 * kPage)})).ok());
+  ext::WriteWait wait{4, "s", {Rig::range(600 * kPage + 100, 2 * kPage)}, 5};
+  WaitAnswer waited(rig, wait);
+  ASSERT_TRUE(rig.world.run_until([&] { return waited.in(); }).ok());
+  EXPECT_EQ(waited.value(), (ext::Json{{"ready", 1}, {"total", 1}}));
+  // Two page fills behind the ones already on the channels; the read hint's
+  // 500 pages take over 1 ms (the test above).
+  EXPECT_LT(waited.at, Instant{100us});
+  EXPECT_FALSE(rig.device.range_ready(1 << 20, 500 * kPage));
 }
 
 // A wait's whole pages get frames at once; its partial pages queue behind a
@@ -189,13 +214,8 @@ TEST(CxlSsdExtension, R4_3_AWaitPreparesAgainThePagesAFullDramEvicted) {
   Rig rig;
   ASSERT_TRUE(
       rig.ext.hint(Rig::hint(3, "read_hint", "a", {Rig::range(20 * kPage, 40 * kPage)})).ok());
-  std::optional<Result<ext::Json>> answer;
-  Instant answered{0};
   ext::WriteWait wait{4, "s", {Rig::range(10 * kPage + 100, 2 * kPage)}, 5};
-  rig.ext.write_wait(wait, [&](Result<ext::Json> a) {
-    answer = std::move(a);
-    answered = rig.world.loop().now();
-  });
+  WaitAnswer waited(rig, wait);
   const std::uint64_t whole_page = (1u << 20) + 11 * kPage;  // the wait's one whole page
   ASSERT_TRUE(rig.device.range_ready_at(whole_page, kPage).has_value());
   // 600 pages of another store's write hint: more than the 512 DRAM frames.
@@ -203,21 +223,42 @@ TEST(CxlSsdExtension, R4_3_AWaitPreparesAgainThePagesAFullDramEvicted) {
       rig.ext.hint(Rig::hint(5, "write_hint", "other", {Rig::range(100 * kPage, 600 * kPage)}))
           .ok());
   ASSERT_FALSE(rig.device.range_ready_at(whole_page, kPage).has_value());  // evicted
-  ASSERT_TRUE(rig.world.run_until([&] { return answer.has_value(); }).ok());
-  ASSERT_TRUE(answer->ok());
-  EXPECT_EQ(answer->value(), (ext::Json{{"ready", 1}, {"total", 1}}));
-  EXPECT_LT(answered, Instant{1ms});  // its fills' time, not the 5 ms timeout
+  ASSERT_TRUE(rig.world.run_until([&] { return waited.in(); }).ok());
+  ASSERT_TRUE(waited.answer->ok());
+  EXPECT_EQ(waited.value(), (ext::Json{{"ready", 1}, {"total", 1}}));
+  EXPECT_LT(waited.at, Instant{1ms});  // its fills' time, not the 5 ms timeout
+}
+
+// A partial page the wait had filled, evicted before its WRITE, is queued
+// again where the wait's first fills went: ahead of read prefetch.
+TEST(CxlSsdExtension, R4_3_AWaitsPartialPagesQueuedAgainStayAheadOfReadPrefetch) {
+  Rig rig;
+  ASSERT_TRUE(rig.ext.hint(Rig::hint(3, "read_hint", "a", {Rig::range(0, 200 * kPage)})).ok());
+  std::vector<ext::Range> partial;  // ten ranges of 10 bytes, each in a page of its own
+  for (std::uint64_t p = 0; p < 10; ++p) partial.push_back(Rig::range((210 + p) * kPage + 1, 10));
+  WaitAnswer waited(rig, ext::WriteWait{4, "s", partial, 5});
+  const std::uint64_t first = (1u << 20) + 210 * kPage;
+  ASSERT_TRUE(rig.world.run_until([&] { return rig.device.page_state(first).resident; }).ok());
+  ASSERT_FALSE(waited.in());
+  // Another store's write hint over more pages than DRAM holds (512) evicts it.
+  ASSERT_TRUE(
+      rig.ext.hint(Rig::hint(5, "write_hint", "other", {Rig::range(230 * kPage, 538 * kPage)}))
+          .ok());
+  ASSERT_FALSE(rig.device.page_state(first).resident);
+  ASSERT_TRUE(rig.world.run_until([&] { return waited.in(); }).ok());
+  EXPECT_EQ(waited.value(), (ext::Json{{"ready", 10}, {"total", 10}}));
+  EXPECT_LT(waited.at, Instant{300us}) << waited.at.count();
+  EXPECT_FALSE(rig.device.range_ready(1 << 20, 200 * kPage));  // the read hint is still filling
 }
 
 // A wait over more pages than DRAM holds evicts its own frames as it makes
 // them: it prepares them again only a few times, not on every poll.
 TEST(CxlSsdExtension, R4_3_AWaitLargerThanDramPreparesAgainOnlyAFewTimes) {
   Rig rig;
-  std::optional<Result<ext::Json>> answer;
   ext::WriteWait wait{4, "s", {Rig::range(0, 600 * kPage)}, 2};  // 512 frames
-  rig.ext.write_wait(wait, [&](Result<ext::Json> a) { answer = std::move(a); });
-  ASSERT_TRUE(rig.world.run_until([&] { return answer.has_value(); }).ok());
-  EXPECT_EQ(answer->value(), (ext::Json{{"ready", 0}, {"total", 1}}));
+  WaitAnswer waited(rig, wait);
+  ASSERT_TRUE(rig.world.run_until([&] { return waited.in(); }).ok());
+  EXPECT_EQ(waited.value(), (ext::Json{{"ready", 0}, {"total", 1}}));
   EXPECT_EQ(rig.world.loop().now(), Instant{2ms});
   // The first preparation and at most 3 more; 100 polls would have made ~100.
   EXPECT_LE(rig.device.counters().hinted_bytes_prepared, 4 * 600 * kPage);
@@ -230,13 +271,12 @@ TEST(CxlSsdExtension, R4_3_AWaitDoesNotPrepareAgainAfterAReset) {
   Rig rig;
   ASSERT_TRUE(
       rig.ext.hint(Rig::hint(3, "read_hint", "a", {Rig::range(20 * kPage, 40 * kPage)})).ok());
-  std::optional<Result<ext::Json>> answer;
   ext::WriteWait wait{4, "s", {Rig::range(10 * kPage + 100, 2 * kPage)}, 2};
-  rig.ext.write_wait(wait, [&](Result<ext::Json> a) { answer = std::move(a); });
+  WaitAnswer waited(rig, wait);
   rig.device.reset();
   const std::uint64_t prepared = rig.device.counters().hinted_bytes_prepared;
-  ASSERT_TRUE(rig.world.run_until([&] { return answer.has_value(); }).ok());
-  EXPECT_EQ(answer->value(), (ext::Json{{"ready", 0}, {"total", 1}}));
+  ASSERT_TRUE(rig.world.run_until([&] { return waited.in(); }).ok());
+  EXPECT_EQ(waited.value(), (ext::Json{{"ready", 0}, {"total", 1}}));
   EXPECT_EQ(rig.device.counters().hinted_bytes_prepared, prepared);
 }
 
@@ -280,10 +320,9 @@ TEST(CxlSsdExtension, R1_2_BadInputIsRefusedWithoutChange) {
   EXPECT_EQ(rig.ext.open_hints(), 0u);
   EXPECT_EQ(rig.device.pinned_bytes(), 0u);
   EXPECT_EQ(rig.ext.validate_access({1, 4u << 20, kPage}).code(), ErrorCode::kRefused);
-  std::optional<Result<ext::Json>> answer;
-  rig.ext.write_wait({3, "s", {outside}, 10}, [&](Result<ext::Json> a) { answer = std::move(a); });
-  ASSERT_TRUE(answer.has_value());
-  EXPECT_EQ(answer->status().code(), ErrorCode::kBadRange);
+  WaitAnswer waited(rig, ext::WriteWait{3, "s", {outside}, 10});
+  ASSERT_TRUE(waited.in());
+  EXPECT_EQ(waited.answer->status().code(), ErrorCode::kBadRange);
 }
 
 TEST(CxlSsdExtension, R2_1_FactoryNeedsTheDeviceAndAValidConfig) {
