@@ -116,6 +116,14 @@ void PageTable::drop_all_frames(bool poison_dirty) {
   runs_.clear();
   free_runs_.clear();
   head_ = tail_ = kNone;
+  extra_pins_.clear();
+}
+
+bool PageTable::take_extra_pin(Page p) {
+  auto it = extra_pins_.find(p);
+  if (it == extra_pins_.end()) return false;
+  if (--it->second == 0) extra_pins_.erase(it);
+  return true;
 }
 
 }  // namespace rcxl::device

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -57,6 +58,7 @@ class PageTable {
     return c ? c->ready_at[p & kChunkMask] : 0;
   }
   void set_ready_at(Page p, std::int64_t t) { chunk(p).ready_at[p & kChunkMask] = t; }
+  // Pins held, up to 65535 (the rest are counted apart: see extra_pins_).
   std::uint16_t pins(Page p) const {
     const Chunk* c = find(p);
     return c ? c->pins[p & kChunkMask] : 0;
@@ -79,7 +81,7 @@ class PageTable {
   // segment to the front at once: the same order as lru_touch(p) for p
   // ascending. Otherwise false, and nothing changes.
   bool lru_touch_run(Page first, Page last);
-  // One more pin (saturating); a pinned page leaves the LRU.
+  // One more pin; a pinned page leaves the LRU.
   void pin(Page p) { pin_range(p, p + 1); }
   // One pin less; a resident page whose last pin went joins the LRU front.
   void unpin(Page p) { unpin_range(p, p + 1); }
@@ -143,6 +145,8 @@ class PageTable {
   // [at, last], the upper part in front; the smaller part gets a new node and
   // is relabelled. Returns the node holding [at, last].
   std::uint32_t split_before(std::uint32_t r, Page at);
+  // One of page p's pins past 65535 ends; false when it has none.
+  bool take_extra_pin(Page p);
 
   std::uint64_t pages_;
   std::vector<std::unique_ptr<Chunk>> chunks_;
@@ -150,6 +154,10 @@ class PageTable {
   std::vector<std::uint32_t> free_runs_;
   std::uint32_t head_ = kNone;  // runs
   std::uint32_t tail_ = kNone;
+  // Pins past the 65535 a page's own count holds: a 16-bit count keeps the
+  // pin array small, and a page under that many hints must still stay pinned
+  // until the last one ends. Ordered (sim paths iterate only ordered maps).
+  std::map<Page, std::uint64_t> extra_pins_;
 };
 
 // The per-page paths, inline: the device's loops call them for every page.
@@ -188,7 +196,11 @@ inline std::uint64_t PageTable::pin_range(Page first, Page end) {
     for (; p < stop; ++p) {
       const Page i = p & kChunkMask;
       newly_pinned += c.pins[i] == 0;
-      if (c.pins[i] < UINT16_MAX) ++c.pins[i];
+      if (c.pins[i] < UINT16_MAX) {
+        ++c.pins[i];
+      } else {
+        ++extra_pins_[p];
+      }
       if (c.flags[i] & kInLru) unlink(p, c, i);
     }
   }
@@ -202,7 +214,9 @@ inline std::uint64_t PageTable::unpin_range(Page first, Page end) {
     const Page stop = chunk_stop(p, end);
     for (; p < stop; ++p) {
       const Page i = p & kChunkMask;
-      if (c.pins[i] == 0 || --c.pins[i] != 0) continue;
+      if (c.pins[i] == 0) continue;
+      if (c.pins[i] == UINT16_MAX && take_extra_pin(p)) continue;
+      if (--c.pins[i] != 0) continue;
       ++unpinned;
       if (!(c.flags[i] & kResident)) continue;
       push_front(p, c, i);

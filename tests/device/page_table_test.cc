@@ -285,6 +285,30 @@ TEST(PageTable, RangesInTheLastChunkOfA2To32PageTableEnd) {
   EXPECT_EQ(table.unpinned_pages(last_chunk, end), end - last_chunk);
 }
 
+// A page's pin count is 16 bits; a page held by more hints than that stayed
+// at 65535 and left the pins on the 65535th unpin, with hints still holding
+// it (docs/device-model.md, gap 3). It stays pinned until the last one ends.
+TEST(PageTable, R3_APageUnderMoreThan65535PinsStaysPinnedUntilTheLast) {
+  PageTable table(100);
+  constexpr int kPins = 70000;
+  table.flags_mut(7) |= PageTable::kResident;
+  EXPECT_EQ(table.pin_range(7, 9), 2u);  // page 8 is pinned once, beside it
+  for (int i = 1; i < kPins; ++i) EXPECT_EQ(table.pin_range(7, 8), 0u);
+  EXPECT_EQ(table.pins(7), UINT16_MAX);
+  for (int i = 1; i < kPins; ++i) ASSERT_EQ(table.unpin_range(7, 9), i == 1 ? 1u : 0u) << i;
+  EXPECT_EQ(table.pins(7), 1);
+  EXPECT_EQ(table.lru_back(), PageTable::kNone);  // still pinned: not evictable
+  EXPECT_EQ(table.unpin_range(7, 8), 1u);
+  EXPECT_EQ(table.lru_back(), 7u);
+  // A reset drops the pins past 65535 with the rest.
+  for (int i = 0; i < kPins; ++i) table.pin(7);
+  table.drop_all_frames(/*poison_dirty=*/false);
+  table.flags_mut(7) |= PageTable::kResident;
+  EXPECT_EQ(table.pin_range(7, 8), 1u);
+  EXPECT_EQ(table.unpin_range(7, 8), 1u);
+  EXPECT_EQ(table.lru_back(), 7u);
+}
+
 TEST(PageTable, ResetKeepsOnlyFlashState) {
   PageTable table(100000);
   table.flags_mut(70000) |=
