@@ -19,6 +19,7 @@ struct Agent::Region {
   ext::RegionInfo info;
   std::string owner_handle;
   std::string read_handle;
+  std::string alloc_token;  // empty: its alloc had none
   std::optional<runtime::Registration> reg;
   std::set<std::uint64_t> holders;
   // A map reply went out since start: later maps are never fresh (SPEC R5.2).
@@ -635,10 +636,24 @@ void Agent::handle_hello(const SessionPtr& s, const Json& id, const protocol::He
 
 void Agent::handle_alloc(const SessionPtr& s, const Json& id, const protocol::AllocRequest& r) {
   Json reply;
+  bool made = false;
   {
     std::lock_guard lock(mu_);
-    auto offset = allocator_.allocate(r.size);
-    if (!offset) {
+    auto known = r.token ? alloc_tokens_.find(*r.token) : alloc_tokens_.end();
+    if (known != alloc_tokens_.end()) {
+      // A retry of an alloc whose reply the client never got: the same region again.
+      const Region& region = *regions_.at(known->second);
+      if (region.info.size != r.size) {
+        reply = error_reply(
+            id, Error(ErrorCode::kBadRequest,
+                      "this token's alloc made region " + std::to_string(region.info.region) +
+                          " of " + std::to_string(region.info.size) + " bytes, not " +
+                          std::to_string(r.size) + "; use a new token"));
+      } else {
+        ++metrics_.allocs_answered_again;
+        reply = allocated_reply(id, region);
+      }
+    } else if (auto offset = allocator_.allocate(r.size); !offset) {
       reply = error_reply(id, Error(ErrorCode::kNoSpace, "the pool has no free extent of " +
                                                              std::to_string(r.size) + " bytes"));
     } else {
@@ -646,19 +661,22 @@ void Agent::handle_alloc(const SessionPtr& s, const Json& id, const protocol::Al
       region->info = {next_region_++, *offset, r.size};
       region->owner_handle = handle_random_->next_hex(128);
       region->read_handle = handle_random_->next_hex(128);
-      reply = protocol::ok_reply(id, {{"region", region->info.region},
-                                      {"size", r.size},
-                                      {"handle", region->owner_handle},
-                                      {"read_handle", region->read_handle}});
+      if (r.token) {
+        region->alloc_token = *r.token;
+        alloc_tokens_[*r.token] = region->info.region;
+      }
+      reply = allocated_reply(id, *region);
       regions_[region->info.region] = std::move(region);
+      made = true;
     }
   }
-  if (reply.value("ok", false) && !persist_regions().ok()) {
+  if (made && !persist_regions().ok()) {
     // A region the file does not have could be handed out twice after a restart.
     std::lock_guard lock(mu_);
     auto it = regions_.find(reply["region"].get<std::uint64_t>());
     if (it != regions_.end()) {
       allocator_.release(it->second->info.pool_offset, it->second->info.size);
+      alloc_tokens_.erase(it->second->alloc_token);
       regions_.erase(it);
     }
     // PROTOCOL.md has no code for the agent's own failures: the alloc cannot be
@@ -668,6 +686,13 @@ void Agent::handle_alloc(const SessionPtr& s, const Json& id, const protocol::Al
                                   "not writable?); the alloc was undone"));
   }
   complete(s, reply);
+}
+
+Json Agent::allocated_reply(const Json& id, const Region& region) {
+  return protocol::ok_reply(id, {{"region", region.info.region},
+                                 {"size", region.info.size},
+                                 {"handle", region.owner_handle},
+                                 {"read_handle", region.read_handle}});
 }
 
 Result<runtime::Registration> Agent::register_and_announce(const ext::RegionInfo& info,
@@ -870,6 +895,7 @@ void Agent::handle_free(const SessionPtr& s, const Json& id, const protocol::Fre
     if (region.map_in_flight) freed_while_mapping_.insert(info.region);
     for (auto& waiter : region.map_waiters) sweep_strand_->post(waiter);
     retiring_[info.region] = info;
+    alloc_tokens_.erase(region.alloc_token);  // a retry after the free makes a new region
     regions_.erase(it);
     return std::nullopt;
   }();
@@ -953,6 +979,8 @@ Status Agent::load_regions() {
         region->owner_handle = r.owner_handle;
         region->read_handle = r.read_handle;
         region->ever_mapped = r.mapped_before;
+        region->alloc_token = r.alloc_token;
+        if (!r.alloc_token.empty()) alloc_tokens_[r.alloc_token] = r.region;
         regions_[r.region] = std::move(region);
       }
       boot_.restore_unknown_periods(table->unknown_periods);  // SPEC R6.4
@@ -969,11 +997,11 @@ RegionTable Agent::snapshot_locked() const {
   RegionTable table{config_.boot_id, pool_.size(), next_region_, {}, boot_.unknown_periods()};
   for (const auto& [id, region] : regions_) {
     table.regions.push_back({id, region->info.pool_offset, region->info.size, region->owner_handle,
-                             region->read_handle, region->ever_mapped, false});
+                             region->read_handle, region->ever_mapped, false, region->alloc_token});
   }
   for (const auto& [id, info] : retiring_) {
     // The handles no longer matter: the region is not_found for clients.
-    table.regions.push_back({id, info.pool_offset, info.size, "-", "-", true, true});
+    table.regions.push_back({id, info.pool_offset, info.size, "-", "-", true, true, ""});
   }
   return table;
 }

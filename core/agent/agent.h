@@ -132,6 +132,8 @@ class Agent {
   void handle(const SessionPtr& s, Incoming& message);
 
   void handle_hello(const SessionPtr& s, const protocol::Json& id, const protocol::HelloRequest& r);
+  // PROTOCOL.md's alloc reply: {region, size, handle, read_handle}.
+  static protocol::Json allocated_reply(const protocol::Json& id, const Region& region);
   void handle_alloc(const SessionPtr& s, const protocol::Json& id, const protocol::AllocRequest& r);
   void handle_map(const SessionPtr& s, const protocol::Json& id, const protocol::MapRequest& r);
   void handle_release(const SessionPtr& s, const protocol::Json& id,
@@ -198,6 +200,8 @@ class Agent {
   std::vector<std::string> advertised_list_;
   std::map<std::uint64_t, std::unique_ptr<Region>> regions_;
   std::map<std::uint64_t, ext::RegionInfo> retiring_;
+  // An alloc's token -> the region it made, while that region lives (docs/agent.md).
+  std::map<std::string, std::uint64_t> alloc_tokens_;
   std::map<std::uint64_t, ConnRecord> conns_;
   std::map<std::uint64_t, SessionPtr> sessions_;
   // Destroyed on reap_strand_ once they closed and nothing else holds them

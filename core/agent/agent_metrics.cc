@@ -33,6 +33,9 @@ std::string metrics_text(const AgentMetrics& m) {
          m.write_waits);
   scalar(out, "maps_total", "counter", "Successful map replies.", m.maps);
   scalar(out, "maps_refused_total", "counter", "Refused maps.", m.maps_refused);
+  scalar(out, "allocs_answered_again_total", "counter",
+         "Allocs whose token named a region already made for it (a retry).",
+         m.allocs_answered_again);
   scalar(out, "registrations", "gauge", "Regions registered with the NIC.", m.registrations);
   scalar(out, "registrations_total", "counter", "NIC registrations made.", m.registrations_total);
   scalar(out, "boot_changes_total", "counter", "Boot changes (generation or unknown).",

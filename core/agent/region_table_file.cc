@@ -42,7 +42,6 @@ Result<bool> flag(const Json& object, const char* key) {
 
 Result<PersistedRegion> decode_region(const Json& r) {
   if (!r.is_object()) return bad("a region must be an object");
-  PersistedRegion out;
   auto region = u64(r, "region");
   auto offset = u64(r, "offset");
   auto size = u64(r, "size");
@@ -54,11 +53,19 @@ Result<PersistedRegion> decode_region(const Json& r) {
                            &reader.status(), &mapped.status(), &retiring.status()}) {
     if (!st->ok()) return *st;
   }
-  return PersistedRegion{*region, *offset, *size, *owner, *reader, *mapped, *retiring};
+  PersistedRegion out{*region, *offset, *size, *owner, *reader, *mapped, *retiring, ""};
+  // Absent in files written before tokens were kept, and for allocs without one.
+  if (r.contains("alloc_token")) {
+    auto token = text(r, "alloc_token");
+    if (!token.ok()) return token.status();
+    out.alloc_token = std::move(token).value();
+  }
+  return out;
 }
 
 Status check_extents(const RegionTable& table) {
   std::set<std::uint64_t> ids;
+  std::set<std::string> tokens;
   std::map<std::uint64_t, std::uint64_t> extents;  // offset -> end
   for (const auto& r : table.regions) {
     const std::string name = "region " + std::to_string(r.region);
@@ -66,6 +73,9 @@ Status check_extents(const RegionTable& table) {
       return bad(name + " is not below next_region " + std::to_string(table.next_region));
     }
     if (!ids.insert(r.region).second) return bad(name + " appears twice");
+    if (!r.alloc_token.empty() && !tokens.insert(r.alloc_token).second) {
+      return bad(name + "'s alloc_token is another region's too");
+    }
     if (r.size == 0 || r.size % kAlignment || r.pool_offset % kAlignment) {
       return bad(name + " has an unaligned extent");
     }
@@ -96,6 +106,7 @@ std::string encode_region_table(const RegionTable& table) {
                        {"read_handle", r.read_handle},
                        {"mapped_before", r.mapped_before},
                        {"retiring", r.retiring}});
+    if (!r.alloc_token.empty()) regions.back()["alloc_token"] = r.alloc_token;
   }
   return Json{{"version", kVersion},
               {"boot_id", table.boot_id},

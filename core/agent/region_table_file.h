@@ -1,6 +1,6 @@
 // The agent's region table as a file (AgentConfig::state_file), so that an agent
 // process restart without a memory reset keeps every region: ids, pool extents,
-// handles, retiring state, the next region id, whether a region was mapped
+// handles, alloc tokens, retiring state, the next region id, whether a region was mapped
 // before (so a restarted agent never passes fresh=true for it; SPEC R5.2), and
 // the count of unknown-generation periods (so its boot never goes back; R6.4).
 #pragma once
@@ -21,7 +21,8 @@ struct PersistedRegion {
   std::string owner_handle;
   std::string read_handle;
   bool mapped_before = false;
-  bool retiring = false;  // freed, waiting for the extension's retire()
+  bool retiring = false;    // freed, waiting for the extension's retire()
+  std::string alloc_token;  // its alloc's token (empty: none), so a retry finds it
   bool operator==(const PersistedRegion&) const = default;
 };
 
@@ -38,8 +39,8 @@ struct RegionTable {
 
 std::string encode_region_table(const RegionTable& table);
 // kBadRequest naming what is wrong: bad JSON, a missing or mistyped field, an
-// extent that is unaligned, outside the pool or overlaps another, a duplicate id,
-// an id at or past next_region.
+// extent that is unaligned, outside the pool or overlaps another, a duplicate id
+// or alloc token, an id at or past next_region.
 Result<RegionTable> decode_region_table(std::string_view text);
 
 }  // namespace rcxl::agent

@@ -74,7 +74,12 @@ Result<AllocRequest> parse_alloc(const Json& m) {
   if (*size == 0 || *size % kRegionAlignment != 0) {
     return bad("'size' must be a positive multiple of 4096");
   }
-  return AllocRequest{*size};
+  auto token = optional_string(m, "token");
+  if (!token.ok()) return token.status();
+  if (*token && ((*token)->empty() || (*token)->size() > kMaxAllocTokenBytes)) {
+    return bad("'token' must be 1 to " + std::to_string(kMaxAllocTokenBytes) + " bytes");
+  }
+  return AllocRequest{*size, std::move(token).value()};
 }
 
 Result<MapRequest> parse_map(const Json& m) {

@@ -28,6 +28,8 @@ inline constexpr int kProtocolVersion = 1;
 // agent keeps the names of a connection's open requests (--max-hint-requests),
 // so this bounds what they hold (PROTOCOL.md names no bound; docs/agent.md).
 inline constexpr std::size_t kMaxNameBytes = 1024;
+// An alloc token's most bytes (rcxl clients send 32 hex digits).
+inline constexpr std::size_t kMaxAllocTokenBytes = 128;
 
 // A client's text quoted in an error message: at most 64 bytes, then "...",
 // so a reply stays far below any frame limit whatever the request carried.
@@ -57,6 +59,9 @@ struct HelloRequest {
 
 struct AllocRequest {
   std::uint64_t size = 0;
+  // Optional, added to v1 by rcxl (docs/agent.md, *Alloc tokens*): a retried
+  // alloc with the same token answers the region the first one made.
+  std::optional<std::string> token;
   bool operator==(const AllocRequest&) const = default;
 };
 

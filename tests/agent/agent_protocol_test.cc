@@ -186,14 +186,17 @@ TEST(AgentProtocol, R1_2_MalformedRequestsAreBadRequestAndChangeNothing) {
     return m;
   };
   std::vector<Json> bad = {
-      {{"id", 5}},                                     // no op
-      {{"op", 3}, {"id", 5}},                          // op not a string
-      {{"op", "dance"}, {"id", 5}},                    // unknown op
-      {{"op", "alloc"}, {"id", 5}},                    // no size
-      {{"op", "alloc"}, {"id", 5}, {"size", 100}},     // not a multiple of 4096
-      {{"op", "alloc"}, {"id", 5}, {"size", 0}},       // zero
-      {{"op", "alloc"}, {"id", 5}, {"size", -4096}},   // negative
-      {{"op", "alloc"}, {"id", 5}, {"size", "4096"}},  // string
+      {{"id", 5}},                                                  // no op
+      {{"op", 3}, {"id", 5}},                                       // op not a string
+      {{"op", "dance"}, {"id", 5}},                                 // unknown op
+      {{"op", "alloc"}, {"id", 5}},                                 // no size
+      {{"op", "alloc"}, {"id", 5}, {"size", 100}},                  // not a multiple of 4096
+      {{"op", "alloc"}, {"id", 5}, {"size", 0}},                    // zero
+      {{"op", "alloc"}, {"id", 5}, {"size", -4096}},                // negative
+      {{"op", "alloc"}, {"id", 5}, {"size", "4096"}},               // string
+      {{"op", "alloc"}, {"id", 5}, {"size", 4096}, {"token", ""}},  // empty token
+      {{"op", "alloc"}, {"id", 5}, {"size", 4096}, {"token", std::string(129, 't')}},
+      {{"op", "alloc"}, {"id", 5}, {"size", 4096}, {"token", 7}},              // token not a string
       {{"op", "map"}, {"id", 5}, {"region", a.region}, {"handle", a.handle}},  // no epoch
       {{"op", "map"}, {"id", 5}, {"region", a.region}, {"handle", 7}, {"epoch", c->boot}},
       {{"op", "map"},

@@ -134,6 +134,40 @@ struct FreshCase {
   TestClient::Alloc region;
 };
 
+// docs/agent.md, *Alloc tokens*: an alloc retried with its token (its first
+// reply lost to a timeout or a dropped connection) answers the region the
+// first made, on any connection, and allocates nothing; with another size it
+// is refused and changes nothing; once the region is freed the token is free.
+TEST(AgentRegions, R1_5_AnAllocRetriedWithItsTokenAnswersTheRegionItMade) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording()).ok());
+  auto c = rig.hello_client();
+  const Json alloc = {{"op", "alloc"}, {"id", 2}, {"size", 8192}, {"token", "t-1"}};
+  Json first = c->call(alloc);
+  ASSERT_EQ(code_of(first), "ok") << first.dump();
+  const std::uint64_t free_after_first = rig.agent->free_bytes();
+  auto other = rig.hello_client();  // the retry comes on a new connection
+  Json again = other->call(alloc);
+  EXPECT_EQ(again, first);
+  EXPECT_EQ(rig.agent->free_bytes(), free_after_first);
+  EXPECT_EQ(rig.agent->metrics().allocs_answered_again, 1u);
+  Json resized = other->call({{"op", "alloc"}, {"id", 3}, {"size", 4096}, {"token", "t-1"}});
+  EXPECT_EQ(code_of(resized), "bad_request") << resized.dump();
+  EXPECT_EQ(rig.agent->free_bytes(), free_after_first);
+  // Another token, or none, is another region.
+  Json second = c->call({{"op", "alloc"}, {"id", 4}, {"size", 8192}, {"token", "t-2"}});
+  EXPECT_NE(second["region"], first["region"]);
+  EXPECT_NE(c->alloc(8192).region, first["region"].get<std::uint64_t>());
+  ASSERT_EQ(
+      code_of(c->call(
+          {{"op", "free"}, {"id", 5}, {"region", first["region"]}, {"handle", first["handle"]}})),
+      "ok");
+  Json after_free = c->call(alloc);
+  ASSERT_EQ(code_of(after_free), "ok");
+  EXPECT_NE(after_free["region"], first["region"]);
+  EXPECT_EQ(rig.agent->metrics().allocs_answered_again, 1u);
+}
+
 TEST(AgentRegions, R5_2_FreshOnlyWithTheOwnerHandleOnTheFirstMap) {
   AgentRig rig;
   rig.set_generation("1");

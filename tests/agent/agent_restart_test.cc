@@ -93,6 +93,22 @@ TEST(AgentRestart, R5_1_RegionsAndBytesSurviveAnAgentRestart) {
   EXPECT_EQ(rig.agent->free_bytes(), free_before - (1 << 20));
 }
 
+// An agent that recorded an alloc and then went down before its reply went
+// out: the client's retry with the same token finds the region after the
+// restart (docs/agent.md, *Alloc tokens*).
+TEST(AgentRestart, R1_5_AnAllocTokenSurvivesAnAgentRestart) {
+  RestartRig rig;
+  ASSERT_TRUE(rig.start_agent().ok());
+  const Json alloc = {{"op", "alloc"}, {"id", 2}, {"size", 8192}, {"token", "t-1"}};
+  Json first = rig.hello_client()->call(alloc);
+  ASSERT_EQ(code_of(first), "ok") << first.dump();
+  rig.kill_agent();
+  ASSERT_TRUE(rig.start_agent().ok());
+  const std::uint64_t free_before = rig.agent->free_bytes();
+  EXPECT_EQ(rig.hello_client()->call(alloc), first);
+  EXPECT_EQ(rig.agent->free_bytes(), free_before);
+}
+
 TEST(AgentRestart, R5_2_ARegionMappedBeforeTheRestartIsNeverFreshAgain) {
   RestartRig rig;
   ASSERT_TRUE(rig.start_agent().ok());
