@@ -37,7 +37,11 @@ using Json = nlohmann::json;
 
 RegionMapClient::RegionMapClient(runtime::Runtime& rt, runtime::Strand& strand,
                                  const Config& config)
-    : rt_(rt), strand_(strand), config_(config), log_(rt.log_sink(), "region-map") {}
+    : rt_(rt),
+      strand_(strand),
+      config_(config),
+      log_(rt.log_sink(), "region-map"),
+      alloc_tokens_(rt.random("client/alloc-tokens")) {}
 
 RegionMapClient::~RegionMapClient() {
   *alive_ = false;
@@ -173,37 +177,113 @@ void RegionMapClient::allocate_once(const std::string& agent, std::uint64_t size
                 done = std::move(done)](const Result<AgentHello>& hello) mutable {
     if (alive.expired()) return;
     if (!hello.ok()) return done(hello.status());
+    ask_unanswered_again(agent);
+    // A token, so that an alloc whose reply is lost can be asked again (docs/agent.md).
+    const std::string token = alloc_tokens_->next_hex(128);
     agents_[agent].conn->call(
-        {{"op", "alloc"}, {"size", size}},
-        [this, alive, agent, size, retry_on_boot, done = std::move(done)](
+        {{"op", "alloc"}, {"size", size}, {"token", token}},
+        [this, alive, agent, size, token, retry_on_boot, done = std::move(done)](
             const Status& status, const Json& reply) mutable {
           if (alive.expired()) return;
-          if (!status.ok()) return done(status);
+          if (!status.ok()) {
+            if (reply.is_null()) remember_unanswered(agent, token, size);  // no word from it
+            return done(status);
+          }
           take_allocated(agent, size, retry_on_boot, reply, std::move(done));
         },
         {},
-        [this, alive, agent](const Json& reply) {
-          if (!alive.expired()) free_late_alloc(agent, reply);
+        [this, alive, agent, token](const Json& reply) {
+          if (alive.expired()) return;
+          if (free_unheld_alloc(agent, reply, "came after its call timed out")) {
+            ++late_allocs_freed_;
+          }
+          agent_state(agent).unanswered.erase(token);  // answered after all
         });
   });
 }
 
-void RegionMapClient::free_late_alloc(const std::string& agent, const nlohmann::json& reply) {
+bool RegionMapClient::free_unheld_alloc(const std::string& agent, const nlohmann::json& reply,
+                                        std::string_view why) {
   // Its caller was told `timeout`, so nobody holds this region: only this
   // reply names its handle, and without a free it would stay at the agent.
-  if (!directory::reply_status(reply).ok()) return;
+  if (!directory::reply_status(reply).ok()) return false;
   const auto id = protocol::u64_field(reply, "region");
   const auto handle = protocol::string_field(reply, "handle");
-  if (!id || !handle || handle->empty()) return;
+  if (!id || !handle || handle->empty()) return false;
   // Not one this client holds (an agent that gave the same region out twice).
   if (auto held = own_.find({agent, *id}); held != own_.end() && held->second.handle == *handle) {
-    return;
+    return false;
   }
-  ++late_allocs_freed_;
-  log_.info("alloc reply for region ", *id, " from ", agent,
-            " came after its call timed out: freeing the region");
+  log_.info("alloc reply for region ", *id, " from ", agent, " ", why, ": freeing the region");
   agent_state(agent).conn->call({{"op", "free"}, {"region", *id}, {"handle", *handle}},
                                 [](const Status&, const Json&) {});
+  return true;
+}
+
+void RegionMapClient::remember_unanswered(const std::string& agent, const std::string& token,
+                                          std::uint64_t size) {
+  AgentState& state = agent_state(agent);
+  auto [it, added] = state.unanswered.try_emplace(token);
+  if (added) it->second = {size, state.unanswered_seq++, 1, false};
+  if (state.unanswered.size() <= kMaxUnansweredAllocs) return;
+  auto oldest =
+      std::min_element(state.unanswered.begin(), state.unanswered.end(),
+                       [](const auto& a, const auto& b) { return a.second.seq < b.second.seq; });
+  ++unanswered_allocs_given_up_;
+  log_.warn("more than ", kMaxUnansweredAllocs, " allocs to ", agent,
+            " got no reply: no longer asking about the oldest (its region, if the agent made "
+            "it, stays there)");
+  state.unanswered.erase(oldest);
+}
+
+void RegionMapClient::ask_unanswered_again(const std::string& agent) {
+  AgentState& state = agent_state(agent);
+  std::weak_ptr<bool> alive = alive_;
+  for (auto& [token, pending] : state.unanswered) {
+    if (pending.asking) continue;
+    pending.asking = true;
+    state.conn->call(
+        {{"op", "alloc"}, {"size", pending.size}, {"token", token}},
+        [this, alive, agent, token](const Status&, const Json& reply) {
+          if (alive.expired()) return;
+          AgentState& st = agent_state(agent);
+          auto it = st.unanswered.find(token);
+          if (it == st.unanswered.end()) {
+            // The first reply came late meanwhile and its region was freed;
+            // this one may name a new region (the free went first): free that too.
+            if (free_unheld_alloc(agent, reply, "answered a retry after the first reply")) {
+              ++unanswered_allocs_freed_;
+            }
+            return;
+          }
+          if (reply.is_null() && ++it->second.asks < kAllocTokenAttempts) {
+            it->second.asking = false;  // no word again: the next alloc asks again
+            return;
+          }
+          if (reply.is_null()) {
+            ++unanswered_allocs_given_up_;
+            log_.warn("an alloc to ", agent, " got no reply ", kAllocTokenAttempts,
+                      " times: no longer asking (its region, if the agent made it, stays there)");
+          } else if (free_unheld_alloc(agent, reply, "answered the alloc asked again")) {
+            ++unanswered_allocs_freed_;
+          }
+          st.unanswered.erase(it);
+        },
+        {},
+        [this, alive, agent, token](const Json& reply) {
+          if (alive.expired()) return;
+          if (free_unheld_alloc(agent, reply, "answered the alloc asked again, late")) {
+            ++unanswered_allocs_freed_;
+          }
+          agent_state(agent).unanswered.erase(token);
+        });
+  }
+}
+
+std::size_t RegionMapClient::unanswered_allocs() const {
+  std::size_t n = 0;
+  for (const auto& [agent, state] : agents_) n += state.unanswered.size();
+  return n;
 }
 
 void RegionMapClient::take_allocated(const std::string& agent, std::uint64_t size,

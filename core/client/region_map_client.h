@@ -55,6 +55,10 @@ class RegionMapClient {
   template <typename T>
   using Done = std::function<void(Result<T>)>;
 
+  // Unanswered allocs kept per agent, and how often one is asked before it is given up.
+  static constexpr std::size_t kMaxUnansweredAllocs = 64;
+  static constexpr int kAllocTokenAttempts = 4;
+
   RegionMapClient(runtime::Runtime& rt, runtime::Strand& strand, const Config& config);
   ~RegionMapClient();
 
@@ -120,10 +124,23 @@ class RegionMapClient {
   std::uint64_t regions_lost() const { return regions_lost_; }
   // Regions whose alloc reply came after its call timed out, freed at once.
   std::uint64_t late_allocs_freed() const { return late_allocs_freed_; }
+  // Allocs that got no reply, asked again with their token and what came back
+  // freed (docs/client.md, *Known limits*); and those given up after
+  // kAllocTokenAttempts unanswered asks, or past kMaxUnansweredAllocs.
+  std::uint64_t unanswered_allocs_freed() const { return unanswered_allocs_freed_; }
+  std::uint64_t unanswered_allocs_given_up() const { return unanswered_allocs_given_up_; }
+  // Unanswered allocs waiting to be asked again, all agents.
+  std::size_t unanswered_allocs() const;
   std::uint64_t own_maps_sent() const { return own_maps_sent_; }
   std::uint64_t fresh_maps_sent() const { return fresh_maps_sent_; }
 
  private:
+  struct UnansweredAlloc {
+    std::uint64_t size = 0;
+    std::uint64_t seq = 0;  // the oldest goes first past kMaxUnansweredAllocs
+    int asks = 1;           // the alloc itself, then each retry without a reply
+    bool asking = false;    // a retry is on its way
+  };
   struct AgentState {
     std::shared_ptr<directory::RpcConnection> conn;
     AgentHello hello;
@@ -132,6 +149,10 @@ class RegionMapClient {
     // Boots seen replaced: news of one from another connection comes late (a
     // reply sent before the change, handled after it) and is ignored.
     std::set<std::string> past_boots;
+    // Allocs sent without a reply (timeout, closed connection), by token: the
+    // agent may have made the region. Asked again before this agent's next alloc.
+    std::map<std::string, UnansweredAlloc> unanswered;
+    std::uint64_t unanswered_seq = 0;
   };
   AgentState& agent_state(const std::string& agent);
   void on_hello(const std::string& agent, const nlohmann::json& reply);
@@ -150,8 +171,15 @@ class RegionMapClient {
                      Done<Mapping> finish);
   void allocate_once(const std::string& agent, std::uint64_t size, bool retry_on_boot,
                      Done<OwnRegion> done);
-  // An alloc reply that came after its call timed out: frees that region.
-  void free_late_alloc(const std::string& agent, const nlohmann::json& reply);
+  // Frees the region an alloc reply names, whose call's caller was told it
+  // failed (so nobody holds it); true when it did. `why` goes in the log line.
+  bool free_unheld_alloc(const std::string& agent, const nlohmann::json& reply,
+                         std::string_view why);
+  // Remembers an alloc that got no reply, to ask again with its token.
+  void remember_unanswered(const std::string& agent, const std::string& token, std::uint64_t size);
+  // Asks the agent again for each unanswered alloc (its token, its size) and
+  // frees what it answers; one that gets no reply again waits for the next time.
+  void ask_unanswered_again(const std::string& agent);
   // An alloc reply: checks it, takes the region and maps it.
   void take_allocated(const std::string& agent, std::uint64_t size, bool retry_on_boot,
                       const nlohmann::json& reply, Done<OwnRegion> done);
@@ -174,6 +202,10 @@ class RegionMapClient {
   std::uint64_t boot_changes_ = 0;
   std::uint64_t regions_lost_ = 0;
   std::uint64_t late_allocs_freed_ = 0;
+  std::uint64_t unanswered_allocs_freed_ = 0;
+  std::uint64_t unanswered_allocs_given_up_ = 0;
+  // Alloc tokens: 128 random bits each, unguessable (a token is a capability).
+  std::unique_ptr<runtime::RandomSource> alloc_tokens_;
   std::uint64_t own_maps_sent_ = 0;
   std::uint64_t fresh_maps_sent_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

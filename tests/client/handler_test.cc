@@ -323,6 +323,40 @@ TEST(Handler, R5_1_OwnMapsCarryFreshUntilTheFirstReplyRetriesIncluded) {
   EXPECT_EQ(h.regions().fresh_maps_sent(), fresh_before);
 }
 
+// An alloc whose reply was lost (the connection dropped after the agent made
+// the region) left a region nobody held, for good. Its token is asked again
+// before the next alloc to that agent; the agent answers the same region,
+// and the client frees it (docs/client.md, *Known limits*).
+TEST(Handler, R1_5_AnAllocWhoseReplyWasLostIsAskedAgainAndItsRegionFreed) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem");
+  Handler& h = rig.handler(rig.config());
+  ASSERT_EQ(rig.store(h, {item("a", "a-bytes")})->stored, 1u);  // region 1
+  ASSERT_EQ(mem.agent->metrics().regions, 1u);
+  std::optional<Result<OwnRegion>> lost;
+  h.strand().post([&] {
+    h.regions().allocate(mem.key(), 1 << 20, [&](Result<OwnRegion> r) { lost = std::move(r); });
+  });
+  // The agent made region 2; its reply is on the wire when the connection drops.
+  ASSERT_TRUE(rig.world.run_until([&] { return mem.agent->metrics().regions == 2; }).ok());
+  rig.world.network().drop_connections("mem");
+  ASSERT_FALSE(rig.wait(lost).ok());
+  EXPECT_EQ(h.regions().unanswered_allocs(), 1u);
+  std::optional<Result<OwnRegion>> next;
+  h.strand().post([&] {
+    h.regions().allocate(mem.key(), 1 << 20, [&](Result<OwnRegion> r) { next = std::move(r); });
+  });
+  auto region = rig.wait(next);
+  ASSERT_TRUE(region.ok()) << region.status().ToString();
+  EXPECT_EQ(region->region, 3u);
+  rig.world.run_for(10ms);
+  EXPECT_EQ(mem.agent->metrics().allocs_answered_again, 1u);
+  EXPECT_EQ(h.regions().unanswered_allocs_freed(), 1u);
+  EXPECT_EQ(h.regions().unanswered_allocs(), 0u);
+  EXPECT_EQ(mem.agent->metrics().regions, 2u);  // 1 and 3: region 2 went back
+  EXPECT_EQ(text_of(rig.load(h, {"a"})->values.at(0)), "a-bytes");
+}
+
 TEST(Handler, R6_1_AfterABootChangeReadersMissAndOwnersAllocateAnew) {
   ClientRig rig;
   auto& mem = rig.add_memory("mem", {{"generation_file", "/gen"}});

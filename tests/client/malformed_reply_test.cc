@@ -128,6 +128,19 @@ class ScriptedAgent {
 const Json kGreeting = {{"op", "greeting"}, {"version", 1}, {"challenge", std::string(64, 'a')}};
 const Json kAllActions = {"read_hint", "read_hint_end", "write_hint", "read_promote", "write_wait"};
 
+// A client whose one agent is a scripted agent answering well-formed replies.
+struct ScriptedRig {
+  static Config scripted_config(const ClientRig& rig) {
+    Config c = rig.config();
+    c.agents = {ScriptedAgent::address()};
+    return c;
+  }
+  ClientRig rig;
+  ScriptedAgent agent{rig, kGreeting, "", {}, kAllActions};
+  Config config = scripted_config(rig);
+  Handler& h = rig.handler(config);
+};
+
 struct Case {
   const char* name;
   Json greeting;
@@ -278,12 +291,9 @@ TEST(MalformedReply, R1_2_AnAllocReplyNamingAHeldRegionAgainIsRefused) {
 // region held under it is gone there. It is given up like one a map finds
 // gone: its keys leave the directory and its pages take no store.
 TEST(MalformedReply, R6_1_AnAllocReplyReissuingAHeldRegionIdGivesTheOldRegionUp) {
-  ClientRig rig;
-  ScriptedAgent agent(rig, kGreeting, "", {}, kAllActions);
+  ScriptedRig scripted;
+  auto& [rig, agent, config, h] = scripted;
   agent.reissue_region_ids();
-  Config config = rig.config();
-  config.agents = {ScriptedAgent::address()};
-  Handler& h = rig.handler(config);
   ASSERT_EQ(rig.store(h, {item("old", "old-bytes")})->stored, 1u);
   ASSERT_EQ(h.free_pages(), 255u);
   // 255 free pages are not enough: a second alloc, answered with region 1 again.
@@ -304,11 +314,8 @@ TEST(MalformedReply, R6_1_AnAllocReplyReissuingAHeldRegionIdGivesTheOldRegionUp)
 // holds: its handle is only in that reply. While the connection stays open
 // (the agent answered something else meanwhile) the client frees it.
 TEST(MalformedReply, R1_5_AnAllocReplyAfterItsTimeoutFreesTheRegion) {
-  ClientRig rig;
-  ScriptedAgent agent(rig, kGreeting, "", {}, kAllActions);
-  Config config = rig.config();
-  config.agents = {ScriptedAgent::address()};
-  Handler& h = rig.handler(config);
+  ScriptedRig scripted;
+  auto& [rig, agent, config, h] = scripted;
   ASSERT_EQ(rig.store(h, {item("a", "a-bytes")})->stored, 1u);  // region 1, on time
   const std::string at = ScriptedAgent::address().ToString();
   agent.delay_replies("alloc", config.reply_timeout + std::chrono::milliseconds(300));
@@ -335,15 +342,13 @@ TEST(MalformedReply, R1_5_AnAllocReplyAfterItsTimeoutFreesTheRegion) {
 // The agent said nothing until the alloc timed out (an fsync of its state
 // file stalled): the connection is given up for new calls but kept a while
 // for late replies, so the region is still freed, over a new connection.
-// Past that grace the old connection is gone and nothing is freed.
+// Past that grace the old connection is gone and its reply frees nothing
+// (the next alloc asks again with the token: the test after the next).
 TEST(MalformedReply, R1_5_AnAllocReplyAfterASilentTimeoutFreesTheRegionWithinTheGrace) {
   for (const auto& [delay, freed] : {std::pair{std::chrono::milliseconds(1300), 1u},
                                      std::pair{std::chrono::milliseconds(12000), 0u}}) {
-    ClientRig rig;
-    ScriptedAgent agent(rig, kGreeting, "", {}, kAllActions);
-    Config config = rig.config();
-    config.agents = {ScriptedAgent::address()};
-    Handler& h = rig.handler(config);
+    ScriptedRig scripted;
+    auto& [rig, agent, config, h] = scripted;
     ASSERT_EQ(rig.store(h, {item("a", "a-bytes")})->stored, 1u);
     agent.delay_replies("alloc", delay);
     std::optional<Result<OwnRegion>> allocated;
@@ -357,6 +362,36 @@ TEST(MalformedReply, R1_5_AnAllocReplyAfterASilentTimeoutFreesTheRegionWithinThe
     EXPECT_EQ(last.value("op", "") == "free", freed == 1u) << last.dump();
     EXPECT_EQ(text_of(rig.load(h, {"a"})->values.at(0)), "a-bytes");  // the client goes on
   }
+}
+
+// An agent that never answers allocs: each unanswered alloc is asked again
+// (with its own token) before each later alloc, and given up after
+// kAllocTokenAttempts asks without a reply, so the client does not ask for ever.
+TEST(MalformedReply, R1_5_AnAllocNeverAnsweredIsAskedAgainAFewTimesThenGivenUp) {
+  ScriptedRig scripted;
+  auto& [rig, agent, config, h] = scripted;
+  agent.delay_replies("alloc", std::chrono::hours(1));
+  const std::string at = ScriptedAgent::address().ToString();
+  for (int round = 1; round <= RegionMapClient::kAllocTokenAttempts; ++round) {
+    std::optional<Result<OwnRegion>> allocated;
+    h.regions().allocate(at, 1 << 20, [&](Result<OwnRegion> r) { allocated = std::move(r); });
+    ASSERT_EQ(rig.wait(allocated).status().code(), ErrorCode::kTimeout) << round;
+    rig.world.run_for(config.reply_timeout);  // the retries sent with it time out too
+  }
+  // Round 4 asked about the first alloc a fourth time: given up; three wait.
+  EXPECT_EQ(h.regions().unanswered_allocs_given_up(), 1u);
+  EXPECT_EQ(h.regions().unanswered_allocs(), 3u);
+  std::map<std::string, int> asks;  // by token
+  for (const Json& r : agent.requests()) {
+    if (r.value("op", "") != "alloc") continue;
+    ASSERT_TRUE(r.contains("token")) << r.dump();
+    ++asks[r["token"].get<std::string>()];
+  }
+  ASSERT_EQ(asks.size(), 4u);
+  std::vector<int> counts;
+  for (const auto& [token, n] : asks) counts.push_back(n);
+  std::sort(counts.begin(), counts.end());
+  EXPECT_EQ(counts, (std::vector<int>{1, 2, 3, 4}));
 }
 
 }  // namespace
