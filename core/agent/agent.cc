@@ -20,6 +20,8 @@ struct Agent::Region {
   std::string owner_handle;
   std::string read_handle;
   std::string alloc_token;  // empty: its alloc had none
+  // In the --state-file (always, without one): only then may an alloc's answer name it.
+  bool recorded = false;
   std::optional<runtime::Registration> reg;
   std::set<std::uint64_t> holders;
   // A map reply went out since start: later maps are never fresh (SPEC R5.2).
@@ -627,7 +629,8 @@ void Agent::handle_hello(const SessionPtr& s, const Json& id, const protocol::He
   s->authenticated = true;
   if (s->hello_deadline) s->strand->cancel(*std::exchange(s->hello_deadline, std::nullopt));
   read_generation();
-  Json fields = {{"boot", boot()}, {"conn", s->id}};
+  // An optional field added to v1: this agent takes alloc tokens (docs/agent.md).
+  Json fields = {{"boot", boot()}, {"conn", s->id}, {"alloc_tokens", true}};
   if (ext_) {
     fields["region_extension"] = {{"version", 1}, {"actions", advertised_list_}};
   }
@@ -636,23 +639,12 @@ void Agent::handle_hello(const SessionPtr& s, const Json& id, const protocol::He
 
 void Agent::handle_alloc(const SessionPtr& s, const Json& id, const protocol::AllocRequest& r) {
   Json reply;
-  bool made = false;
+  std::optional<std::uint64_t> made;        // a region this alloc made
+  std::optional<std::uint64_t> unrecorded;  // the token's region, not in the state file yet
   {
     std::lock_guard lock(mu_);
-    auto known = r.token ? alloc_tokens_.find(*r.token) : alloc_tokens_.end();
-    if (known != alloc_tokens_.end()) {
-      // A retry of an alloc whose reply the client never got: the same region again.
-      const Region& region = *regions_.at(known->second);
-      if (region.info.size != r.size) {
-        reply = error_reply(
-            id, Error(ErrorCode::kBadRequest,
-                      "this token's alloc made region " + std::to_string(region.info.region) +
-                          " of " + std::to_string(region.info.size) + " bytes, not " +
-                          std::to_string(r.size) + "; use a new token"));
-      } else {
-        ++metrics_.allocs_answered_again;
-        reply = allocated_reply(id, region);
-      }
+    if (auto answer = answer_token_locked(id, r, unrecorded)) {
+      reply = std::move(*answer);
     } else if (auto offset = allocator_.allocate(r.size); !offset) {
       reply = error_reply(id, Error(ErrorCode::kNoSpace, "the pool has no free extent of " +
                                                              std::to_string(r.size) + " bytes"));
@@ -661,31 +653,76 @@ void Agent::handle_alloc(const SessionPtr& s, const Json& id, const protocol::Al
       region->info = {next_region_++, *offset, r.size};
       region->owner_handle = handle_random_->next_hex(128);
       region->read_handle = handle_random_->next_hex(128);
+      region->recorded = config_.state_file.empty();
       if (r.token) {
         region->alloc_token = *r.token;
         alloc_tokens_[*r.token] = region->info.region;
       }
       reply = allocated_reply(id, *region);
+      made = region->info.region;
       regions_[region->info.region] = std::move(region);
-      made = true;
     }
   }
-  if (made && !persist_regions().ok()) {
-    // A region the file does not have could be handed out twice after a restart.
+  if (made || unrecorded) {
+    // A region the file does not have could be handed out twice after a restart:
+    // its id and extent are answered only once they are recorded.
+    (void)persist_regions();
+    const std::uint64_t region_id = made ? *made : *unrecorded;
     std::lock_guard lock(mu_);
-    auto it = regions_.find(reply["region"].get<std::uint64_t>());
-    if (it != regions_.end()) {
-      allocator_.release(it->second->info.pool_offset, it->second->info.size);
-      alloc_tokens_.erase(it->second->alloc_token);
-      regions_.erase(it);
+    auto it = regions_.find(region_id);
+    if (it != regions_.end() && it->second->recorded) {
+      if (unrecorded) reply = allocated_reply(id, *it->second);
+    } else {
+      // Not recorded by this write nor by another since: undone (a retry that
+      // found it waits for the same answer), and nothing changed.
+      if (it != regions_.end()) {
+        allocator_.release(it->second->info.pool_offset, it->second->info.size);
+        alloc_tokens_.erase(it->second->alloc_token);
+        regions_.erase(it);
+      }
+      // PROTOCOL.md has no code for the agent's own failures: the alloc cannot
+      // be satisfied.
+      reply = error_reply(id, Error(ErrorCode::kNoSpace,
+                                    "cannot record the region in the --state-file (disk full or "
+                                    "not writable?); the alloc was undone"));
     }
-    // PROTOCOL.md has no code for the agent's own failures: the alloc cannot be
-    // satisfied, and nothing changed.
-    reply = error_reply(id, Error(ErrorCode::kNoSpace,
-                                  "cannot record the region in the --state-file (disk full or "
-                                  "not writable?); the alloc was undone"));
   }
   complete(s, reply);
+}
+
+std::optional<Json> Agent::answer_token_locked(const Json& id, const protocol::AllocRequest& r,
+                                               std::optional<std::uint64_t>& unrecorded) {
+  if (!r.token) return std::nullopt;
+  const std::string& token = *r.token;
+  auto known = alloc_tokens_.find(token);
+  if (known == alloc_tokens_.end()) {
+    if (!r.made_only && !withdrawn_tokens_.count(token)) return std::nullopt;
+    // The first alloc may still come (it waits on another connection): it
+    // must not make a region nobody will ask about again.
+    if (r.made_only) withdraw_token_locked(token);
+    return error_reply(
+        id, Error(ErrorCode::kNotFound, "no region was made for this token, or it was freed"));
+  }
+  // A retry of an alloc whose reply the client never got: the same region again.
+  const Region& region = *regions_.at(known->second);
+  if (region.info.size != r.size) {
+    return error_reply(
+        id, Error(ErrorCode::kBadRequest, "this token's alloc made region " +
+                                              std::to_string(region.info.region) + " of " +
+                                              std::to_string(region.info.size) + " bytes, not " +
+                                              std::to_string(r.size) + "; use a new token"));
+  }
+  ++metrics_.allocs_answered_again;
+  if (!region.recorded) unrecorded = region.info.region;
+  return allocated_reply(id, region);
+}
+
+void Agent::withdraw_token_locked(const std::string& token) {
+  if (token.empty() || !withdrawn_tokens_.insert(token).second) return;
+  withdrawn_order_.push_back(token);
+  if (withdrawn_order_.size() <= kMaxWithdrawnTokens) return;
+  withdrawn_tokens_.erase(withdrawn_order_.front());
+  withdrawn_order_.pop_front();
 }
 
 Json Agent::allocated_reply(const Json& id, const Region& region) {
@@ -895,7 +932,9 @@ void Agent::handle_free(const SessionPtr& s, const Json& id, const protocol::Fre
     if (region.map_in_flight) freed_while_mapping_.insert(info.region);
     for (auto& waiter : region.map_waiters) sweep_strand_->post(waiter);
     retiring_[info.region] = info;
-    alloc_tokens_.erase(region.alloc_token);  // a retry after the free makes a new region
+    // A first alloc of this token that comes after the free makes nothing.
+    alloc_tokens_.erase(region.alloc_token);
+    withdraw_token_locked(region.alloc_token);
     regions_.erase(it);
     return std::nullopt;
   }();
@@ -980,6 +1019,7 @@ Status Agent::load_regions() {
         region->read_handle = r.read_handle;
         region->ever_mapped = r.mapped_before;
         region->alloc_token = r.alloc_token;
+        region->recorded = true;
         if (!r.alloc_token.empty()) alloc_tokens_[r.alloc_token] = r.region;
         regions_[r.region] = std::move(region);
       }
@@ -1010,15 +1050,24 @@ Status Agent::persist_regions() {
   if (config_.state_file.empty()) return {};
   std::lock_guard writing(state_mu_);
   std::string text;
+  std::vector<std::uint64_t> written;
   {
     std::lock_guard lock(mu_);
-    text = encode_region_table(snapshot_locked());
+    const RegionTable table = snapshot_locked();
+    for (const auto& r : table.regions) {
+      if (!r.retiring) written.push_back(r.region);
+    }
+    text = encode_region_table(table);
   }
   Status st = rt_.file_system().write_file(config_.state_file, text);
   if (!st.ok()) {
     log_.error("cannot write the region table ", config_.state_file, ": ", st.message());
     return Error(ErrorCode::kIoError, "cannot write the region table --state-file " +
                                           config_.state_file + ": " + st.message());
+  }
+  std::lock_guard lock(mu_);
+  for (std::uint64_t id : written) {
+    if (auto it = regions_.find(id); it != regions_.end()) it->second->recorded = true;
   }
   return {};
 }

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -134,6 +135,13 @@ class Agent {
   void handle_hello(const SessionPtr& s, const protocol::Json& id, const protocol::HelloRequest& r);
   // PROTOCOL.md's alloc reply: {region, size, handle, read_handle}.
   static protocol::Json allocated_reply(const protocol::Json& id, const Region& region);
+  // Under mu_: answers an alloc whose token is known or withdrawn; nullopt when
+  // it is neither (a new alloc). `unrecorded` is set to a region the answer
+  // must wait for: made, but not yet in the --state-file.
+  std::optional<protocol::Json> answer_token_locked(const protocol::Json& id,
+                                                    const protocol::AllocRequest& r,
+                                                    std::optional<std::uint64_t>& unrecorded);
+  void withdraw_token_locked(const std::string& token);
   void handle_alloc(const SessionPtr& s, const protocol::Json& id, const protocol::AllocRequest& r);
   void handle_map(const SessionPtr& s, const protocol::Json& id, const protocol::MapRequest& r);
   void handle_release(const SessionPtr& s, const protocol::Json& id,
@@ -202,6 +210,12 @@ class Agent {
   std::map<std::uint64_t, ext::RegionInfo> retiring_;
   // An alloc's token -> the region it made, while that region lives (docs/agent.md).
   std::map<std::string, std::uint64_t> alloc_tokens_;
+  // Tokens whose region was freed, or that a made_only ask found unused: an
+  // alloc with one (a first alloc that came late) makes nothing. The newest
+  // kMaxWithdrawnTokens, oldest forgotten first.
+  std::set<std::string> withdrawn_tokens_;
+  std::deque<std::string> withdrawn_order_;
+  static constexpr std::size_t kMaxWithdrawnTokens = 4096;
   std::map<std::uint64_t, ConnRecord> conns_;
   std::map<std::uint64_t, SessionPtr> sessions_;
   // Destroyed on reap_strand_ once they closed and nothing else holds them

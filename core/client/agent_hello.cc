@@ -5,6 +5,9 @@ namespace rcxl::client {
 AgentHello parse_agent_hello(const nlohmann::json& reply) {
   AgentHello hello;
   if (reply.contains("boot") && reply["boot"].is_string()) hello.boot = reply["boot"];
+  if (auto t = reply.find("alloc_tokens"); t != reply.end() && t->is_boolean()) {
+    hello.alloc_tokens = t->get<bool>();
+  }
   if (!reply.contains("region_extension")) return hello;
   const auto& ext = reply["region_extension"];
   if (!ext.is_object() || !ext.contains("version") || !ext["version"].is_number_integer() ||

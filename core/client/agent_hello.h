@@ -12,6 +12,8 @@ namespace rcxl::client {
 struct AgentHello {
   std::string boot;
   std::set<std::string> actions;
+  // The agent keeps alloc tokens (an optional hello field rcxl adds to v1).
+  bool alloc_tokens = false;
   bool advertises(const std::string& action) const { return actions.count(action) > 0; }
 };
 

@@ -177,16 +177,21 @@ void RegionMapClient::allocate_once(const std::string& agent, std::uint64_t size
                 done = std::move(done)](const Result<AgentHello>& hello) mutable {
     if (alive.expired()) return;
     if (!hello.ok()) return done(hello.status());
-    ask_unanswered_again(agent);
-    // A token, so that an alloc whose reply is lost can be asked again (docs/agent.md).
-    const std::string token = alloc_tokens_->next_hex(128);
+    Json request = {{"op", "alloc"}, {"size", size}};
+    std::string token;  // so that an alloc whose reply is lost can be asked again
+    if (hello->alloc_tokens) {
+      ask_unanswered_again(agent);
+      token = alloc_tokens_->next_hex(128);
+      request["token"] = token;
+    }
     agents_[agent].conn->call(
-        {{"op", "alloc"}, {"size", size}, {"token", token}},
+        std::move(request),
         [this, alive, agent, size, token, retry_on_boot, done = std::move(done)](
             const Status& status, const Json& reply) mutable {
           if (alive.expired()) return;
           if (!status.ok()) {
-            if (reply.is_null()) remember_unanswered(agent, token, size);  // no word from it
+            // No word from the agent: it may have made the region.
+            if (reply.is_null() && !token.empty()) remember_unanswered(agent, token, size);
             return done(status);
           }
           take_allocated(agent, size, retry_on_boot, reply, std::move(done));
@@ -194,10 +199,13 @@ void RegionMapClient::allocate_once(const std::string& agent, std::uint64_t size
         {},
         [this, alive, agent, token](const Json& reply) {
           if (alive.expired()) return;
-          if (free_unheld_alloc(agent, reply, "came after its call timed out")) {
-            ++late_allocs_freed_;
+          if (token.empty()) {
+            if (free_unheld_alloc(agent, reply, "came after its call timed out")) {
+              ++late_allocs_freed_;
+            }
+            return;
           }
-          agent_state(agent).unanswered.erase(token);  // answered after all
+          (void)settle_unanswered(agent, token, reply, late_allocs_freed_);
         });
   });
 }
@@ -224,58 +232,60 @@ void RegionMapClient::remember_unanswered(const std::string& agent, const std::s
                                           std::uint64_t size) {
   AgentState& state = agent_state(agent);
   auto [it, added] = state.unanswered.try_emplace(token);
-  if (added) it->second = {size, state.unanswered_seq++, 1, false};
+  if (added) it->second = {size, state.unanswered_seq++, 1, false, false};
   if (state.unanswered.size() <= kMaxUnansweredAllocs) return;
   auto oldest =
       std::min_element(state.unanswered.begin(), state.unanswered.end(),
                        [](const auto& a, const auto& b) { return a.second.seq < b.second.seq; });
-  ++unanswered_allocs_given_up_;
+  if (!oldest->second.given_up) ++unanswered_allocs_given_up_;
   log_.warn("more than ", kMaxUnansweredAllocs, " allocs to ", agent,
-            " got no reply: no longer asking about the oldest (its region, if the agent made "
-            "it, stays there)");
+            " got no reply: forgetting the oldest (its region, if the agent made it, stays "
+            "there)");
   state.unanswered.erase(oldest);
+}
+
+bool RegionMapClient::settle_unanswered(const std::string& agent, const std::string& token,
+                                        const Json& reply, std::uint64_t& freed) {
+  AgentState& state = agent_state(agent);
+  auto it = state.unanswered.find(token);
+  if (it == state.unanswered.end()) return false;
+  state.unanswered.erase(it);
+  // not_found: the agent made nothing under the token (or it was freed).
+  if (free_unheld_alloc(agent, reply, "answered an alloc whose reply was lost")) ++freed;
+  return true;
 }
 
 void RegionMapClient::ask_unanswered_again(const std::string& agent) {
   AgentState& state = agent_state(agent);
   std::weak_ptr<bool> alive = alive_;
   for (auto& [token, pending] : state.unanswered) {
-    if (pending.asking) continue;
+    if (pending.asking || pending.given_up) continue;
     pending.asking = true;
+    // made_only: the agent answers the region this token's alloc made, or
+    // not_found; it never allocates (that could take the space this alloc needs).
     state.conn->call(
-        {{"op", "alloc"}, {"size", pending.size}, {"token", token}},
+        {{"op", "alloc"}, {"size", pending.size}, {"token", token}, {"made_only", true}},
         [this, alive, agent, token](const Status&, const Json& reply) {
           if (alive.expired()) return;
-          AgentState& st = agent_state(agent);
-          auto it = st.unanswered.find(token);
-          if (it == st.unanswered.end()) {
-            // The first reply came late meanwhile and its region was freed;
-            // this one may name a new region (the free went first): free that too.
-            if (free_unheld_alloc(agent, reply, "answered a retry after the first reply")) {
-              ++unanswered_allocs_freed_;
-            }
+          if (!reply.is_null()) {
+            (void)settle_unanswered(agent, token, reply, unanswered_allocs_freed_);
             return;
           }
-          if (reply.is_null() && ++it->second.asks < kAllocTokenAttempts) {
-            it->second.asking = false;  // no word again: the next alloc asks again
-            return;
-          }
-          if (reply.is_null()) {
-            ++unanswered_allocs_given_up_;
-            log_.warn("an alloc to ", agent, " got no reply ", kAllocTokenAttempts,
-                      " times: no longer asking (its region, if the agent made it, stays there)");
-          } else if (free_unheld_alloc(agent, reply, "answered the alloc asked again")) {
-            ++unanswered_allocs_freed_;
-          }
-          st.unanswered.erase(it);
+          auto& kept = agent_state(agent).unanswered;
+          auto it = kept.find(token);
+          if (it == kept.end()) return;
+          it->second.asking = false;
+          if (++it->second.asks < kAllocTokenAttempts) return;  // the next alloc asks again
+          it->second.given_up = true;
+          ++unanswered_allocs_given_up_;
+          log_.warn("an alloc to ", agent, " got no reply ", kAllocTokenAttempts,
+                    " times: no longer asking (a late reply still frees its region)");
         },
         {},
         [this, alive, agent, token](const Json& reply) {
-          if (alive.expired()) return;
-          if (free_unheld_alloc(agent, reply, "answered the alloc asked again, late")) {
-            ++unanswered_allocs_freed_;
+          if (!alive.expired()) {
+            (void)settle_unanswered(agent, token, reply, unanswered_allocs_freed_);
           }
-          agent_state(agent).unanswered.erase(token);
         });
   }
 }

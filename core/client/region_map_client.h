@@ -124,12 +124,14 @@ class RegionMapClient {
   std::uint64_t regions_lost() const { return regions_lost_; }
   // Regions whose alloc reply came after its call timed out, freed at once.
   std::uint64_t late_allocs_freed() const { return late_allocs_freed_; }
-  // Allocs that got no reply, asked again with their token and what came back
-  // freed (docs/client.md, *Known limits*); and those given up after
-  // kAllocTokenAttempts unanswered asks, or past kMaxUnansweredAllocs.
+  // Allocs that got no reply (to an agent that takes alloc tokens), asked
+  // again with their token and what came back freed (docs/client.md, *Known
+  // limits*); and those no longer asked after kAllocTokenAttempts asks
+  // without a reply (a late reply still frees), or forgotten past
+  // kMaxUnansweredAllocs.
   std::uint64_t unanswered_allocs_freed() const { return unanswered_allocs_freed_; }
   std::uint64_t unanswered_allocs_given_up() const { return unanswered_allocs_given_up_; }
-  // Unanswered allocs waiting to be asked again, all agents.
+  // Unanswered allocs kept, all agents (asked again or only awaiting a late reply).
   std::size_t unanswered_allocs() const;
   std::uint64_t own_maps_sent() const { return own_maps_sent_; }
   std::uint64_t fresh_maps_sent() const { return fresh_maps_sent_; }
@@ -140,6 +142,7 @@ class RegionMapClient {
     std::uint64_t seq = 0;  // the oldest goes first past kMaxUnansweredAllocs
     int asks = 1;           // the alloc itself, then each retry without a reply
     bool asking = false;    // a retry is on its way
+    bool given_up = false;  // not asked again; a late reply still frees its region
   };
   struct AgentState {
     std::shared_ptr<directory::RpcConnection> conn;
@@ -175,6 +178,11 @@ class RegionMapClient {
   // failed (so nobody holds it); true when it did. `why` goes in the log line.
   bool free_unheld_alloc(const std::string& agent, const nlohmann::json& reply,
                          std::string_view why);
+  // A reply about an unanswered alloc's token (late, or to a retry): the first
+  // one ends it (its region freed, counted in `freed`); later ones are ignored,
+  // so a region is freed once. False when the token was not (or no longer) kept.
+  bool settle_unanswered(const std::string& agent, const std::string& token,
+                         const nlohmann::json& reply, std::uint64_t& freed);
   // Remembers an alloc that got no reply, to ask again with its token.
   void remember_unanswered(const std::string& agent, const std::string& token, std::uint64_t size);
   // Asks the agent again for each unanswered alloc (its token, its size) and

@@ -79,7 +79,13 @@ Result<AllocRequest> parse_alloc(const Json& m) {
   if (*token && ((*token)->empty() || (*token)->size() > kMaxAllocTokenBytes)) {
     return bad("'token' must be 1 to " + std::to_string(kMaxAllocTokenBytes) + " bytes");
   }
-  return AllocRequest{*size, std::move(token).value()};
+  AllocRequest alloc{*size, std::move(token).value(), false};
+  if (const Json* v = find(m, "made_only"); v && !v->is_null()) {
+    if (!v->is_boolean()) return bad("'made_only' must be a boolean");
+    alloc.made_only = v->get<bool>();
+  }
+  if (alloc.made_only && !alloc.token) return bad("'made_only' needs a 'token'");
+  return alloc;
 }
 
 Result<MapRequest> parse_map(const Json& m) {

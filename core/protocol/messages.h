@@ -62,6 +62,8 @@ struct AllocRequest {
   // Optional, added to v1 by rcxl (docs/agent.md, *Alloc tokens*): a retried
   // alloc with the same token answers the region the first one made.
   std::optional<std::string> token;
+  // With a token: only ask for the region that token's alloc made; never allocate.
+  bool made_only = false;
   bool operator==(const AllocRequest&) const = default;
 };
 

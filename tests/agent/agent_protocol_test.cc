@@ -196,7 +196,9 @@ TEST(AgentProtocol, R1_2_MalformedRequestsAreBadRequestAndChangeNothing) {
       {{"op", "alloc"}, {"id", 5}, {"size", "4096"}},               // string
       {{"op", "alloc"}, {"id", 5}, {"size", 4096}, {"token", ""}},  // empty token
       {{"op", "alloc"}, {"id", 5}, {"size", 4096}, {"token", std::string(129, 't')}},
-      {{"op", "alloc"}, {"id", 5}, {"size", 4096}, {"token", 7}},              // token not a string
+      {{"op", "alloc"}, {"id", 5}, {"size", 4096}, {"token", 7}},         // token not a string
+      {{"op", "alloc"}, {"id", 5}, {"size", 4096}, {"made_only", true}},  // made_only, no token
+      {{"op", "alloc"}, {"id", 5}, {"size", 4096}, {"token", "t"}, {"made_only", 1}},
       {{"op", "map"}, {"id", 5}, {"region", a.region}, {"handle", a.handle}},  // no epoch
       {{"op", "map"}, {"id", 5}, {"region", a.region}, {"handle", 7}, {"epoch", c->boot}},
       {{"op", "map"},

@@ -137,20 +137,24 @@ struct FreshCase {
 // docs/agent.md, *Alloc tokens*: an alloc retried with its token (its first
 // reply lost to a timeout or a dropped connection) answers the region the
 // first made, on any connection, and allocates nothing; with another size it
-// is refused and changes nothing; once the region is freed the token is free.
+// is refused and changes nothing. The hello says the agent takes tokens.
 TEST(AgentRegions, R1_5_AnAllocRetriedWithItsTokenAnswersTheRegionItMade) {
   AgentRig rig;
   ASSERT_TRUE(rig.start(rig.recording()).ok());
-  auto c = rig.hello_client();
+  auto c = rig.client();
+  Json hello = c->hello();
+  EXPECT_EQ(hello.value("alloc_tokens", false), true) << hello.dump();
   const Json alloc = {{"op", "alloc"}, {"id", 2}, {"size", 8192}, {"token", "t-1"}};
   Json first = c->call(alloc);
   ASSERT_EQ(code_of(first), "ok") << first.dump();
   const std::uint64_t free_after_first = rig.agent->free_bytes();
   auto other = rig.hello_client();  // the retry comes on a new connection
-  Json again = other->call(alloc);
-  EXPECT_EQ(again, first);
+  EXPECT_EQ(other->call(alloc), first);
+  Json asked = alloc;
+  asked["made_only"] = true;
+  EXPECT_EQ(other->call(asked), first);
   EXPECT_EQ(rig.agent->free_bytes(), free_after_first);
-  EXPECT_EQ(rig.agent->metrics().allocs_answered_again, 1u);
+  EXPECT_EQ(rig.agent->metrics().allocs_answered_again, 2u);
   Json resized = other->call({{"op", "alloc"}, {"id", 3}, {"size", 4096}, {"token", "t-1"}});
   EXPECT_EQ(code_of(resized), "bad_request") << resized.dump();
   EXPECT_EQ(rig.agent->free_bytes(), free_after_first);
@@ -158,14 +162,43 @@ TEST(AgentRegions, R1_5_AnAllocRetriedWithItsTokenAnswersTheRegionItMade) {
   Json second = c->call({{"op", "alloc"}, {"id", 4}, {"size", 8192}, {"token", "t-2"}});
   EXPECT_NE(second["region"], first["region"]);
   EXPECT_NE(c->alloc(8192).region, first["region"].get<std::uint64_t>());
+}
+
+// A token whose region was freed, or that a made_only ask found unused, is
+// withdrawn: the first alloc with it, if it still comes (it waited on another
+// connection), makes nothing that nobody would ask about again.
+TEST(AgentRegions, R1_5_AnAllocWithAWithdrawnTokenMakesNothing) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording()).ok());
+  auto c = rig.hello_client();
+  Json first = c->call({{"op", "alloc"}, {"id", 2}, {"size", 8192}, {"token", "t-1"}});
   ASSERT_EQ(
       code_of(c->call(
-          {{"op", "free"}, {"id", 5}, {"region", first["region"]}, {"handle", first["handle"]}})),
+          {{"op", "free"}, {"id", 3}, {"region", first["region"]}, {"handle", first["handle"]}})),
       "ok");
-  Json after_free = c->call(alloc);
-  ASSERT_EQ(code_of(after_free), "ok");
-  EXPECT_NE(after_free["region"], first["region"]);
-  EXPECT_EQ(rig.agent->metrics().allocs_answered_again, 1u);
+  const std::uint64_t free_bytes = rig.agent->free_bytes();
+  const std::uint64_t regions = rig.agent->metrics().regions;
+  for (const Json& late :
+       {Json{{"op", "alloc"}, {"id", 4}, {"size", 8192}, {"token", "t-1"}},
+        Json{{"op", "alloc"}, {"id", 5}, {"size", 8192}, {"token", "t-2"}, {"made_only", true}},
+        Json{{"op", "alloc"}, {"id", 6}, {"size", 8192}, {"token", "t-2"}}}) {
+    Json reply = c->call(late);
+    EXPECT_EQ(code_of(reply), "not_found") << late.dump() << " -> " << reply.dump();
+    EXPECT_EQ(rig.agent->free_bytes(), free_bytes);
+    EXPECT_EQ(rig.agent->metrics().regions, regions);
+  }
+  // Past the newest 4096 withdrawn tokens the oldest is forgotten.
+  for (int i = 0; i < 4096; ++i) {
+    c->send({{"op", "alloc"},
+             {"id", 100 + i},
+             {"size", 4096},
+             {"token", "w-" + std::to_string(i)},
+             {"made_only", true}});
+  }
+  for (int i = 0; i < 4096; ++i) ASSERT_EQ(code_of(c->next()), "not_found") << i;
+  EXPECT_EQ(code_of(c->call({{"op", "alloc"}, {"id", 7}, {"size", 8192}, {"token", "t-1"}})), "ok");
+  EXPECT_EQ(code_of(c->call({{"op", "alloc"}, {"id", 8}, {"size", 4096}, {"token", "w-4095"}})),
+            "not_found");
 }
 
 TEST(AgentRegions, R5_2_FreshOnlyWithTheOwnerHandleOnTheFirstMap) {

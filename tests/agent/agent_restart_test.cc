@@ -168,11 +168,15 @@ TEST(AgentRestart, R7_AnAllocTheStateFileCannotRecordIsUndoneWithNoSpace) {
   auto kept = c->alloc();
   const std::string table = rig.mem.files().read_file(kStateFile).value();
   rig.mem.files().set_unwritable(kStateFile, true);
-  Json refused = c->call({{"op", "alloc"}, {"id", 9}, {"size", 1 << 20}});
+  Json refused = c->call({{"op", "alloc"}, {"id", 9}, {"size", 1 << 20}, {"token", "t"}});
   EXPECT_EQ(code_of(refused), "no_space") << refused.dump();
   EXPECT_THAT(refused["error"]["message"].get<std::string>(), ::testing::HasSubstr("state-file"));
   EXPECT_EQ(rig.agent->metrics().regions, 1u);
   EXPECT_EQ(rig.mem.files().read_file(kStateFile).value(), table);
+  // The undo took the token with the region: asked again, nothing was made.
+  Json asked = c->call(
+      {{"op", "alloc"}, {"id", 10}, {"size", 1 << 20}, {"token", "t"}, {"made_only", true}});
+  EXPECT_EQ(code_of(asked), "not_found") << asked.dump();
   rig.mem.files().set_unwritable(kStateFile, false);
   auto next = c->alloc();
   EXPECT_NE(next.region, 0u);

@@ -323,6 +323,19 @@ TEST(Handler, R5_1_OwnMapsCarryFreshUntilTheFirstReplyRetriesIncluded) {
   EXPECT_EQ(h.regions().fresh_maps_sent(), fresh_before);
 }
 
+// Starts a 1 MiB alloc on the handler's strand; `out` gets its result.
+void start_alloc(Handler& h, const std::string& agent, std::optional<Result<OwnRegion>>& out) {
+  h.strand().post([&h, agent, &out] {
+    h.regions().allocate(agent, 1 << 20, [&out](Result<OwnRegion> r) { out = std::move(r); });
+  });
+}
+// A 1 MiB alloc, run to its end.
+Result<OwnRegion> alloc_now(ClientRig& rig, Handler& h, const std::string& agent) {
+  std::optional<Result<OwnRegion>> out;
+  start_alloc(h, agent, out);
+  return rig.wait(out);
+}
+
 // An alloc whose reply was lost (the connection dropped after the agent made
 // the region) left a region nobody held, for good. Its token is asked again
 // before the next alloc to that agent; the agent answers the same region,
@@ -334,19 +347,13 @@ TEST(Handler, R1_5_AnAllocWhoseReplyWasLostIsAskedAgainAndItsRegionFreed) {
   ASSERT_EQ(rig.store(h, {item("a", "a-bytes")})->stored, 1u);  // region 1
   ASSERT_EQ(mem.agent->metrics().regions, 1u);
   std::optional<Result<OwnRegion>> lost;
-  h.strand().post([&] {
-    h.regions().allocate(mem.key(), 1 << 20, [&](Result<OwnRegion> r) { lost = std::move(r); });
-  });
+  start_alloc(h, mem.key(), lost);
   // The agent made region 2; its reply is on the wire when the connection drops.
   ASSERT_TRUE(rig.world.run_until([&] { return mem.agent->metrics().regions == 2; }).ok());
   rig.world.network().drop_connections("mem");
   ASSERT_FALSE(rig.wait(lost).ok());
   EXPECT_EQ(h.regions().unanswered_allocs(), 1u);
-  std::optional<Result<OwnRegion>> next;
-  h.strand().post([&] {
-    h.regions().allocate(mem.key(), 1 << 20, [&](Result<OwnRegion> r) { next = std::move(r); });
-  });
-  auto region = rig.wait(next);
+  auto region = alloc_now(rig, h, mem.key());
   ASSERT_TRUE(region.ok()) << region.status().ToString();
   EXPECT_EQ(region->region, 3u);
   rig.world.run_for(10ms);
@@ -355,6 +362,29 @@ TEST(Handler, R1_5_AnAllocWhoseReplyWasLostIsAskedAgainAndItsRegionFreed) {
   EXPECT_EQ(h.regions().unanswered_allocs(), 0u);
   EXPECT_EQ(mem.agent->metrics().regions, 2u);  // 1 and 3: region 2 went back
   EXPECT_EQ(text_of(rig.load(h, {"a"})->values.at(0)), "a-bytes");
+}
+
+// An alloc lost before the agent saw it made nothing: asked again (made_only)
+// the agent says not_found and allocates nothing, so the alloc behind the
+// question still finds room in a pool that holds one more region.
+TEST(Handler, R1_5_AnAllocLostBeforeTheAgentSawItIsAskedAgainWithoutAllocating) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", Json::object(), 2u << 20);  // two 1 MiB regions
+  Handler& h = rig.handler(rig.config());
+  ASSERT_EQ(rig.store(h, {item("a", "a-bytes")})->stored, 1u);  // region 1
+  std::optional<Result<OwnRegion>> lost;
+  start_alloc(h, mem.key(), lost);
+  rig.world.run_for(1us);  // the alloc is on the wire
+  rig.world.network().drop_connections("mem");
+  ASSERT_FALSE(rig.wait(lost).ok());
+  ASSERT_EQ(mem.agent->metrics().regions, 1u);  // it never arrived
+  ASSERT_EQ(h.regions().unanswered_allocs(), 1u);
+  auto region = alloc_now(rig, h, mem.key());
+  ASSERT_TRUE(region.ok()) << region.status().ToString();
+  EXPECT_EQ(region->region, 2u);
+  EXPECT_EQ(h.regions().unanswered_allocs(), 0u);
+  EXPECT_EQ(h.regions().unanswered_allocs_freed(), 0u);
+  EXPECT_EQ(mem.agent->metrics().regions, 2u);
 }
 
 TEST(Handler, R6_1_AfterABootChangeReadersMissAndOwnersAllocateAnew) {

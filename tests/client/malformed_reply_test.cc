@@ -65,6 +65,8 @@ class ScriptedAgent {
   // Every alloc answers region 1 with new handles, as an agent restarted
   // without its region table issues ids anew.
   void reissue_region_ids() { reissue_ = true; }
+  // The hello says the agent takes alloc tokens (it still ignores them).
+  void advertise_alloc_tokens() { alloc_tokens_ = true; }
   // How many requests got the malformed reply (a case that sends none tests nothing).
   int overridden() const { return overridden_; }
   // Replies to `op` leave `delay` after their request came (others at once).
@@ -85,6 +87,7 @@ class ScriptedAgent {
       reply.update({{"boot", "b1"},
                     {"conn", 1},
                     {"region_extension", {{"version", 1}, {"actions", actions_}}}});
+      if (alloc_tokens_) reply["alloc_tokens"] = true;
     } else if (op == "alloc") {
       ++regions_;
       const std::string n = reissue_ ? std::to_string(regions_) : "";
@@ -118,6 +121,7 @@ class ScriptedAgent {
   Json actions_;
   std::uint64_t regions_ = 0;
   bool reissue_ = false;
+  bool alloc_tokens_ = false;
   int overridden_ = 0;
   std::string delayed_op_;
   runtime::Duration delay_{};
@@ -341,14 +345,17 @@ TEST(MalformedReply, R1_5_AnAllocReplyAfterItsTimeoutFreesTheRegion) {
 
 // The agent said nothing until the alloc timed out (an fsync of its state
 // file stalled): the connection is given up for new calls but kept a while
-// for late replies, so the region is still freed, over a new connection.
-// Past that grace the old connection is gone and its reply frees nothing
-// (the next alloc asks again with the token: the test after the next).
+// for late replies, so the region is still freed, over a new connection,
+// and the alloc is no longer kept to be asked again. Past that grace the old
+// connection is gone and its reply frees nothing: the alloc stays kept, for
+// the next alloc to ask again with its token
+// (Handler.R1_5_AnAllocWhoseReplyWasLostIsAskedAgainAndItsRegionFreed).
 TEST(MalformedReply, R1_5_AnAllocReplyAfterASilentTimeoutFreesTheRegionWithinTheGrace) {
   for (const auto& [delay, freed] : {std::pair{std::chrono::milliseconds(1300), 1u},
                                      std::pair{std::chrono::milliseconds(12000), 0u}}) {
     ScriptedRig scripted;
     auto& [rig, agent, config, h] = scripted;
+    agent.advertise_alloc_tokens();
     ASSERT_EQ(rig.store(h, {item("a", "a-bytes")})->stored, 1u);
     agent.delay_replies("alloc", delay);
     std::optional<Result<OwnRegion>> allocated;
@@ -358,6 +365,7 @@ TEST(MalformedReply, R1_5_AnAllocReplyAfterASilentTimeoutFreesTheRegionWithinThe
     ASSERT_TRUE(allocated.has_value());
     EXPECT_EQ(allocated->status().code(), ErrorCode::kTimeout) << allocated->status().ToString();
     EXPECT_EQ(h.regions().late_allocs_freed(), freed) << delay.count() << " ms";
+    EXPECT_EQ(h.regions().unanswered_allocs(), 1u - freed) << delay.count() << " ms";
     const Json& last = agent.requests().back();
     EXPECT_EQ(last.value("op", "") == "free", freed == 1u) << last.dump();
     EXPECT_EQ(text_of(rig.load(h, {"a"})->values.at(0)), "a-bytes");  // the client goes on
@@ -370,6 +378,7 @@ TEST(MalformedReply, R1_5_AnAllocReplyAfterASilentTimeoutFreesTheRegionWithinThe
 TEST(MalformedReply, R1_5_AnAllocNeverAnsweredIsAskedAgainAFewTimesThenGivenUp) {
   ScriptedRig scripted;
   auto& [rig, agent, config, h] = scripted;
+  agent.advertise_alloc_tokens();
   agent.delay_replies("alloc", std::chrono::hours(1));
   const std::string at = ScriptedAgent::address().ToString();
   for (int round = 1; round <= RegionMapClient::kAllocTokenAttempts; ++round) {
@@ -378,20 +387,48 @@ TEST(MalformedReply, R1_5_AnAllocNeverAnsweredIsAskedAgainAFewTimesThenGivenUp) 
     ASSERT_EQ(rig.wait(allocated).status().code(), ErrorCode::kTimeout) << round;
     rig.world.run_for(config.reply_timeout);  // the retries sent with it time out too
   }
-  // Round 4 asked about the first alloc a fourth time: given up; three wait.
+  // Round 4 asked about the first alloc a fourth time: given up (still kept
+  // for a late reply); three are asked again next time.
   EXPECT_EQ(h.regions().unanswered_allocs_given_up(), 1u);
-  EXPECT_EQ(h.regions().unanswered_allocs(), 3u);
+  EXPECT_EQ(h.regions().unanswered_allocs(), 4u);
   std::map<std::string, int> asks;  // by token
   for (const Json& r : agent.requests()) {
     if (r.value("op", "") != "alloc") continue;
     ASSERT_TRUE(r.contains("token")) << r.dump();
-    ++asks[r["token"].get<std::string>()];
+    // Asked again, an alloc only asks what was made: it never allocates.
+    const int n = ++asks[r["token"].get<std::string>()];
+    EXPECT_EQ(r.value("made_only", false), n > 1) << r.dump();
   }
   ASSERT_EQ(asks.size(), 4u);
   std::vector<int> counts;
   for (const auto& [token, n] : asks) counts.push_back(n);
   std::sort(counts.begin(), counts.end());
   EXPECT_EQ(counts, (std::vector<int>{1, 2, 3, 4}));
+}
+
+// At most kMaxUnansweredAllocs are kept per agent: past that the oldest is
+// forgotten. An agent that does not say it takes tokens gets none.
+TEST(MalformedReply, R1_5_AtMost64UnansweredAllocsAreKeptPerAgent) {
+  for (const bool advertised : {true, false}) {
+    ScriptedRig scripted;
+    auto& [rig, agent, config, h] = scripted;
+    if (advertised) agent.advertise_alloc_tokens();
+    agent.delay_replies("alloc", std::chrono::hours(1));
+    const std::string at = ScriptedAgent::address().ToString();
+    const int rounds = static_cast<int>(RegionMapClient::kMaxUnansweredAllocs) + 1;
+    for (int round = 1; round <= rounds; ++round) {
+      std::optional<Result<OwnRegion>> allocated;
+      h.regions().allocate(at, 1 << 20, [&](Result<OwnRegion> r) { allocated = std::move(r); });
+      ASSERT_EQ(rig.wait(allocated).status().code(), ErrorCode::kTimeout) << round;
+      rig.world.run_for(config.reply_timeout);
+    }
+    EXPECT_EQ(h.regions().unanswered_allocs(),
+              advertised ? RegionMapClient::kMaxUnansweredAllocs : 0u);
+    for (const Json& r : agent.requests()) {
+      if (r.value("op", "") != "alloc") continue;
+      EXPECT_EQ(r.contains("token"), advertised) << r.dump();
+    }
+  }
 }
 
 }  // namespace
