@@ -665,9 +665,17 @@ void Agent::handle_alloc(const SessionPtr& s, const Json& id, const protocol::Al
   }
   if (made || unrecorded) {
     // A region the file does not have could be handed out twice after a restart:
-    // its id and extent are answered only once they are recorded.
-    (void)persist_regions();
+    // its id and extent are answered only once they are recorded. The check and
+    // the undo hold state_mu_, so no other write takes the region in between.
     const std::uint64_t region_id = made ? *made : *unrecorded;
+    std::lock_guard writing(state_mu_);
+    bool write = false;
+    {
+      std::lock_guard lock(mu_);
+      auto it = regions_.find(region_id);
+      write = it != regions_.end() && !it->second->recorded;  // else another write did it
+    }
+    if (write) (void)write_regions_locked();
     std::lock_guard lock(mu_);
     auto it = regions_.find(region_id);
     if (it != regions_.end() && it->second->recorded) {
@@ -1049,6 +1057,11 @@ RegionTable Agent::snapshot_locked() const {
 Status Agent::persist_regions() {
   if (config_.state_file.empty()) return {};
   std::lock_guard writing(state_mu_);
+  return write_regions_locked();
+}
+
+Status Agent::write_regions_locked() {
+  if (config_.state_file.empty()) return {};
   std::string text;
   std::vector<std::uint64_t> written;
   {

@@ -167,6 +167,8 @@ class Agent {
   // The state file: loaded once at start; written after each change, outside mu_.
   Status load_regions();
   Status persist_regions();
+  // persist_regions with state_mu_ already held.
+  Status write_regions_locked();
   RegionTable snapshot_locked() const;
   void schedule_poll(runtime::Strand& strand);
   void schedule_sweep(runtime::Strand& strand);

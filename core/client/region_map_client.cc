@@ -183,6 +183,7 @@ void RegionMapClient::allocate_once(const std::string& agent, std::uint64_t size
       ask_unanswered_again(agent);
       token = alloc_tokens_->next_hex(128);
       request["token"] = token;
+      ++agents_[agent].allocs_sent;
     }
     agents_[agent].conn->call(
         std::move(request),
@@ -205,13 +206,14 @@ void RegionMapClient::allocate_once(const std::string& agent, std::uint64_t size
             }
             return;
           }
-          (void)settle_unanswered(agent, token, reply, late_allocs_freed_);
+          settle_unanswered(agent, token, reply, late_allocs_freed_);
         });
   });
 }
 
 bool RegionMapClient::free_unheld_alloc(const std::string& agent, const nlohmann::json& reply,
-                                        std::string_view why) {
+                                        std::string_view why,
+                                        std::function<void(const Json&)> freed) {
   // Its caller was told `timeout`, so nobody holds this region: only this
   // reply names its handle, and without a free it would stay at the agent.
   if (!directory::reply_status(reply).ok()) return false;
@@ -224,7 +226,9 @@ bool RegionMapClient::free_unheld_alloc(const std::string& agent, const nlohmann
   }
   log_.info("alloc reply for region ", *id, " from ", agent, " ", why, ": freeing the region");
   agent_state(agent).conn->call({{"op", "free"}, {"region", *id}, {"handle", *handle}},
-                                [](const Status&, const Json&) {});
+                                [freed = std::move(freed)](const Status&, const Json& reply) {
+                                  if (freed) freed(reply);
+                                });
   return true;
 }
 
@@ -232,60 +236,72 @@ void RegionMapClient::remember_unanswered(const std::string& agent, const std::s
                                           std::uint64_t size) {
   AgentState& state = agent_state(agent);
   auto [it, added] = state.unanswered.try_emplace(token);
-  if (added) it->second = {size, state.unanswered_seq++, 1, false, false};
+  if (!added) return;
+  it->second = {size, state.unanswered_seq++, 0, state.allocs_sent, false, false};
   if (state.unanswered.size() <= kMaxUnansweredAllocs) return;
   auto oldest =
       std::min_element(state.unanswered.begin(), state.unanswered.end(),
                        [](const auto& a, const auto& b) { return a.second.seq < b.second.seq; });
-  if (!oldest->second.given_up) ++unanswered_allocs_given_up_;
+  ++unanswered_allocs_forgotten_;
   log_.warn("more than ", kMaxUnansweredAllocs, " allocs to ", agent,
             " got no reply: forgetting the oldest (its region, if the agent made it, stays "
-            "there)");
+            "there unless a late reply names it)");
   state.unanswered.erase(oldest);
 }
 
-bool RegionMapClient::settle_unanswered(const std::string& agent, const std::string& token,
+void RegionMapClient::settle_unanswered(const std::string& agent, const std::string& token,
                                         const Json& reply, std::uint64_t& freed) {
   AgentState& state = agent_state(agent);
-  auto it = state.unanswered.find(token);
-  if (it == state.unanswered.end()) return false;
-  state.unanswered.erase(it);
-  // not_found: the agent made nothing under the token (or it was freed).
-  if (free_unheld_alloc(agent, reply, "answered an alloc whose reply was lost")) ++freed;
-  return true;
+  auto kept = state.unanswered.find(token);
+  const bool tracked = kept != state.unanswered.end();
+  if (tracked && kept->second.freeing) return;  // a reply before this one named it
+  std::weak_ptr<bool> alive = alive_;
+  auto on_freed = [this, alive, agent, token](const Json& answer) {
+    if (alive.expired()) return;
+    auto& unanswered = agent_state(agent).unanswered;
+    auto it = unanswered.find(token);
+    if (it == unanswered.end()) return;
+    // ok, not_found or bad_range: gone. No word: asked again before a later alloc.
+    if (!answer.is_null()) return (void)unanswered.erase(it);
+    it->second.freeing = false;
+  };
+  if (tracked) kept->second.freeing = true;  // before the call: its answer may come at once
+  if (free_unheld_alloc(agent, reply, "answered an alloc whose reply was lost", on_freed)) {
+    ++freed;
+    return;
+  }
+  // not_found, or a region this client holds: nothing to free, the token is settled.
+  if (tracked) state.unanswered.erase(token);
 }
 
 void RegionMapClient::ask_unanswered_again(const std::string& agent) {
   AgentState& state = agent_state(agent);
   std::weak_ptr<bool> alive = alive_;
   for (auto& [token, pending] : state.unanswered) {
-    if (pending.asking || pending.given_up) continue;
+    if (pending.asking || pending.freeing || state.allocs_sent < pending.next_ask) continue;
     pending.asking = true;
+    ++unanswered_asks_sent_;
     // made_only: the agent answers the region this token's alloc made, or
     // not_found; it never allocates (that could take the space this alloc needs).
     state.conn->call(
         {{"op", "alloc"}, {"size", pending.size}, {"token", token}, {"made_only", true}},
         [this, alive, agent, token](const Status&, const Json& reply) {
           if (alive.expired()) return;
-          if (!reply.is_null()) {
-            (void)settle_unanswered(agent, token, reply, unanswered_allocs_freed_);
-            return;
-          }
-          auto& kept = agent_state(agent).unanswered;
-          auto it = kept.find(token);
-          if (it == kept.end()) return;
+          if (!reply.is_null())
+            return settle_unanswered(agent, token, reply, unanswered_allocs_freed_);
+          AgentState& st = agent_state(agent);
+          auto it = st.unanswered.find(token);
+          if (it == st.unanswered.end()) return;
+          // No word again: ask before allocs 1, 2, 4, 8, ... from now.
           it->second.asking = false;
-          if (++it->second.asks < kAllocTokenAttempts) return;  // the next alloc asks again
-          it->second.given_up = true;
-          ++unanswered_allocs_given_up_;
-          log_.warn("an alloc to ", agent, " got no reply ", kAllocTokenAttempts,
-                    " times: no longer asking (a late reply still frees its region)");
+          const int asks = ++it->second.asks;
+          const std::uint64_t wait = std::min<std::uint64_t>(
+              kMaxAllocsBetweenAsks, (std::uint64_t{1} << std::min(asks - 1, 20)) - 1);
+          it->second.next_ask = st.allocs_sent + wait;
         },
         {},
         [this, alive, agent, token](const Json& reply) {
-          if (!alive.expired()) {
-            (void)settle_unanswered(agent, token, reply, unanswered_allocs_freed_);
-          }
+          if (!alive.expired()) settle_unanswered(agent, token, reply, unanswered_allocs_freed_);
         });
   }
 }

@@ -57,7 +57,9 @@ class RegionMapClient {
 
   // Unanswered allocs kept per agent, and how often one is asked before it is given up.
   static constexpr std::size_t kMaxUnansweredAllocs = 64;
-  static constexpr int kAllocTokenAttempts = 4;
+  // An unanswered alloc asked in vain waits 2^(asks-1) - 1 allocs before the
+  // next ask (asked before allocs 1, 2, 4, 8, ... after it), at most this many.
+  static constexpr std::uint64_t kMaxAllocsBetweenAsks = 31;
 
   RegionMapClient(runtime::Runtime& rt, runtime::Strand& strand, const Config& config);
   ~RegionMapClient();
@@ -126,23 +128,24 @@ class RegionMapClient {
   std::uint64_t late_allocs_freed() const { return late_allocs_freed_; }
   // Allocs that got no reply (to an agent that takes alloc tokens), asked
   // again with their token and what came back freed (docs/client.md, *Known
-  // limits*); and those no longer asked after kAllocTokenAttempts asks
-  // without a reply (a late reply still frees), or forgotten past
-  // kMaxUnansweredAllocs.
+  // limits*); and those forgotten unsettled past kMaxUnansweredAllocs.
   std::uint64_t unanswered_allocs_freed() const { return unanswered_allocs_freed_; }
-  std::uint64_t unanswered_allocs_given_up() const { return unanswered_allocs_given_up_; }
-  // Unanswered allocs kept, all agents (asked again or only awaiting a late reply).
+  std::uint64_t unanswered_allocs_forgotten() const { return unanswered_allocs_forgotten_; }
+  // Unanswered allocs kept to be asked again, all agents.
   std::size_t unanswered_allocs() const;
+  // Asks about them sent (each a made_only alloc).
+  std::uint64_t unanswered_asks_sent() const { return unanswered_asks_sent_; }
   std::uint64_t own_maps_sent() const { return own_maps_sent_; }
   std::uint64_t fresh_maps_sent() const { return fresh_maps_sent_; }
 
  private:
   struct UnansweredAlloc {
     std::uint64_t size = 0;
-    std::uint64_t seq = 0;  // the oldest goes first past kMaxUnansweredAllocs
-    int asks = 1;           // the alloc itself, then each retry without a reply
-    bool asking = false;    // a retry is on its way
-    bool given_up = false;  // not asked again; a late reply still frees its region
+    std::uint64_t seq = 0;       // the oldest goes first past kMaxUnansweredAllocs
+    int asks = 0;                // asks sent in vain so far
+    std::uint64_t next_ask = 0;  // asked before the alloc when allocs_sent reaches this
+    bool asking = false;         // an ask is on its way
+    bool freeing = false;        // the free of the region a reply named is on its way
   };
   struct AgentState {
     std::shared_ptr<directory::RpcConnection> conn;
@@ -156,6 +159,7 @@ class RegionMapClient {
     // agent may have made the region. Asked again before this agent's next alloc.
     std::map<std::string, UnansweredAlloc> unanswered;
     std::uint64_t unanswered_seq = 0;
+    std::uint64_t allocs_sent = 0;  // with a token
   };
   AgentState& agent_state(const std::string& agent);
   void on_hello(const std::string& agent, const nlohmann::json& reply);
@@ -176,12 +180,15 @@ class RegionMapClient {
                      Done<OwnRegion> done);
   // Frees the region an alloc reply names, whose call's caller was told it
   // failed (so nobody holds it); true when it did. `why` goes in the log line.
+  // `freed` gets the free's reply (null: no word).
   bool free_unheld_alloc(const std::string& agent, const nlohmann::json& reply,
-                         std::string_view why);
-  // A reply about an unanswered alloc's token (late, or to a retry): the first
-  // one ends it (its region freed, counted in `freed`); later ones are ignored,
-  // so a region is freed once. False when the token was not (or no longer) kept.
-  bool settle_unanswered(const std::string& agent, const std::string& token,
+                         std::string_view why,
+                         std::function<void(const nlohmann::json&)> freed = nullptr);
+  // A reply about an unanswered alloc's token (late, or to an ask). The region
+  // it names is freed, counted in `freed`; the token is kept until that free
+  // is answered (no word: asked again later). A reply about a token no longer
+  // kept frees too: a second free of a region only gets an error back.
+  void settle_unanswered(const std::string& agent, const std::string& token,
                          const nlohmann::json& reply, std::uint64_t& freed);
   // Remembers an alloc that got no reply, to ask again with its token.
   void remember_unanswered(const std::string& agent, const std::string& token, std::uint64_t size);
@@ -211,7 +218,8 @@ class RegionMapClient {
   std::uint64_t regions_lost_ = 0;
   std::uint64_t late_allocs_freed_ = 0;
   std::uint64_t unanswered_allocs_freed_ = 0;
-  std::uint64_t unanswered_allocs_given_up_ = 0;
+  std::uint64_t unanswered_allocs_forgotten_ = 0;
+  std::uint64_t unanswered_asks_sent_ = 0;
   // Alloc tokens: 128 random bits each, unguessable (a token is a capability).
   std::unique_ptr<runtime::RandomSource> alloc_tokens_;
   std::uint64_t own_maps_sent_ = 0;

@@ -158,10 +158,13 @@ TEST(AgentRegions, R1_5_AnAllocRetriedWithItsTokenAnswersTheRegionItMade) {
   Json resized = other->call({{"op", "alloc"}, {"id", 3}, {"size", 4096}, {"token", "t-1"}});
   EXPECT_EQ(code_of(resized), "bad_request") << resized.dump();
   EXPECT_EQ(rig.agent->free_bytes(), free_after_first);
-  // Another token, or none, is another region.
+  // Another token, or none (also as null, like any optional field), is another region.
   Json second = c->call({{"op", "alloc"}, {"id", 4}, {"size", 8192}, {"token", "t-2"}});
   EXPECT_NE(second["region"], first["region"]);
   EXPECT_NE(c->alloc(8192).region, first["region"].get<std::uint64_t>());
+  Json untokened = c->call({{"op", "alloc"}, {"id", 5}, {"size", 8192}, {"token", nullptr}});
+  ASSERT_EQ(code_of(untokened), "ok") << untokened.dump();
+  EXPECT_NE(untokened["region"], first["region"]);
 }
 
 // A token whose region was freed, or that a made_only ask found unused, is

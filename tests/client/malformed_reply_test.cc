@@ -373,37 +373,38 @@ TEST(MalformedReply, R1_5_AnAllocReplyAfterASilentTimeoutFreesTheRegionWithinThe
 }
 
 // An agent that never answers allocs: each unanswered alloc is asked again
-// (with its own token) before each later alloc, and given up after
-// kAllocTokenAttempts asks without a reply, so the client does not ask for ever.
-TEST(MalformedReply, R1_5_AnAllocNeverAnsweredIsAskedAgainAFewTimesThenGivenUp) {
+// (made_only, with its own token) before later allocs, backing off: before
+// the 1st, 2nd, 4th and 8th alloc after it, so a hung agent is not asked
+// about every alloc on every alloc.
+TEST(MalformedReply, R1_5_AnAllocNeverAnsweredIsAskedAgainLessAndLessOften) {
   ScriptedRig scripted;
   auto& [rig, agent, config, h] = scripted;
   agent.advertise_alloc_tokens();
   agent.delay_replies("alloc", std::chrono::hours(1));
   const std::string at = ScriptedAgent::address().ToString();
-  for (int round = 1; round <= RegionMapClient::kAllocTokenAttempts; ++round) {
+  for (int round = 1; round <= 9; ++round) {
     std::optional<Result<OwnRegion>> allocated;
     h.regions().allocate(at, 1 << 20, [&](Result<OwnRegion> r) { allocated = std::move(r); });
     ASSERT_EQ(rig.wait(allocated).status().code(), ErrorCode::kTimeout) << round;
-    rig.world.run_for(config.reply_timeout);  // the retries sent with it time out too
+    rig.world.run_for(config.reply_timeout);  // the asks sent with it time out too
   }
-  // Round 4 asked about the first alloc a fourth time: given up (still kept
-  // for a late reply); three are asked again next time.
-  EXPECT_EQ(h.regions().unanswered_allocs_given_up(), 1u);
-  EXPECT_EQ(h.regions().unanswered_allocs(), 4u);
-  std::map<std::string, int> asks;  // by token
+  EXPECT_EQ(h.regions().unanswered_allocs(), 9u);
+  std::vector<std::string> order;   // tokens, first sent first
+  std::map<std::string, int> sent;  // alloc requests per token
   for (const Json& r : agent.requests()) {
     if (r.value("op", "") != "alloc") continue;
     ASSERT_TRUE(r.contains("token")) << r.dump();
+    const std::string token = r["token"].get<std::string>();
+    const int n = ++sent[token];
+    if (n == 1) order.push_back(token);
     // Asked again, an alloc only asks what was made: it never allocates.
-    const int n = ++asks[r["token"].get<std::string>()];
     EXPECT_EQ(r.value("made_only", false), n > 1) << r.dump();
   }
-  ASSERT_EQ(asks.size(), 4u);
-  std::vector<int> counts;
-  for (const auto& [token, n] : asks) counts.push_back(n);
-  std::sort(counts.begin(), counts.end());
-  EXPECT_EQ(counts, (std::vector<int>{1, 2, 3, 4}));
+  std::vector<int> per_token;
+  for (const auto& token : order) per_token.push_back(sent[token]);
+  // The k-th alloc is asked again in rounds k+1, k+2, k+4 and k+8 (of 9).
+  EXPECT_EQ(per_token, (std::vector<int>{5, 4, 4, 4, 4, 3, 3, 2, 1}));
+  EXPECT_EQ(h.regions().unanswered_asks_sent(), 21u);
 }
 
 // At most kMaxUnansweredAllocs are kept per agent: past that the oldest is
@@ -424,6 +425,7 @@ TEST(MalformedReply, R1_5_AtMost64UnansweredAllocsAreKeptPerAgent) {
     }
     EXPECT_EQ(h.regions().unanswered_allocs(),
               advertised ? RegionMapClient::kMaxUnansweredAllocs : 0u);
+    EXPECT_EQ(h.regions().unanswered_allocs_forgotten(), advertised ? 1u : 0u);
     for (const Json& r : agent.requests()) {
       if (r.value("op", "") != "alloc") continue;
       EXPECT_EQ(r.contains("token"), advertised) << r.dump();
