@@ -4,8 +4,11 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -882,6 +885,101 @@ TEST(AgentThreads, R4_4_RequestsPipelinedBehindALongWriteWaitHoldThePeerBack) {
   writer.join();
   EXPECT_EQ(written, frames.size());
   EXPECT_EQ(in_order, total);
+}
+
+// A file system whose writes wait while the test holds them, then succeed or
+// fail as it says: a state-file write in progress, on the agent's threads.
+class HeldWrites : public runtime::FileSystem {
+ public:
+  explicit HeldWrites(runtime::FileSystem& inner) : inner_(inner) {}
+  Result<std::string> read_file(const std::string& path) override { return inner_.read_file(path); }
+  Status append_file(const std::string& path, std::string_view data) override {
+    return inner_.append_file(path, data);
+  }
+  Status write_file(const std::string& path, std::string_view data) override {
+    std::unique_lock lock(mu_);
+    ++writes_started_;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return !held_; });
+    if (fail_) return Error(ErrorCode::kIoError, "No space left on device");
+    return inner_.write_file(path, data);
+  }
+  void hold() {
+    std::lock_guard lock(mu_);
+    held_ = true;
+  }
+  void release(bool fail) {
+    std::lock_guard lock(mu_);
+    held_ = false;
+    fail_ = fail;
+    cv_.notify_all();
+  }
+  bool wait_for_writes(int n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, 10s, [&] { return writes_started_ >= n; });
+  }
+
+ private:
+  runtime::FileSystem& inner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool held_ = false;
+  bool fail_ = false;
+  int writes_started_ = 0;
+};
+
+class HeldWritesRuntime : public rcxl::testing::ForwardingRuntime {
+ public:
+  explicit HeldWritesRuntime(runtime::Runtime& inner)
+      : ForwardingRuntime(inner), files(inner.file_system()) {}
+  runtime::FileSystem& file_system() override { return files; }
+  HeldWrites files;
+};
+
+// docs/agent.md, *Alloc tokens*: an ask about a token whose region is still
+// being written to the state file waits for that write, and answers the
+// region only once it is recorded. The write fails here, so the region is
+// undone, and the ask must not have named it (before, it answered at once).
+TEST(AgentThreads, R7_AnAskAboutARegionNotYetRecordedWaitsForItsStateFileWrite) {
+  for (const bool write_fails : {true, false}) {
+    verbs::ThreadRuntime threads{verbs::ThreadRuntime::Options{runtime::LogLevel::kError}};
+    HeldWritesRuntime rt(threads);
+    auto pool = verbs::AnonMemoryPool::create(16ull << 20, false);
+    ASSERT_TRUE(pool.ok());
+    apps::NoneNic nic;
+    const std::string state_file = ::testing::TempDir() + "rcxl-held-writes-" +
+                                   std::to_string(::getpid()) + std::to_string(write_fails);
+    AgentConfig config;
+    config.listen = {{"127.0.0.1", 0}};
+    config.auth_secret = "k";
+    config.boot_id = "tboot";
+    config.state_file = state_file;
+    Agent agent(rt, **pool, nic, nullptr, config);
+    ASSERT_TRUE(agent.start().ok());
+    const int port = agent.listen_addresses().at(0).port;
+    auto first = hello_on(port);
+    auto asker = hello_on(port);
+    rt.files.hold();
+    first->send({{"op", "alloc"}, {"id", 2}, {"size", 1 << 20}, {"token", "t"}});
+    ASSERT_TRUE(rt.files.wait_for_writes(2));  // the start's write, then this alloc's
+    asker->send(
+        {{"op", "alloc"}, {"id", 3}, {"size", 1 << 20}, {"token", "t"}, {"made_only", true}});
+    std::this_thread::sleep_for(100ms);  // the ask found the region, not yet recorded
+    rt.files.release(write_fails);
+    Json made = first->next();
+    Json asked = asker->next();
+    if (write_fails) {
+      EXPECT_EQ(made["error"]["code"], "no_space") << made.dump();
+      EXPECT_NE(asked["ok"], true) << asked.dump();
+      EXPECT_EQ(agent.metrics().regions, 0u);
+    } else {
+      ASSERT_EQ(made["ok"], true) << made.dump();
+      EXPECT_EQ(asked["region"], made["region"]) << asked.dump();
+      EXPECT_EQ(asked["handle"], made["handle"]) << asked.dump();
+    }
+    agent.stop();
+    std::remove(state_file.c_str());
+  }
 }
 
 }  // namespace
