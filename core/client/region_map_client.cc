@@ -287,13 +287,14 @@ void RegionMapClient::ask_unanswered_again(const std::string& agent) {
         {{"op", "alloc"}, {"size", pending.size}, {"token", token}, {"made_only", true}},
         [this, alive, agent, token](const Status&, const Json& reply) {
           if (alive.expired()) return;
-          if (!reply.is_null())
-            return settle_unanswered(agent, token, reply, unanswered_allocs_freed_);
           AgentState& st = agent_state(agent);
           auto it = st.unanswered.find(token);
+          if (it != st.unanswered.end()) it->second.asking = false;
+          if (!reply.is_null()) {
+            return settle_unanswered(agent, token, reply, unanswered_allocs_freed_);
+          }
           if (it == st.unanswered.end()) return;
           // No word again: ask before allocs 1, 2, 4, 8, ... from now.
-          it->second.asking = false;
           const int asks = ++it->second.asks;
           const std::uint64_t wait = std::min<std::uint64_t>(
               kMaxAllocsBetweenAsks, (std::uint64_t{1} << std::min(asks - 1, 20)) - 1);

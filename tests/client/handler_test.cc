@@ -364,6 +364,35 @@ TEST(Handler, R1_5_AnAllocWhoseReplyWasLostIsAskedAgainAndItsRegionFreed) {
   EXPECT_EQ(text_of(rig.load(h, {"a"})->values.at(0)), "a-bytes");
 }
 
+// The free of a region an ask named is lost too: the token stays kept, and a
+// later alloc asks again and frees it then.
+TEST(Handler, R1_5_ARegionWhoseFreeWasLostIsAskedAboutAgain) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem");
+  Handler& h = rig.handler(rig.config());
+  ASSERT_EQ(rig.store(h, {item("a", "a-bytes")})->stored, 1u);  // region 1
+  std::optional<Result<OwnRegion>> lost;
+  start_alloc(h, mem.key(), lost);
+  ASSERT_TRUE(rig.world.run_until([&] { return mem.agent->metrics().regions == 2; }).ok());
+  rig.world.network().drop_connections("mem");  // region 2's reply is lost
+  ASSERT_FALSE(rig.wait(lost).ok());
+  std::optional<Result<OwnRegion>> next;
+  start_alloc(h, mem.key(), next);
+  // The ask named region 2 and its free is on the wire: that is lost too.
+  ASSERT_TRUE(rig.world.run_until([&] { return h.regions().unanswered_allocs_freed() == 1; }).ok());
+  rig.world.network().drop_connections("mem");
+  (void)rig.wait(next);
+  rig.world.run_for(10ms);
+  ASSERT_GE(h.regions().unanswered_allocs(), 1u);  // region 2's token is still kept
+  for (int i = 0; i < 3 && h.regions().unanswered_allocs() > 0; ++i) {
+    ASSERT_TRUE(alloc_now(rig, h, mem.key()).ok());
+    rig.world.run_for(10ms);
+  }
+  EXPECT_EQ(h.regions().unanswered_allocs(), 0u);
+  // Every region at the agent is one the client holds: none was left behind.
+  EXPECT_EQ(mem.agent->metrics().regions, h.regions().own_regions().size());
+}
+
 // An alloc lost before the agent saw it made nothing: asked again (made_only)
 // the agent says not_found and allocates nothing, so the alloc behind the
 // question still finds room in a pool that holds one more region.
