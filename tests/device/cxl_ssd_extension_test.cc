@@ -83,11 +83,22 @@ struct WaitAnswer {
       at = rig.world.loop().now();
     });
   }
+  // Its callback points here: never copied or moved (returned as a prvalue only).
+  WaitAnswer(const WaitAnswer&) = delete;
+  WaitAnswer& operator=(const WaitAnswer&) = delete;
   bool in() const { return answer.has_value(); }
   const ext::Json& value() const { return answer->value(); }
   std::optional<Result<ext::Json>> answer;
   Instant at{0};
 };
+
+// A 40-page read hint, then a write_wait (`timeout_ms`) over two pages' worth
+// from 100 bytes into page 10: one whole page (11) and two partial ones.
+WaitAnswer wait_beside_a_read_hint(Rig& rig, std::uint32_t timeout_ms) {
+  EXPECT_TRUE(
+      rig.ext.hint(Rig::hint(3, "read_hint", "a", {Rig::range(20 * kPage, 40 * kPage)})).ok());
+  return WaitAnswer(rig, {4, "s", {Rig::range(10 * kPage + 100, 2 * kPage)}, timeout_ms});
+}
 
 // Two requests under the hinted-bytes cap (16 pages), both queued: a's 8
 // pages, then b's 4. Which fills first is the queue's order.
@@ -212,10 +223,7 @@ TEST(CxlSsdExtension, R4_3_AWaitsPartialPagesGoAheadOfReadPrefetchNotPromoted) {
 // again instead of polling to its timeout (docs/device-model.md, gap 4).
 TEST(CxlSsdExtension, R4_3_AWaitPreparesAgainThePagesAFullDramEvicted) {
   Rig rig;
-  ASSERT_TRUE(
-      rig.ext.hint(Rig::hint(3, "read_hint", "a", {Rig::range(20 * kPage, 40 * kPage)})).ok());
-  ext::WriteWait wait{4, "s", {Rig::range(10 * kPage + 100, 2 * kPage)}, 5};
-  WaitAnswer waited(rig, wait);
+  WaitAnswer waited = wait_beside_a_read_hint(rig, 5);
   const std::uint64_t whole_page = (1u << 20) + 11 * kPage;  // the wait's one whole page
   ASSERT_TRUE(rig.device.range_ready_at(whole_page, kPage).has_value());
   // 600 pages of another store's write hint: more than the 512 DRAM frames.
@@ -269,10 +277,7 @@ TEST(CxlSsdExtension, R4_3_AWaitLargerThanDramPreparesAgainOnlyAFewTimes) {
 // nothing again (the store's WRITEs will fail on the new boot).
 TEST(CxlSsdExtension, R4_3_AWaitDoesNotPrepareAgainAfterAReset) {
   Rig rig;
-  ASSERT_TRUE(
-      rig.ext.hint(Rig::hint(3, "read_hint", "a", {Rig::range(20 * kPage, 40 * kPage)})).ok());
-  ext::WriteWait wait{4, "s", {Rig::range(10 * kPage + 100, 2 * kPage)}, 2};
-  WaitAnswer waited(rig, wait);
+  WaitAnswer waited = wait_beside_a_read_hint(rig, 2);
   rig.device.reset();
   const std::uint64_t prepared = rig.device.counters().hinted_bytes_prepared;
   ASSERT_TRUE(rig.world.run_until([&] { return waited.in(); }).ok());
