@@ -55,7 +55,7 @@ class RegionMapClient {
   template <typename T>
   using Done = std::function<void(Result<T>)>;
 
-  // Unanswered allocs kept per agent, and how often one is asked before it is given up.
+  // Unanswered allocs kept per agent; past it the oldest is forgotten.
   static constexpr std::size_t kMaxUnansweredAllocs = 64;
   // An unanswered alloc asked in vain waits 2^(asks-1) - 1 allocs before the
   // next ask (asked before allocs 1, 2, 4, 8, ... after it), at most this many.
@@ -156,7 +156,7 @@ class RegionMapClient {
     // reply sent before the change, handled after it) and is ignored.
     std::set<std::string> past_boots;
     // Allocs sent without a reply (timeout, closed connection), by token: the
-    // agent may have made the region. Asked again before this agent's next alloc.
+    // agent may have made the region. Asked about before later allocs to it.
     std::map<std::string, UnansweredAlloc> unanswered;
     std::uint64_t unanswered_seq = 0;
     std::uint64_t allocs_sent = 0;  // with a token
