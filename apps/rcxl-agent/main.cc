@@ -53,6 +53,7 @@ struct Flags {
   std::string log_level = "info";
   std::string boot_id;
   std::string state_file;
+  std::string reader_rkeys = "read-only";
 };
 
 // Exit codes (--help, docs/agent.md): bad flags and setup errors 1.
@@ -146,6 +147,11 @@ void add_flags(CLI::App& app, Flags& f) {
                  "keep the region table in PATH so regions survive an agent restart "
                  "(e.g. /var/lib/rcxl-agent/regions.json; default: none)")
       ->check(rcxl::apps::NonEmptyPath());
+  app.add_option("--reader-rkeys", f.reader_rkeys,
+                 "read-only: a map under a read handle gets its own READ-only rkey (a second "
+                 "registration of the region); shared: the owner's read-write rkey")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"read-only", "shared"}));
   app.add_option("--boot-id", f.boot_id,
                  "override the node boot id (default /proc/sys/kernel/random/boot_id); " +
                      limits::boot_id_wanted())
@@ -302,6 +308,7 @@ Result<Setup> setup_from_flags(const Flags& f) {
   s.config.max_frame_bytes = f.max_frame_bytes;
   s.config.max_connections = f.max_connections;
   s.config.state_file = f.state_file;
+  s.config.read_only_reader_rkeys = f.reader_rkeys == "read-only";
   auto memory = memory_spec(f);
   if (!memory.ok()) return memory.status();
   s.memory = std::move(memory).value();

@@ -22,7 +22,8 @@ struct Agent::Region {
   std::string alloc_token;  // empty: its alloc had none
   // In the --state-file (always, without one): only then may an alloc's answer name it.
   bool recorded = false;
-  std::optional<runtime::Registration> reg;
+  std::optional<runtime::Registration> reg;       // remote READ and WRITE: owner-handle maps
+  std::optional<runtime::Registration> read_reg;  // remote READ only: read-handle maps
   std::set<std::uint64_t> holders;
   // A map reply went out since start: later maps are never fresh (SPEC R5.2).
   bool ever_mapped = false;
@@ -30,6 +31,7 @@ struct Agent::Region {
   // Maps of this region that arrived while another was registering it.
   std::vector<std::function<void()>> map_waiters;
 
+  bool registered() const { return reg || read_reg; }
   bool handle_matches(const std::string& handle) const {
     return protocol::constant_time_equal(handle, owner_handle) ||
            protocol::constant_time_equal(handle, read_handle);
@@ -305,7 +307,9 @@ AgentMetrics Agent::metrics() const {
   m.open_hint_requests = 0;
   for (const auto& [id, record] : conns_) m.open_hint_requests += record.open_requests.size();
   m.registrations = 0;
-  for (const auto& [id, region] : regions_) m.registrations += region->reg ? 1 : 0;
+  for (const auto& [id, region] : regions_) {
+    m.registrations += (region->reg ? 1 : 0) + (region->read_reg ? 1 : 0);
+  }
   m.connections = conns_.size();
   m.regions = regions_.size();
   m.retiring_regions = retiring_.size();
@@ -336,6 +340,13 @@ std::optional<runtime::Registration> Agent::registration(std::uint64_t region) c
   auto it = regions_.find(region);
   if (it == regions_.end()) return std::nullopt;
   return it->second->reg;
+}
+
+std::optional<runtime::Registration> Agent::read_registration(std::uint64_t region) const {
+  std::lock_guard lock(mu_);
+  auto it = regions_.find(region);
+  if (it == regions_.end()) return std::nullopt;
+  return it->second->read_reg;
 }
 
 std::uint64_t Agent::free_bytes() const {
@@ -740,16 +751,15 @@ Json Agent::allocated_reply(const Json& id, const Region& region) {
                                  {"read_handle", region.read_handle}});
 }
 
-Result<runtime::Registration> Agent::register_and_announce(const ext::RegionInfo& info,
-                                                           bool fresh) {
-  if (ext_) {
+Result<runtime::Registration> Agent::register_and_announce(const ext::RegionInfo& info, bool fresh,
+                                                           unsigned access, bool announce) {
+  if (ext_ && announce) {
     Status st = call_extension("validate_access", [&] { return ext_->validate_access(info); });
     // A hook that threw or failed is extension_failed (retryable), not a "no".
     if (st.code() == ErrorCode::kExtensionFailed) return st;
     if (!st.ok()) return Error(ErrorCode::kRefused, st.message());
   }
-  auto reg = nic_.register_memory(pool_, info.pool_offset, info.size,
-                                  runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite);
+  auto reg = nic_.register_memory(pool_, info.pool_offset, info.size, access);
   if (!reg.ok()) {
     // The RNIC's registration resources (or the locked-memory limit) ran out.
     return Error(ErrorCode::kNoSpace,
@@ -761,7 +771,7 @@ Result<runtime::Registration> Agent::register_and_announce(const ext::RegionInfo
     std::lock_guard lock(mu_);
     ++metrics_.registrations_total;
   }
-  if (ext_) {
+  if (ext_ && announce) {
     // SPEC R5.2: before the reply leaves, so a device can drop stale contents.
     Status st = call_extension("mapped", [&] { return ext_->mapped(info, fresh); });
     if (!st.ok()) {
@@ -776,6 +786,8 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
   read_generation();
   ext::RegionInfo info;
   bool fresh = false;
+  bool writable = true;  // this map's rkey takes WRITEs: the owner's registration
+  bool announce = false;
   std::uint64_t sequence = 0;
   // Decided under the lock; the reply leaves after it is released.
   std::optional<Json> early = [&]() -> std::optional<Json> {
@@ -818,16 +830,20 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
       });
       return Json();  // no reply yet
     }
-    if (region.reg) {
+    // A reader's rkey must not take WRITEs: read-handle maps get a READ-only one.
+    writable = !config_.read_only_reader_rkeys ||
+               protocol::constant_time_equal(r.handle, region.owner_handle);
+    if (const auto& reg = writable ? region.reg : region.read_reg) {
       region.holders.insert(s->id);
       conns_[s->id].holds.insert(r.region);
       ++metrics_.maps;
       return protocol::ok_reply(id, {{"boot", boot_.boot()},
-                                     {"addr", region.reg->addr},
-                                     {"rkey", region.reg->rkey},
+                                     {"addr", reg->addr},
+                                     {"rkey", reg->rkey},
                                      {"size", region.info.size}});
     }
     region.map_in_flight = true;
+    announce = !region.registered();
     info = region.info;
     fresh = r.fresh && protocol::constant_time_equal(r.handle, region.owner_handle) &&
             !region.ever_mapped;
@@ -838,7 +854,9 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
     if (!early->is_null()) complete(s, *early);
     return;
   }
-  auto reg = register_and_announce(info, fresh);
+  const unsigned access =
+      runtime::kAccessRemoteRead | (writable ? runtime::kAccessRemoteWrite : 0u);
+  auto reg = register_and_announce(info, fresh, access, announce);
   // SPEC R6.5: a boot change while the map ran (mapped() included) fails it.
   read_generation();
   std::vector<std::function<void()>> waiters;
@@ -876,7 +894,7 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
       ++metrics_.maps_refused;
       reply = error_reply(id, failure);
     } else {
-      region->reg = *reg;
+      (writable ? region->reg : region->read_reg) = *reg;
       first_map = !region->ever_mapped;
       region->ever_mapped = true;
       region->holders.insert(s->id);
@@ -1093,7 +1111,7 @@ Status Agent::check_ranges_locked(const protocol::ExtensionRequest& r,
   for (const auto& range : r.ranges) {
     if (!last || last->info.region != range.region) {
       auto it = regions_.find(range.region);
-      if (it == regions_.end() || !it->second->reg || it->second->holders.empty()) {
+      if (it == regions_.end() || !it->second->registered() || it->second->holders.empty()) {
         return bad_range("region " + std::to_string(range.region) + " is not mapped and held here");
       }
       if (!it->second->handle_matches(r.handles.at(range.region))) {
@@ -1267,11 +1285,13 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
 // ---------------------------------------------------------------- state
 
 void Agent::deregister_locked(Region& region) {
-  if (!region.reg) return;
-  if (Status st = nic_.deregister(*region.reg); !st.ok()) {
-    log_.warn("deregistering region ", region.info.region, " failed: ", st.message());
+  for (auto* reg : {&region.reg, &region.read_reg}) {
+    if (!*reg) continue;
+    if (Status st = nic_.deregister(**reg); !st.ok()) {
+      log_.warn("deregistering region ", region.info.region, " failed: ", st.message());
+    }
+    reg->reset();
   }
-  region.reg.reset();
 }
 
 void Agent::drop_hold_locked(Region& region, std::uint64_t conn) {

@@ -58,6 +58,10 @@ struct AgentConfig {
   // and loaded at start, so regions survive an agent restart that keeps the
   // memory. Empty: no persistence.
   std::string state_file;
+  // A map under a region's read handle gets an rkey of its own, registered for
+  // remote READ only, so a reader cannot WRITE the region (docs/agent.md,
+  // *Security model*). False: every map gets the owner's read-write rkey.
+  bool read_only_reader_rkeys = true;
   // Called after every boot change (R6.3/R6.4) with the new boot, outside the
   // agent's lock; the simulator's invariant monitor listens here.
   std::function<void(const std::string& boot)> on_boot_change;
@@ -93,7 +97,9 @@ class Agent {
   // --- introspection (tests, tools)
   std::size_t open_hint_requests(std::uint64_t conn) const;
   bool holds(std::uint64_t conn, std::uint64_t region) const;
+  // The read-write registration (owner-handle maps); the read-only one (read-handle maps).
   std::optional<runtime::Registration> registration(std::uint64_t region) const;
+  std::optional<runtime::Registration> read_registration(std::uint64_t region) const;
   std::uint64_t free_bytes() const;
   std::size_t retiring_regions() const;
 
@@ -151,7 +157,10 @@ class Agent {
                         const protocol::ExtensionRequest& r);
 
   // validate_access -> register -> mapped, outside the lock.
-  Result<runtime::Registration> register_and_announce(const ext::RegionInfo& info, bool fresh);
+  // `announce`: the region has no registration yet, so the extension is asked
+  // (validate_access) and told (mapped); a second registration only adds an rkey.
+  Result<runtime::Registration> register_and_announce(const ext::RegionInfo& info, bool fresh,
+                                                      unsigned access, bool announce);
   // Under mu_: checks one message's ranges and handles, filling pool offsets.
   Status check_ranges_locked(const protocol::ExtensionRequest& r,
                              std::vector<ext::Range>& out) const;

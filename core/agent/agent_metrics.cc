@@ -36,7 +36,8 @@ std::string metrics_text(const AgentMetrics& m) {
   scalar(out, "allocs_answered_again_total", "counter",
          "Allocs whose token named a region already made for it (a retry).",
          m.allocs_answered_again);
-  scalar(out, "registrations", "gauge", "Regions registered with the NIC.", m.registrations);
+  scalar(out, "registrations", "gauge",
+         "NIC registrations held (a region mapped under both handles has two).", m.registrations);
   scalar(out, "registrations_total", "counter", "NIC registrations made.", m.registrations_total);
   scalar(out, "boot_changes_total", "counter", "Boot changes (generation or unknown).",
          m.boot_changes);

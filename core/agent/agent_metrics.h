@@ -16,7 +16,7 @@ struct AgentMetrics {
   std::uint64_t maps_refused = 0;
   // allocs whose token named a region made before: that region answered again
   std::uint64_t allocs_answered_again = 0;
-  std::uint64_t registrations = 0;        // gauge: regions registered with the NIC now
+  std::uint64_t registrations = 0;        // gauge: NIC registrations held now (read-only ones too)
   std::uint64_t registrations_total = 0;  // register_memory calls that succeeded
   std::uint64_t boot_changes = 0;
   std::uint64_t unknown_periods = 0;

@@ -252,6 +252,146 @@ TEST(AgentRegions, R5_2_FreshOnlyWithTheOwnerHandleOnTheFirstMap) {
   EXPECT_EQ(last, (Json{{"hook", "mapped"}, {"region", r3.region}, {"fresh", false}}));
 }
 
+// One RDMA op from the GPU node through `map`'s rkey; its status.
+Status rdma(AgentRig& rig, runtime::RdmaOp::Kind kind, std::span<std::byte> buf, const Json& map) {
+  std::shared_ptr<runtime::QueuePair> qp;
+  auto strand = rig.gpu.make_strand("rdma");
+  rig.gpu_nic.connect("mem", *strand,
+                      [&](Result<std::shared_ptr<runtime::QueuePair>> r) { qp = r.value(); });
+  rig.run_for(1ms);
+  if (!qp) return Error(ErrorCode::kUnavailable, "no queue pair");
+  std::optional<std::vector<Status>> out;
+  qp->post({{kind, buf, map["addr"].get<std::uint64_t>(), map["rkey"].get<std::uint32_t>()}},
+           [&](std::vector<Status> s) { out = std::move(s); });
+  rig.run_for(1ms);
+  return out ? (*out)[0] : Error(ErrorCode::kUnavailable, "no completion");
+}
+
+// Two clients of a started agent: one allocated a region, the other reads it.
+struct OwnerAndReader {
+  std::unique_ptr<TestClient> owner;
+  std::unique_ptr<TestClient> reader;
+  TestClient::Alloc a;
+};
+
+OwnerAndReader owner_and_reader(AgentRig& rig) {
+  OwnerAndReader o{rig.hello_client(), rig.hello_client(), {}};
+  o.a = o.owner->alloc();
+  return o;
+}
+
+// docs/agent.md, *Security model*: a map under the read handle gets an rkey
+// registered for READ only, so a reader cannot overwrite the owner's KV; the
+// owner's rkey still takes both. The extension hears of the region once.
+TEST(AgentRegions, R1_5_AReadHandleMapGetsAnRkeyThatTakesNoWrites) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording()).ok());
+  auto [owner, reader, a] = owner_and_reader(rig);
+  Json own = owner->map(a.region, a.handle, true);
+  ASSERT_EQ(code_of(own), "ok");
+  Json read = reader->map(a.region, a.read_handle);
+  ASSERT_EQ(code_of(read), "ok") << read.dump();
+  EXPECT_NE(read["rkey"], own["rkey"]);
+  EXPECT_EQ(read["addr"], own["addr"]);
+  EXPECT_EQ(rig.mem_nic.registrations(), 2u);
+  EXPECT_EQ(rig.agent->metrics().registrations, 2u);
+  EXPECT_EQ(rig.log_lines("validate_access").size(), 1u);
+  EXPECT_EQ(rig.log_lines("mapped").size(), 1u);
+  // A second reader map adds a hold, not a registration.
+  ASSERT_EQ(reader->map(a.region, a.read_handle)["rkey"], read["rkey"]);
+  EXPECT_EQ(rig.mem_nic.registrations(), 2u);
+
+  std::vector<std::byte> kv(16, std::byte{0x5a});
+  ASSERT_TRUE(rdma(rig, runtime::RdmaOp::Kind::kWrite, kv, own).ok());
+  std::vector<std::byte> junk(16, std::byte{0x11});
+  EXPECT_EQ(rdma(rig, runtime::RdmaOp::Kind::kWrite, junk, read).code(), ErrorCode::kRemoteAccess);
+  std::vector<std::byte> got(16);
+  ASSERT_TRUE(rdma(rig, runtime::RdmaOp::Kind::kRead, got, read).ok());
+  EXPECT_EQ(got, kv);  // the refused WRITE changed nothing
+
+  // Both go with the region: neither rkey reaches it after the free.
+  ASSERT_EQ(
+      code_of(owner->call({{"op", "free"}, {"id", 9}, {"region", a.region}, {"handle", a.handle}})),
+      "ok");
+  EXPECT_EQ(rig.mem_nic.registrations(), 0u);
+  EXPECT_EQ(rdma(rig, runtime::RdmaOp::Kind::kRead, got, read).code(), ErrorCode::kRemoteAccess);
+  EXPECT_EQ(rdma(rig, runtime::RdmaOp::Kind::kRead, got, own).code(), ErrorCode::kRemoteAccess);
+}
+
+// A reader may map first: its map tells the extension (never fresh); the
+// owner's later map only adds the read-write rkey. A region stays registered
+// under both until its last holder lets go.
+TEST(AgentRegions, R1_5_AReaderMapsFirstAndTheOwnerAddsItsRkeyLater) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording()).ok());
+  auto [owner, reader, a] = owner_and_reader(rig);
+  Json read = reader->map(a.region, a.read_handle, true);
+  ASSERT_EQ(code_of(read), "ok");
+  EXPECT_FALSE(rig.agent->registration(a.region).has_value());
+  ASSERT_TRUE(rig.agent->read_registration(a.region).has_value());
+  ASSERT_EQ(rig.log_lines("mapped").size(), 1u);
+  EXPECT_EQ(rig.log_lines("mapped")[0]["fresh"], false);
+  ASSERT_EQ(code_of(reader->read_hint("q", {a.region, a.read_handle, ""})), "ok");
+  Json own = owner->map(a.region, a.handle, true);
+  ASSERT_EQ(code_of(own), "ok");
+  EXPECT_EQ(rig.log_lines("mapped").size(), 1u);
+  EXPECT_EQ(rig.log_lines("validate_access").size(), 1u);
+  std::vector<std::byte> kv(8, std::byte{0x42});
+  EXPECT_TRUE(rdma(rig, runtime::RdmaOp::Kind::kWrite, kv, own).ok());
+  EXPECT_EQ(rdma(rig, runtime::RdmaOp::Kind::kWrite, kv, read).code(), ErrorCode::kRemoteAccess);
+  // The owner lets go: the reader still holds, so both stay.
+  ASSERT_EQ(code_of(owner->call(
+                {{"op", "release"}, {"id", 9}, {"region", a.region}, {"handle", a.handle}})),
+            "ok");
+  EXPECT_EQ(rig.mem_nic.registrations(), 2u);
+  ASSERT_EQ(code_of(reader->call(
+                {{"op", "release"}, {"id", 9}, {"region", a.region}, {"handle", a.read_handle}})),
+            "ok");
+  EXPECT_EQ(rig.mem_nic.registrations(), 0u);
+}
+
+// A second registration the NIC cannot make answers no_space and leaves the
+// first, its holds and the extension as they were.
+TEST(AgentRegions, R1_5_AReadOnlyRegistrationTheNicCannotMakeChangesNothing) {
+  AgentRig rig;
+  FullNic nic(rig.mem_nic);
+  nic.full = false;
+  rig.agent = std::make_unique<Agent>(rig.mem, rig.pool, nic, rig.recording(), rig.config());
+  ASSERT_TRUE(rig.agent->start().ok());
+  auto [owner, reader, a] = owner_and_reader(rig);
+  Json own = owner->map(a.region, a.handle, true);
+  ASSERT_EQ(code_of(own), "ok");
+  nic.full = true;
+  Json refused = reader->map(a.region, a.read_handle);
+  EXPECT_EQ(code_of(refused), "no_space") << refused.dump();
+  EXPECT_EQ(rig.mem_nic.registrations(), 1u);
+  EXPECT_FALSE(rig.agent->holds(reader->conn, a.region));
+  EXPECT_TRUE(rig.agent->holds(owner->conn, a.region));
+  EXPECT_EQ(rig.agent->registration(a.region)->rkey, own["rkey"].get<std::uint32_t>());
+  EXPECT_EQ(rig.log_lines("mapped").size(), 1u);
+  nic.full = false;
+  EXPECT_EQ(code_of(reader->map(a.region, a.read_handle)), "ok");
+  EXPECT_EQ(rig.mem_nic.registrations(), 2u);
+  rig.agent.reset();  // before `nic`, which it deregisters through
+}
+
+// `--reader-rkeys shared`: every map gets the owner's read-write rkey (one
+// registration per region, as before session 23).
+TEST(AgentRegions, R1_5_SharedReaderRkeysGiveReadersTheOwnersRkey) {
+  AgentRig rig;
+  AgentConfig config = rig.config();
+  config.read_only_reader_rkeys = false;
+  ASSERT_TRUE(rig.start(rig.recording(), config).ok());
+  auto [owner, reader, a] = owner_and_reader(rig);
+  Json own = owner->map(a.region, a.handle);
+  Json read = reader->map(a.region, a.read_handle);
+  ASSERT_EQ(code_of(read), "ok");
+  EXPECT_EQ(read["rkey"], own["rkey"]);
+  EXPECT_EQ(rig.mem_nic.registrations(), 1u);
+  std::vector<std::byte> kv(8, std::byte{0x42});
+  EXPECT_TRUE(rdma(rig, runtime::RdmaOp::Kind::kWrite, kv, read).ok());
+}
+
 TEST(AgentRegions, R2_5_RecordingLogsEveryHookCall) {
   AgentRig rig;
   ASSERT_TRUE(rig.start(rig.recording()).ok());

@@ -222,6 +222,7 @@ TEST(AgentProcess, R7_ABadFlagValueExitsOneSayingWhatIsWanted) {
       {{"--state-file", ""}, "--state-file: must name a file, not ''"},
       {{"--boot-id", ""}, "--boot-id: must not be empty; leave the flag out"},
       {{"--no-such-flag"}, "--no-such-flag"},
+      {{"--reader-rkeys", "rw"}, "--reader-rkeys: rw not in {read-only,shared}"},
   };
   for (const auto& [flag, says] : cases) {
     const Outcome r = run_agent(with(kLoopbackNoAuth, flag));
