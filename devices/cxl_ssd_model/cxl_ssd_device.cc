@@ -269,6 +269,7 @@ void CxlSsdDevice::make_room(Instant at) {
 
 void CxlSsdDevice::evict(Page page, Instant at) {
   PageTable::Flags& f = table_.flags_mut(page);
+  leave_dirty_queue(page, f);
   if (f & PageTable::kDirty) {
     write_back(page, at);
     ++counters_.write_backs;
@@ -308,6 +309,12 @@ void CxlSsdDevice::write_back_idle(Instant until) {
   for (auto& queue : dirty_queues_) {
     while (!queue.empty()) {
       const DirtyPage d = queue.front();
+      if (auto left = left_queue_entries_.find(d.page); left != left_queue_entries_.end()) {
+        if (--left->second == 0) left_queue_entries_.erase(left);
+        queue.pop_front();  // the frame it stood for is gone; its page's flags are not its own
+        --dirty_queued_;
+        continue;
+      }
       PageTable::Flags& f = table_.flags_mut(d.page);
       const bool dirty_frame = (f & (PageTable::kResident | PageTable::kDirty)) ==
                                (PageTable::kResident | PageTable::kDirty);
@@ -619,6 +626,7 @@ Status CxlSsdDevice::trim(std::uint64_t offset, std::uint64_t length) {
       --resident_pages_;
     }
     PageTable::Flags& f = table_.flags_mut(page);
+    leave_dirty_queue(page, f);
     f = PageTable::kTrimmed;
   }
   if (end > first) {
@@ -636,6 +644,7 @@ void CxlSsdDevice::reset() {
   table_.drop_all_frames(params_.poison_lost_pages);
   if (params_.poison_lost_pages) any_poisoned_ = true;
   for (auto& queue : dirty_queues_) queue.clear();
+  left_queue_entries_.clear();
   dirty_queued_ = 0;
   dram_bytes_ = sim::SparseBytes();
   resident_pages_ = 0;

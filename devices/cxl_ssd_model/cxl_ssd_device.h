@@ -180,6 +180,8 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   // Writes queued dirty pages back in the idle time of their channels before
   // `until`: only gaps already past, so no fill issued from now on waits for them.
   void write_back_idle(Instant until);
+  // Before a frame goes (eviction, trim): a dirtying after it queues anew.
+  void leave_dirty_queue(Page page, PageTable::Flags& f);
   void pin(const PageSpan& span);
   void unpin(const PageSpan& span);
   void enqueue(Tag tag, PageSpan span, std::int64_t key);
@@ -231,10 +233,20 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   };
   std::vector<std::deque<DirtyPage>> dirty_queues_;
   std::uint64_t dirty_queued_ = 0;
+  // Entries whose frame left (evicted or trimmed) while queued, per page: a
+  // page's entries sit in one channel's queue in order, so its oldest are these.
+  std::map<Page, std::uint32_t> left_queue_entries_;
   Instant written_back_until_{0};
 };
 
 // Per written page, inline: a store marks every page of its WRITEs.
+// A queued page's frame is going: its entry no longer stands for a dirty frame.
+inline void CxlSsdDevice::leave_dirty_queue(Page page, PageTable::Flags& f) {
+  if (!(f & PageTable::kWriteBackQueued)) return;
+  f &= static_cast<PageTable::Flags>(~PageTable::kWriteBackQueued);
+  ++left_queue_entries_[page];
+}
+
 inline void CxlSsdDevice::mark_dirty(Page page, Instant at) {
   PageTable::Flags& f = table_.flags_mut(page);
   // Written: the frame holds the page's contents now (a partial WRITE was filled

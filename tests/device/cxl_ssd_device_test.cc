@@ -194,6 +194,65 @@ TEST(CxlSsdDevice, IdleWriteBackStartsAfterTheWriteLanded) {
   EXPECT_EQ(d.counters().idle_write_backs, 1u);
 }
 
+// A page evicted while it waited in the idle write-back queue leaves it: dirtied
+// again, it queues behind the pages dirtied meanwhile, at its new time (the
+// old entry used to keep its place, device-model.md's gap 2).
+TEST(CxlSsdDevice, AnEvictedPageDirtiedAgainQueuesForIdleWriteBackAnew) {
+  sim::EventLoop loop;
+  auto params = eager_params();
+  params.dram_cache_bytes = 8 * kPage;
+  CxlSsdDevice d(loop, params);
+  ASSERT_TRUE(d.trim(0, params.capacity_bytes).ok());        // frames without flash reads
+  const std::uint64_t z = 16 * kPage, p = 0, q = 8 * kPage;  // one channel, one die
+  ASSERT_TRUE(d.write(z, bytes_of("z")).ok());
+  ASSERT_TRUE(d.write(p, bytes_of("p")).ok());  // queued behind z
+  (void)d.access_ready(z, kPage, false, loop.now());
+  for (std::uint64_t page = 1; page <= 7; ++page) {  // other channels: the last evicts p
+    (void)d.access_ready(page * kPage, kPage, false, loop.now());
+  }
+  ASSERT_FALSE(d.page_state(p).resident);
+  EXPECT_EQ(d.counters().write_backs, 1u);  // p, on the channel until 3.41 us
+  (void)d.access_ready(z, kPage, false, loop.now());
+  loop.run_for(1us);
+  ASSERT_TRUE(d.write(q, bytes_of("q")).ok());  // z cannot go yet: q queues behind it
+  loop.run_for(4us);
+  ASSERT_TRUE(d.write(p, bytes_of("P")).ok());  // p dirty again, after q
+  ASSERT_TRUE(d.page_state(z).dirty);
+  // p's fill from flash held the channel until 11.41 us: time for two
+  // write-backs by 19 us (z, then one more by 18.23 us), and it is q's.
+  loop.run_for(14us);
+  (void)d.access_ready(z, kPage, false, loop.now());
+  EXPECT_EQ(d.counters().idle_write_backs, 2u);
+  EXPECT_FALSE(d.page_state(z).dirty);
+  EXPECT_FALSE(d.page_state(q).dirty);
+  EXPECT_TRUE(d.page_state(p).dirty);
+  loop.run_for(1ms);
+  (void)d.access_ready(z, kPage, false, loop.now());
+  EXPECT_FALSE(d.page_state(p).dirty);
+  EXPECT_EQ(d.counters().idle_write_backs, 3u);
+  EXPECT_EQ(read_string(d, p, 1), "P");
+}
+
+// The same for a queued page trimmed (its KV dropped) and written again.
+TEST(CxlSsdDevice, ATrimmedPageWrittenAgainQueuesForIdleWriteBackAnew) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, eager_params());
+  ASSERT_TRUE(d.trim(0, eager_params().capacity_bytes).ok());
+  const std::uint64_t z = 16 * kPage, p = 0, q = 8 * kPage;  // one channel, one die
+  ASSERT_TRUE(d.write(z, bytes_of("z")).ok());
+  ASSERT_TRUE(d.write(p, bytes_of("p")).ok());
+  ASSERT_TRUE(d.trim(p, kPage).ok());
+  loop.run_for(1us);
+  ASSERT_TRUE(d.write(q, bytes_of("q")).ok());
+  loop.run_for(1us);
+  ASSERT_TRUE(d.write(p, bytes_of("P")).ok());  // z cannot go before 3.41 us
+  loop.run_for(6us);                            // by 8 us: z, then q (3.41 to 6.82 us)
+  (void)d.access_ready(z, kPage, false, loop.now());
+  EXPECT_EQ(d.counters().idle_write_backs, 2u);
+  EXPECT_FALSE(d.page_state(q).dirty);
+  EXPECT_TRUE(d.page_state(p).dirty);
+}
+
 // A die takes at most one program unit ahead: eager write-back is bound by
 // program throughput (tPROG per unit), not by the channel.
 TEST(CxlSsdDevice, IdleWriteBackIsBoundByProgramThroughput) {
