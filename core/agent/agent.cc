@@ -762,10 +762,14 @@ Result<runtime::Registration> Agent::register_and_announce(const ext::RegionInfo
   auto reg = nic_.register_memory(pool_, info.pool_offset, info.size, access);
   if (!reg.ok()) {
     // The RNIC's registration resources (or the locked-memory limit) ran out.
-    return Error(ErrorCode::kNoSpace,
-                 "the NIC could not register the region (memory "
-                 "registrations or RLIMIT_MEMLOCK exhausted?): " +
-                     reg.status().message());
+    const bool read_only = !(access & runtime::kAccessRemoteWrite);
+    return Error(
+        ErrorCode::kNoSpace,
+        std::string(read_only ? "the NIC could not register the region again, READ only, "
+                                "for a read handle's map (agent flag --reader-rkeys "
+                                "shared keeps one registration per region; "
+                              : "the NIC could not register the region (") +
+            "memory registrations or RLIMIT_MEMLOCK exhausted?): " + reg.status().message());
   }
   {
     std::lock_guard lock(mu_);
