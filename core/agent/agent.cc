@@ -765,9 +765,9 @@ Result<runtime::Registration> Agent::register_and_announce(const ext::RegionInfo
     const bool read_only = !(access & runtime::kAccessRemoteWrite);
     return Error(
         ErrorCode::kNoSpace,
-        std::string(read_only ? "the NIC could not register the region again, READ only, "
-                                "for a read handle's map (agent flag --reader-rkeys "
-                                "shared keeps one registration per region; "
+        std::string(read_only ? "the NIC could not register the region READ only, for a "
+                                "read handle's map (agent flag --reader-rkeys shared "
+                                "keeps one registration per region; "
                               : "the NIC could not register the region (") +
             "memory registrations or RLIMIT_MEMLOCK exhausted?): " + reg.status().message());
   }
