@@ -820,6 +820,19 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
     if (!region.handle_matches(r.handle)) {
       return refuse(bad_range("the handle is not region " + std::to_string(r.region) + "'s"));
     }
+    // A reader's rkey must not take WRITEs: read-handle maps get a READ-only one.
+    writable = !config_.read_only_reader_rkeys ||
+               protocol::constant_time_equal(r.handle, region.owner_handle);
+    // Its registration is there (another map may be making the other kind).
+    if (const auto& reg = writable ? region.reg : region.read_reg) {
+      region.holders.insert(s->id);
+      conns_[s->id].holds.insert(r.region);
+      ++metrics_.maps;
+      return protocol::ok_reply(id, {{"boot", boot_.boot()},
+                                     {"addr", reg->addr},
+                                     {"rkey", reg->rkey},
+                                     {"size", region.info.size}});
+    }
     if (region.map_in_flight) {
       // Another connection is registering it: retry once that map is done.
       std::weak_ptr<Session> weak = s;
@@ -833,18 +846,6 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
         });
       });
       return Json();  // no reply yet
-    }
-    // A reader's rkey must not take WRITEs: read-handle maps get a READ-only one.
-    writable = !config_.read_only_reader_rkeys ||
-               protocol::constant_time_equal(r.handle, region.owner_handle);
-    if (const auto& reg = writable ? region.reg : region.read_reg) {
-      region.holders.insert(s->id);
-      conns_[s->id].holds.insert(r.region);
-      ++metrics_.maps;
-      return protocol::ok_reply(id, {{"boot", boot_.boot()},
-                                     {"addr", reg->addr},
-                                     {"rkey", reg->rkey},
-                                     {"size", region.info.size}});
     }
     region.map_in_flight = true;
     announce = !region.registered();
@@ -867,6 +868,7 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
   Json reply;
   bool first_map = false;
   bool close_unanswered = false;
+  bool again = false;
   {
     std::lock_guard lock(mu_);
     auto it = regions_.find(r.region);
@@ -891,8 +893,14 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
       // connection closes unanswered, as every other stopping one does.
       failure = Error(ErrorCode::kClosed, "the agent is stopping");
       close_unanswered = true;
+    } else if (!announce && !region->registered()) {
+      // Its other registration went while this one was made (the last holder
+      // let go): the extension must be asked and told again, as for a first map.
+      again = true;
     }
-    if (!failure.ok()) {
+    if (again) {
+      (void)nic_.deregister(*reg);
+    } else if (!failure.ok()) {
       if (reg.ok()) (void)nic_.deregister(*reg);
       if (!region) freed_while_mapping_.erase(r.region);  // the sweep may retire it now
       ++metrics_.maps_refused;
@@ -911,6 +919,7 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
     }
   }
   for (auto& waiter : waiters) waiter();
+  if (again) return handle_map(s, id, r);  // the region is unregistered now: start over
   // "Mapped before" survives a restart: no fresh=true for it afterwards (R5.2).
   if (first_map) (void)persist_regions();
   if (close_unanswered && !s->closing) {

@@ -982,5 +982,113 @@ TEST(AgentThreads, R7_AnAskAboutARegionNotYetRecordedWaitsForItsStateFileWrite) 
   }
 }
 
+// --nic none, but a READ-only registration takes 200 ms (a large region's ibv_reg_mr).
+class SlowReadOnlyNic final : public runtime::Nic {
+ public:
+  Result<runtime::Registration> register_memory(runtime::MemoryPool& pool, std::uint64_t offset,
+                                                std::uint64_t length, unsigned access) override {
+    if (!(access & runtime::kAccessRemoteWrite)) std::this_thread::sleep_for(200ms);
+    return inner_.register_memory(pool, offset, length, access);
+  }
+  Status deregister(const runtime::Registration& r) override { return inner_.deregister(r); }
+  std::string endpoint() const override { return inner_.endpoint(); }
+  void connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) override {
+    inner_.connect(endpoint, strand, std::move(done));
+  }
+
+ private:
+  apps::NoneNic inner_;
+};
+
+// docs/agent.md, *Security model*: a reader's map that registers the region
+// READ only while the owner's registration is dropped (its last holder let
+// go) finds the region unregistered when it is done: the extension is asked
+// and told again, as for a first map, not skipped.
+TEST(AgentThreads, R2_2_AReadersRegistrationThatOutlivesTheOwnersTellsTheExtensionAgain) {
+  verbs::ThreadRuntime rt{verbs::ThreadRuntime::Options{runtime::LogLevel::kWarn}};
+  auto p = verbs::AnonMemoryPool::create(16ull << 20, false);
+  ASSERT_TRUE(p.ok());
+  SlowReadOnlyNic nic;
+  auto counting = std::make_unique<SlowMapExtension>();
+  SlowMapExtension* ext = counting.get();
+  AgentConfig config;
+  config.listen = {{"127.0.0.1", 0}};
+  config.auth_secret = "k";
+  config.boot_id = "tboot";
+  Agent agent(rt, **p, nic, std::move(counting), config);
+  ASSERT_TRUE(agent.start().ok());
+  const int port = agent.listen_addresses().at(0).port;
+  auto owner = hello_on(port);
+  auto reader = hello_on(port);
+  Json alloc = owner->call({{"op", "alloc"}, {"id", 2}, {"size", 1 << 20}});
+  ASSERT_EQ(alloc["ok"], true);
+  const Json region = alloc["region"];
+  ASSERT_EQ(owner->call({{"op", "map"},
+                         {"id", 3},
+                         {"region", region},
+                         {"handle", alloc["handle"]},
+                         {"epoch", "tboot"}})["ok"],
+            true);
+  ASSERT_EQ(ext->mapped_calls, 1);
+  Json read;
+  std::thread t([&] {
+    read = reader->call({{"op", "map"},
+                         {"id", 4},
+                         {"region", region},
+                         {"handle", alloc["read_handle"]},
+                         {"epoch", "tboot"}});
+  });
+  std::this_thread::sleep_for(50ms);  // inside the READ-only registration
+  EXPECT_EQ(
+      owner->call(
+          {{"op", "release"}, {"id", 5}, {"region", region}, {"handle", alloc["handle"]}})["ok"],
+      true);
+  t.join();
+  EXPECT_EQ(read["ok"], true) << read.dump();
+  EXPECT_EQ(ext->mapped_calls, 2);  // the region was unregistered in between
+  EXPECT_FALSE(agent.registration(region.get<std::uint64_t>()).has_value());
+  EXPECT_TRUE(agent.read_registration(region.get<std::uint64_t>()).has_value());
+  agent.stop();
+}
+
+// A map whose registration is there answers while another connection's map
+// makes the region's other one (before, every map of the region waited).
+TEST(AgentThreads, R1_5_AnOwnersMapDoesNotWaitForAReadersRegistration) {
+  verbs::ThreadRuntime rt{verbs::ThreadRuntime::Options{runtime::LogLevel::kWarn}};
+  auto p = verbs::AnonMemoryPool::create(16ull << 20, false);
+  ASSERT_TRUE(p.ok());
+  SlowReadOnlyNic nic;
+  AgentConfig config;
+  config.listen = {{"127.0.0.1", 0}};
+  config.auth_secret = "k";
+  config.boot_id = "tboot";
+  Agent agent(rt, **p, nic, nullptr, config);
+  ASSERT_TRUE(agent.start().ok());
+  const int port = agent.listen_addresses().at(0).port;
+  auto owner = hello_on(port);
+  auto second = hello_on(port);
+  auto reader = hello_on(port);
+  Json alloc = owner->call({{"op", "alloc"}, {"id", 2}, {"size", 1 << 20}});
+  ASSERT_EQ(alloc["ok"], true);
+  auto map = [&](Wire& w, const char* handle) {
+    return w.call({{"op", "map"},
+                   {"id", 3},
+                   {"region", alloc["region"]},
+                   {"handle", alloc[handle]},
+                   {"epoch", "tboot"}});
+  };
+  ASSERT_EQ(map(*owner, "handle")["ok"], true);
+  std::atomic<bool> read_done{false};
+  std::thread t([&] {
+    EXPECT_EQ(map(*reader, "read_handle")["ok"], true);
+    read_done = true;
+  });
+  std::this_thread::sleep_for(50ms);  // inside the READ-only registration (200 ms)
+  EXPECT_EQ(map(*second, "handle")["ok"], true);
+  EXPECT_FALSE(read_done);
+  t.join();
+  agent.stop();
+}
+
 }  // namespace
 }  // namespace rcxl::agent
