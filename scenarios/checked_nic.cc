@@ -51,10 +51,15 @@ Status CheckedNic::deregister(const runtime::Registration& registration) {
 
 void CheckedNic::connect(const std::string& endpoint, runtime::Strand& strand,
                          ConnectHandler done) {
+  connect_with_proof(endpoint, strand, std::string(), std::move(done));
+}
+
+void CheckedNic::connect_with_proof(const std::string& endpoint, runtime::Strand& strand,
+                                    std::string proof, ConnectHandler done) {
   InvariantMonitor* routed = route_ ? route_(endpoint) : nullptr;
   InvariantMonitor& books = routed ? *routed : monitor_;
-  inner_.connect(
-      endpoint, strand,
+  inner_.connect_with_proof(
+      endpoint, strand, std::move(proof),
       [this, &books, done = std::move(done)](Result<std::shared_ptr<runtime::QueuePair>> qp) {
         if (!qp.ok()) return done(std::move(qp));
         done(std::shared_ptr<runtime::QueuePair>(

@@ -32,6 +32,11 @@ class CheckedNic final : public runtime::Nic {
   std::string endpoint() const override { return inner_.endpoint(); }
   bool moves_data() const override { return inner_.moves_data(); }
   void connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) override;
+  void connect_with_proof(const std::string& endpoint, runtime::Strand& strand, std::string proof,
+                          ConnectHandler done) override;
+  bool check_connects(ConnectCheck check) override {
+    return inner_.check_connects(std::move(check));
+  }
   bool needs_local_registration() const override { return inner_.needs_local_registration(); }
   Status register_local(std::span<std::byte> buffer) override {
     return inner_.register_local(buffer);

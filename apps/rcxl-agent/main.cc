@@ -54,6 +54,7 @@ struct Flags {
   std::string boot_id;
   std::string state_file;
   std::string reader_rkeys = "read-only";
+  std::string rdma_auth = "none";
 };
 
 // Exit codes (--help, docs/agent.md): bad flags and setup errors 1.
@@ -152,6 +153,12 @@ void add_flags(CLI::App& app, Flags& f) {
                  "registration of the region); shared: the owner's read-write rkey")
       ->capture_default_str()
       ->check(CLI::IsMember({"read-only", "shared"}));
+  app.add_option("--rdma-auth", f.rdma_auth,
+                 "proof: take a queue pair only with the proof of a live control connection in "
+                 "its rdma_cm connect (clients that read the hello send it; needs "
+                 "--auth-secret-file); none: any host that reaches the RDMA port")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "proof"}));
   app.add_option("--boot-id", f.boot_id,
                  "override the node boot id (default /proc/sys/kernel/random/boot_id); " +
                      limits::boot_id_wanted())
@@ -309,6 +316,7 @@ Result<Setup> setup_from_flags(const Flags& f) {
   s.config.max_connections = f.max_connections;
   s.config.state_file = f.state_file;
   s.config.read_only_reader_rkeys = f.reader_rkeys == "read-only";
+  s.config.rdma_connect_proofs = f.rdma_auth == "proof";
   auto memory = memory_spec(f);
   if (!memory.ok()) return memory.status();
   s.memory = std::move(memory).value();

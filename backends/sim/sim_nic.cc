@@ -607,23 +607,42 @@ const SimNic::Exposed* SimNic::find(std::uint32_t rkey, std::uint64_t addr, std:
 }
 
 void SimNic::connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) {
+  connect_with_proof(endpoint, strand, std::string(), std::move(done));
+}
+
+void SimNic::connect_with_proof(const std::string& endpoint, runtime::Strand& strand,
+                                std::string proof, ConnectHandler done) {
   auto& sim_strand = static_cast<SimStrand&>(strand);
+  // rdma_cm pads the private data of an RC connect to its full size with zeros.
+  if (proof.size() > kMaxConnectProofBytes) {
+    return sim_strand.post(
+        [done] { done(Error(ErrorCode::kBadRequest, "a connect proof is at most 56 bytes")); });
+  }
+  proof.resize(kMaxConnectProofBytes, '\0');
   auto alive = sim_strand.alive_token();
   // rdma_cm address + route resolution and the connect handshake: ~2 round trips.
   const Duration setup = fabric_.params().latency * 4;
-  fabric_.world().loop().schedule_after(setup, [this, endpoint, &sim_strand, alive, done] {
-    if (!*alive) return;
-    SimNic* remote = fabric_.nic(endpoint);
-    auto& net = fabric_.world().network();
-    if (!remote || net.partitioned(node_) || net.partitioned(endpoint)) {
-      sim_strand.run_inline([done, endpoint] {
-        done(Error(ErrorCode::kUnavailable, "no RDMA peer reachable at '" + endpoint + "'"));
+  fabric_.world().loop().schedule_after(
+      setup, [this, endpoint, &sim_strand, alive, done, proof = std::move(proof)] {
+        if (!*alive) return;
+        SimNic* remote = fabric_.nic(endpoint);
+        auto& net = fabric_.world().network();
+        if (!remote || net.partitioned(node_) || net.partitioned(endpoint)) {
+          sim_strand.run_inline([done, endpoint] {
+            done(Error(ErrorCode::kUnavailable, "no RDMA peer reachable at '" + endpoint + "'"));
+          });
+          return;
+        }
+        if (remote->connect_check_ && !remote->connect_check_(proof)) {
+          sim_strand.run_inline([done, endpoint] {
+            done(Error(ErrorCode::kUnauthenticated,
+                       "the RDMA peer at '" + endpoint + "' rejected the connect: no valid proof"));
+          });
+          return;
+        }
+        auto qp = std::make_shared<SimQueuePair>(*this, *remote, sim_strand);
+        sim_strand.run_inline([done, qp] { done(std::shared_ptr<runtime::QueuePair>(qp)); });
       });
-      return;
-    }
-    auto qp = std::make_shared<SimQueuePair>(*this, *remote, sim_strand);
-    sim_strand.run_inline([done, qp] { done(std::shared_ptr<runtime::QueuePair>(qp)); });
-  });
 }
 
 }  // namespace rcxl::sim

@@ -75,6 +75,12 @@ class SimNic final : public runtime::Nic {
   Status deregister(const runtime::Registration& registration) override;
   std::string endpoint() const override { return node_; }
   void connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) override;
+  void connect_with_proof(const std::string& endpoint, runtime::Strand& strand, std::string proof,
+                          ConnectHandler done) override;
+  bool check_connects(ConnectCheck check) override {
+    connect_check_ = std::move(check);
+    return true;
+  }
 
   // The registration `rkey` names, if it covers [addr, addr + length) with `access`.
   const Exposed* find(std::uint32_t rkey, std::uint64_t addr, std::uint64_t length,
@@ -91,6 +97,7 @@ class SimNic final : public runtime::Nic {
   SimFabric& fabric_;
   std::string node_;
   std::map<std::uint32_t, Exposed> exposed_;
+  ConnectCheck connect_check_;  // memory side: connects it refuses are rejected
   std::uint32_t next_rkey_ = 0x100;
   PortTimeline tx_;
   PortTimeline rx_;

@@ -173,6 +173,7 @@ struct Connection : CmOwner {
   sockaddr_storage destination{};
   StrandPoster poster;
   runtime::Nic::ConnectHandler first_connect;  // set until the first connect ends
+  std::string proof;                           // the connect's private data (may be empty)
   State state = State::kBroken;
 
   rdma_cm_id* id = nullptr;
@@ -204,8 +205,13 @@ class NicCore : public std::enable_shared_from_this<NicCore> {
   Status deregister(const runtime::Registration& registration);
   Status register_local(std::span<std::byte> buffer);
   Status deregister_local(std::span<std::byte> buffer);
-  void connect(const std::string& endpoint, runtime::Strand& strand,
+  void connect(const std::string& endpoint, runtime::Strand& strand, std::string proof,
                const runtime::Nic::ConnectHandler& done);
+  // Any thread: connects `check` refuses are rejected from now on.
+  void check_connects(runtime::Nic::ConnectCheck check) {
+    std::lock_guard lock(check_mu_);
+    check_ = std::move(check);
+  }
 
   // Event thread only.
   void submit(std::uint64_t token, std::vector<RdmaOp> ops,
@@ -222,8 +228,9 @@ class NicCore : public std::enable_shared_from_this<NicCore> {
   void drain_tasks();
   void on_cm_events();
   void on_cm_event(rdma_cm_event_type type, rdma_cm_id* id, int status,
-                   const rdma_conn_param& param);
-  void on_connect_request(rdma_cm_id* child, const rdma_conn_param& param);
+                   const rdma_conn_param& param, std::string_view private_data);
+  void on_connect_request(rdma_cm_id* child, const rdma_conn_param& param,
+                          std::string_view private_data);
   void on_passive_event(PassiveConn* passive, rdma_cm_event_type type);
   void on_active_event(Connection& conn, rdma_cm_event_type type, int status);
   void on_completion_events();
@@ -260,6 +267,8 @@ class NicCore : public std::enable_shared_from_this<NicCore> {
   std::thread thread_;
 
   std::mutex tasks_mu_;
+  std::mutex check_mu_;
+  runtime::Nic::ConnectCheck check_;  // under check_mu_
   std::deque<std::function<void()>> tasks_;
   bool stopping_ = false;
   bool stopped_ = false;
@@ -501,18 +510,23 @@ void NicCore::on_cm_events() {
     rdma_cm_id* id = event->id;
     const int status = event->status;
     const rdma_conn_param param = event->param.conn;
+    // The private data lives in the event, which the ack frees.
+    std::string private_data;
+    if (type == RDMA_CM_EVENT_CONNECT_REQUEST && param.private_data) {
+      private_data.assign(static_cast<const char*>(param.private_data), param.private_data_len);
+    }
     rdma_ack_cm_event(event);
-    on_cm_event(type, id, status, param);
+    on_cm_event(type, id, status, param, private_data);
   }
 }
 
 void NicCore::on_cm_event(rdma_cm_event_type type, rdma_cm_id* id, int status,
-                          const rdma_conn_param& param) {
+                          const rdma_conn_param& param, std::string_view private_data) {
   auto* owner = static_cast<CmOwner*>(id->context);
   if (!owner) return;
   switch (owner->kind) {
     case CmOwner::Kind::kListener:
-      if (type == RDMA_CM_EVENT_CONNECT_REQUEST) on_connect_request(id, param);
+      if (type == RDMA_CM_EVENT_CONNECT_REQUEST) on_connect_request(id, param, private_data);
       return;
     case CmOwner::Kind::kPassive:
       return on_passive_event(static_cast<PassiveConn*>(owner), type);
@@ -523,7 +537,18 @@ void NicCore::on_cm_event(rdma_cm_event_type type, rdma_cm_id* id, int status,
 
 // ------------------------------------------------------------ memory side
 
-void NicCore::on_connect_request(rdma_cm_id* child, const rdma_conn_param& param) {
+void NicCore::on_connect_request(rdma_cm_id* child, const rdma_conn_param& param,
+                                 std::string_view private_data) {
+  runtime::Nic::ConnectCheck check;
+  {
+    std::lock_guard lock(check_mu_);
+    check = check_;
+  }
+  if (check && !check(private_data)) {
+    rdma_reject(child, nullptr, 0);
+    rdma_destroy_id(child);
+    return;
+  }
   auto passive = std::make_unique<PassiveConn>();
   passive->id = child;
   child->context = passive.get();
@@ -655,30 +680,36 @@ std::optional<std::uint32_t> NicCore::find_local_lkey(const std::byte* data, std
 
 // --------------------------------------------------------- initiator side
 
-void NicCore::connect(const std::string& endpoint, runtime::Strand& strand,
+void NicCore::connect(const std::string& endpoint, runtime::Strand& strand, std::string proof,
                       const runtime::Nic::ConnectHandler& done) {
   StrandPoster poster = make_strand_poster(strand);
+  if (proof.size() > runtime::Nic::kMaxConnectProofBytes) {
+    poster([done] { done(Error(ErrorCode::kBadRequest, "a connect proof is at most 56 bytes")); });
+    return;
+  }
   auto dest = parse_endpoint(endpoint, kDefaultRdmaCmPort, false);
   if (!dest) {
     poster([done, status = dest.status()] { done(status); });
     return;
   }
-  const bool queued = run_on_event_thread([this, endpoint, dest = *dest, poster, done] {
-    if (closing_) {
-      poster([done] { done(Error(ErrorCode::kUnavailable, "RDMA NIC is closed")); });
-      return;
-    }
-    auto conn = std::make_unique<Connection>();
-    conn->token = next_token_++;
-    conn->endpoint = endpoint;
-    conn->destination = dest;
-    conn->poster = poster;
-    conn->first_connect = done;
-    conn->ring = BounceRing(options_.bounce_bytes_per_qp);
-    Connection& ref = *conn;
-    connections_[conn->token] = std::move(conn);
-    start_connect(ref);
-  });
+  const bool queued =
+      run_on_event_thread([this, endpoint, dest = *dest, poster, done, proof = std::move(proof)] {
+        if (closing_) {
+          poster([done] { done(Error(ErrorCode::kUnavailable, "RDMA NIC is closed")); });
+          return;
+        }
+        auto conn = std::make_unique<Connection>();
+        conn->token = next_token_++;
+        conn->endpoint = endpoint;
+        conn->destination = dest;
+        conn->poster = poster;
+        conn->first_connect = done;
+        conn->proof = proof;
+        conn->ring = BounceRing(options_.bounce_bytes_per_qp);
+        Connection& ref = *conn;
+        connections_[conn->token] = std::move(conn);
+        start_connect(ref);
+      });
   if (!queued) poster([done] { done(Error(ErrorCode::kUnavailable, "RDMA NIC is closed")); });
 }
 
@@ -724,6 +755,8 @@ void NicCore::on_active_event(Connection& conn, rdma_cm_event_type type, int sta
       param.responder_resources = rd_atomic_;
       param.retry_count = 7;
       param.rnr_retry_count = 7;
+      param.private_data = conn.proof.empty() ? nullptr : conn.proof.data();
+      param.private_data_len = static_cast<std::uint8_t>(conn.proof.size());
       if (rdma_connect(conn.id, &param) != 0) {
         return connection_failed(conn, os_error(ErrorCode::kUnavailable, "rdma_connect"));
       }
@@ -734,8 +767,14 @@ void NicCore::on_active_event(Connection& conn, rdma_cm_event_type type, int sta
     case RDMA_CM_EVENT_ADDR_ERROR:
     case RDMA_CM_EVENT_ROUTE_ERROR:
     case RDMA_CM_EVENT_CONNECT_ERROR:
-    case RDMA_CM_EVENT_UNREACHABLE:
     case RDMA_CM_EVENT_REJECTED:
+      return connection_failed(
+          conn, Error(ErrorCode::kUnavailable,
+                      "the RDMA peer rejected the connect (status " + std::to_string(status) +
+                          "): out of queue pairs, or an agent started with --rdma-auth proof "
+                          "that found no proof of a live control connection" +
+                          where));
+    case RDMA_CM_EVENT_UNREACHABLE:
       return connection_failed(
           conn, Error(ErrorCode::kUnavailable, std::string("no RDMA peer reachable: ") +
                                                    rdma_event_str(type) + " status " +
@@ -1055,7 +1094,17 @@ std::string VerbsNic::endpoint() const {
 }
 
 void VerbsNic::connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) {
-  core_->connect(endpoint, strand, done);
+  core_->connect(endpoint, strand, std::string(), done);
+}
+
+void VerbsNic::connect_with_proof(const std::string& endpoint, runtime::Strand& strand,
+                                  std::string proof, ConnectHandler done) {
+  core_->connect(endpoint, strand, std::move(proof), done);
+}
+
+bool VerbsNic::check_connects(ConnectCheck check) {
+  core_->check_connects(std::move(check));
+  return true;
 }
 
 Status VerbsNic::register_local(std::span<std::byte> buffer) {

@@ -60,6 +60,9 @@ class VerbsNic final : public runtime::Nic {
   // `endpoint` is "HOST:PORT", "[IPv6]:PORT" or a host alone (port
   // kDefaultRdmaCmPort). A host name is resolved here, on the caller's thread.
   void connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) override;
+  void connect_with_proof(const std::string& endpoint, runtime::Strand& strand, std::string proof,
+                          ConnectHandler done) override;
+  bool check_connects(ConnectCheck check) override;
 
   // Zero-copy: ops whose local buffer lies inside a buffer registered here are
   // posted straight from it instead of through the staging buffer.

@@ -63,6 +63,8 @@ class Agent::Session {
   bool closing = false;
   bool input_ended = false;  // the client half-closed: close once all is answered
   bool authenticated = false;
+  // Read by the NIC's connect check, on its own thread: the hello succeeded.
+  std::atomic<bool> proven{false};
   std::optional<runtime::TimerId> hello_deadline;  // pending until the first good hello
 };
 
@@ -185,6 +187,22 @@ Status Agent::start() {
       }
     }
   }
+  if (config_.rdma_connect_proofs && !config_.auth_secret) {
+    return Error(ErrorCode::kBadRequest,
+                 "--rdma-auth proof needs --auth-secret-file: the proof is keyed by the secret");
+  }
+  // A connect check left by an agent before this one on the NIC goes too.
+  const bool checking = nic_.check_connects(
+      config_.rdma_connect_proofs
+          ? runtime::Nic::ConnectCheck([this, activity = activity_](std::string_view proof) {
+              Activity::Scope scope(activity);
+              return scope && accept_connect_proof(proof);
+            })
+          : nullptr);
+  if (config_.rdma_connect_proofs && !checking) {
+    return Error(ErrorCode::kBadRequest,
+                 "--rdma-auth proof: this NIC cannot check RDMA connects; use --nic verbs:DEVICE");
+  }
   if (Status st = load_regions(); !st.ok()) return st;
   if (ext_) {
     for (const auto& action : ext_->hint_actions()) {
@@ -242,8 +260,23 @@ Status Agent::start() {
   return {};
 }
 
+bool Agent::accept_connect_proof(std::string_view proof) const {
+  if (proof.size() < protocol::kConnectProofChallengeChars) return false;
+  const std::string_view prefix = proof.substr(0, protocol::kConnectProofChallengeChars);
+  std::lock_guard lock(mu_);
+  for (const auto& [id, session] : sessions_) {
+    if (!session->proven || session->challenge.compare(0, prefix.size(), prefix) != 0) continue;
+    if (protocol::verify_connect_proof(*config_.auth_secret, session->challenge, proof)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void Agent::stop() {
   if (!started_ || stopped_.exchange(true)) return;
+  // Nothing connects through a stopped agent's proofs.
+  if (config_.rdma_connect_proofs) nic_.check_connects([](std::string_view) { return false; });
   for (auto& listener : listeners_) listener->close();
   std::vector<SessionPtr> sessions;
   {
@@ -638,10 +671,13 @@ void Agent::handle_hello(const SessionPtr& s, const Json& id, const protocol::He
     return complete(s, error_reply(id, Error(ErrorCode::kAuthFailed, protocol::kWrongAuth)), true);
   }
   s->authenticated = true;
+  s->proven = true;
   if (s->hello_deadline) s->strand->cancel(*std::exchange(s->hello_deadline, std::nullopt));
   read_generation();
   // An optional field added to v1: this agent takes alloc tokens (docs/agent.md).
   Json fields = {{"boot", boot()}, {"conn", s->id}, {"alloc_tokens", true}};
+  // And with --rdma-auth proof: a queue pair must prove a live control connection.
+  if (config_.rdma_connect_proofs) fields["rdma_connect_proof"] = true;
   if (ext_) {
     fields["region_extension"] = {{"version", 1}, {"actions", advertised_list_}};
   }

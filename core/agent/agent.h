@@ -62,6 +62,10 @@ struct AgentConfig {
   // remote READ only, so a reader cannot WRITE the region (docs/agent.md,
   // *Security model*). False: every map gets the owner's read-write rkey.
   bool read_only_reader_rkeys = true;
+  // `--rdma-auth proof`: the NIC takes a queue pair only with the proof of a
+  // live, authenticated control connection in its connect (docs/agent.md,
+  // *RDMA connect proofs*). Needs auth_secret and a NIC that checks connects.
+  bool rdma_connect_proofs = false;
   // Called after every boot change (R6.3/R6.4) with the new boot, outside the
   // agent's lock; the simulator's invariant monitor listens here.
   std::function<void(const std::string& boot)> on_boot_change;
@@ -130,6 +134,8 @@ class Agent {
   };
 
   void accept(std::shared_ptr<runtime::Conn> raw);
+  // On a NIC thread: `proof` names a live control connection that said hello.
+  bool accept_connect_proof(std::string_view proof) const;
   // The simdjson path for `extension` frames; false leaves the frame to nlohmann.
   bool decode_fast(const SessionPtr& s, std::string& frame);
   void on_message(const SessionPtr& s, Incoming message);

@@ -8,6 +8,9 @@ AgentHello parse_agent_hello(const nlohmann::json& reply) {
   if (auto t = reply.find("alloc_tokens"); t != reply.end() && t->is_boolean()) {
     hello.alloc_tokens = t->get<bool>();
   }
+  if (auto p = reply.find("rdma_connect_proof"); p != reply.end() && p->is_boolean()) {
+    hello.rdma_connect_proof = p->get<bool>();
+  }
   if (!reply.contains("region_extension")) return hello;
   const auto& ext = reply["region_extension"];
   if (!ext.is_object() || !ext.contains("version") || !ext["version"].is_number_integer() ||

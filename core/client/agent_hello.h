@@ -14,6 +14,10 @@ struct AgentHello {
   std::set<std::string> actions;
   // The agent keeps alloc tokens (an optional hello field rcxl adds to v1).
   bool alloc_tokens = false;
+  // The agent takes a queue pair only with a connect proof (--rdma-auth proof):
+  // then the proof of this hello's control connection, made from its challenge.
+  bool rdma_connect_proof = false;
+  std::string connect_proof;
   bool advertises(const std::string& action) const { return actions.count(action) > 0; }
 };
 

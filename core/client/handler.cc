@@ -53,7 +53,10 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
   regions_ = std::make_unique<RegionMapClient>(rt, *strand_, config_);
   hints_ = std::make_unique<MemoryHints>(rt, config_, *directory_);
   waits_ = std::make_unique<MemoryWaits>(rt, *strand_, config_);
-  qps_ = std::make_unique<QueuePairs>(nic, *strand_, config_);
+  qps_ = std::make_unique<QueuePairs>(nic, *strand_, config_, [this](const std::string& agent) {
+    const AgentHello* hello = regions_->known(agent);
+    return hello ? hello->connect_proof : std::string();
+  });
   std::weak_ptr<bool> alive = alive_;
   regions_->set_boot_listener([this, alive](const std::string& agent, const std::string& old_boot,
                                             const std::string& new_boot,

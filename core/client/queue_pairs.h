@@ -16,8 +16,11 @@ namespace rcxl::client {
 class QueuePairs {
  public:
   using Ready = std::function<void(Result<std::shared_ptr<runtime::QueuePair>>)>;
-  QueuePairs(runtime::Nic& nic, runtime::Strand& strand, const Config& config)
-      : nic_(nic), strand_(strand), config_(config) {}
+  // The connect proof an agent asks for (its hello says so), else empty.
+  using ProofOf = std::function<std::string(const std::string& agent)>;
+  QueuePairs(runtime::Nic& nic, runtime::Strand& strand, const Config& config,
+             ProofOf proof_of = nullptr)
+      : nic_(nic), strand_(strand), config_(config), proof_of_(std::move(proof_of)) {}
   ~QueuePairs() { *alive_ = false; }
 
   void get(const std::string& agent, Ready ready);
@@ -30,6 +33,7 @@ class QueuePairs {
   runtime::Nic& nic_;
   runtime::Strand& strand_;
   const Config& config_;
+  ProofOf proof_of_;
   std::map<std::string, std::shared_ptr<runtime::QueuePair>> qps_;
   std::map<std::string, std::vector<Ready>> waiting_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

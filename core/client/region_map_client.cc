@@ -1,5 +1,6 @@
 #include "core/client/region_map_client.h"
 
+#include "core/protocol/auth.h"
 #include "core/protocol/reply_fields.h"
 
 namespace rcxl::client {
@@ -68,6 +69,9 @@ RegionMapClient::AgentState& RegionMapClient::agent_state(const std::string& age
 void RegionMapClient::on_hello(const std::string& agent, const Json& reply) {
   AgentState& state = agents_[agent];
   AgentHello hello = parse_agent_hello(reply);
+  if (hello.rdma_connect_proof && !config_.secret.empty()) {
+    hello.connect_proof = protocol::connect_proof(config_.secret, state.conn->challenge());
+  }
   const std::string boot = hello.boot;
   hello.boot = state.hello.boot;  // adopt_boot moves it
   state.hello = std::move(hello);

@@ -130,6 +130,7 @@ void RpcConnection::on_greeting(const Json& message) {
     return fail_all(Error(ErrorCode::kBadFrame, "expected a greeting, got " + message.dump()));
   }
   greeted_ = true;
+  challenge_ = message["challenge"].get<std::string>();
   hello_id_ = next_id_++;
   Json hello = {
       {"op", "hello"}, {"id", hello_id_}, {"version", 1}, {"client", options_.client_name}};

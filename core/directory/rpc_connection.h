@@ -55,6 +55,8 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
             LateReplyHandler late = nullptr);
   bool ready() const { return state_ == State::kReady; }
   const Json& hello_reply() const { return hello_reply_; }
+  // The challenge of the current connection's greeting (empty before one).
+  const std::string& challenge() const { return challenge_; }
   const runtime::Address& address() const { return options_.address; }
   std::uint64_t calls_sent() const { return calls_sent_; }
   void close();
@@ -110,6 +112,7 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
   bool greeted_ = false;
   std::uint64_t hello_id_ = 0;
   Json hello_reply_;
+  std::string challenge_;
   HelloHandler on_hello_;
   std::vector<ReadyHandler> waiters_;
   std::vector<Queued> queued_;

@@ -40,4 +40,21 @@ bool verify_auth(std::string_view secret, std::string_view challenge, std::strin
   return constant_time_equal(hmac_sha256_hex(secret, challenge), lowered);
 }
 
+std::string connect_proof(std::string_view secret, std::string_view challenge) {
+  std::string proof(challenge.substr(0, kConnectProofChallengeChars));
+  proof += hmac_sha256_hex(secret, "rcxl-rdma-connect " + std::string(challenge))
+               .substr(0, kConnectProofBytes - kConnectProofChallengeChars);
+  return proof;
+}
+
+bool verify_connect_proof(std::string_view secret, std::string_view challenge,
+                          std::string_view proof) {
+  if (proof.size() < kConnectProofBytes ||
+      proof.find_first_not_of('\0', kConnectProofBytes) != std::string_view::npos ||
+      challenge.size() < kConnectProofChallengeChars) {
+    return false;
+  }
+  return constant_time_equal(connect_proof(secret, challenge), proof.substr(0, kConnectProofBytes));
+}
+
 }  // namespace rcxl::protocol

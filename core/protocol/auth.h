@@ -2,6 +2,7 @@
 // the 64 hex characters of the challenge, keyed by the shared secret.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -23,5 +24,17 @@ std::string secret_from_file_contents(std::string_view contents);
 
 // True when `auth` answers `challenge` under `secret` (hex compared case-insensitively).
 bool verify_auth(std::string_view secret, std::string_view challenge, std::string_view auth);
+
+// The RDMA connect proof (docs/agent.md, *RDMA connect proofs*): the first 16
+// hex characters of a control connection's challenge, then the first 32 of
+// HMAC-SHA256(secret, "rcxl-rdma-connect " + challenge): 48 bytes, within
+// rdma_cm's 56 of private data.
+inline constexpr std::size_t kConnectProofChallengeChars = 16;
+inline constexpr std::size_t kConnectProofBytes = 48;
+std::string connect_proof(std::string_view secret, std::string_view challenge);
+// True when `proof` (rdma_cm's private data: zeros may follow the 48 bytes)
+// is the proof of `challenge` under `secret`.
+bool verify_connect_proof(std::string_view secret, std::string_view challenge,
+                          std::string_view proof);
 
 }  // namespace rcxl::protocol

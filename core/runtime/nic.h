@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/runtime/memory_pool.h"
@@ -58,6 +59,11 @@ class QueuePair {
 class Nic {
  public:
   using ConnectHandler = std::function<void(Result<std::shared_ptr<QueuePair>>)>;
+  // Memory side: whether an initiator's connect proof (its rdma_cm private
+  // data, padding included) lets its queue pair in. Runs on a NIC thread.
+  using ConnectCheck = std::function<bool(std::string_view proof)>;
+  // rdma_cm carries at most 56 bytes of private data in an RC connect.
+  static constexpr std::size_t kMaxConnectProofBytes = 56;
   virtual ~Nic() = default;
 
   // --- memory side
@@ -70,9 +76,22 @@ class Nic {
   virtual std::string endpoint() const = 0;
   // False for `--nic none`: maps answer rkey 0 and no data moves.
   virtual bool moves_data() const { return true; }
+  // From now on a connect whose proof `check` refuses is rejected (nullptr: no
+  // check). False when this NIC cannot check, and nothing changes.
+  virtual bool check_connects(ConnectCheck check) {
+    (void)check;
+    return false;
+  }
 
   // --- initiator side
   virtual void connect(const std::string& endpoint, Strand& strand, ConnectHandler done) = 0;
+  // The same with a proof for a memory side that checks connects (at most
+  // kMaxConnectProofBytes). A NIC that cannot send one connects without it.
+  virtual void connect_with_proof(const std::string& endpoint, Strand& strand, std::string proof,
+                                  ConnectHandler done) {
+    (void)proof;
+    this->connect(endpoint, strand, std::move(done));
+  }
   // Zero copy: ops whose local buffer lies inside a registered buffer are posted
   // straight from it; others may go through a staging copy. Deregister only once
   // no posted op uses the buffer. A NIC that needs no local registration (the

@@ -87,6 +87,24 @@ TEST(Auth, R1_3_HmacSha256MatchesRfc4231) {
   EXPECT_FALSE(protocol::constant_time_equal("abc", "abd"));
 }
 
+// docs/agent.md, *RDMA connect proofs*: 16 characters of the challenge, then
+// 32 of HMAC-SHA256(secret, "rcxl-rdma-connect " + challenge); rdma_cm's zero
+// padding after it is taken, anything else is not.
+TEST(Auth, R1_3_AConnectProofIsTheChallengesPrefixAndItsHmac) {
+  const std::string challenge(64, 'c');
+  const std::string proof = protocol::connect_proof("k", challenge);
+  ASSERT_EQ(proof.size(), protocol::kConnectProofBytes);
+  EXPECT_EQ(proof.substr(0, 16), challenge.substr(0, 16));
+  EXPECT_EQ(proof.substr(16),
+            protocol::hmac_sha256_hex("k", "rcxl-rdma-connect " + challenge).substr(0, 32));
+  EXPECT_TRUE(protocol::verify_connect_proof("k", challenge, proof));
+  EXPECT_TRUE(protocol::verify_connect_proof("k", challenge, proof + std::string(8, '\0')));
+  EXPECT_FALSE(protocol::verify_connect_proof("k", challenge, proof + "x"));
+  EXPECT_FALSE(protocol::verify_connect_proof("k", challenge, proof.substr(0, 47)));
+  EXPECT_FALSE(protocol::verify_connect_proof("other", challenge, proof));
+  EXPECT_FALSE(protocol::verify_connect_proof("k", std::string(64, 'd'), proof));
+}
+
 TEST(RegionAllocator, R1_5_FirstFitAlignedAndMerging) {
   RegionAllocator a(10 * 4096 + 100);
   EXPECT_EQ(a.free_bytes(), 10u * 4096);

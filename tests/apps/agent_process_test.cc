@@ -223,6 +223,7 @@ TEST(AgentProcess, R7_ABadFlagValueExitsOneSayingWhatIsWanted) {
       {{"--boot-id", ""}, "--boot-id: must not be empty; leave the flag out"},
       {{"--no-such-flag"}, "--no-such-flag"},
       {{"--reader-rkeys", "rw"}, "--reader-rkeys: rw not in {read-only,shared}"},
+      {{"--rdma-auth", "yes"}, "--rdma-auth: yes not in {none,proof}"},
   };
   for (const auto& [flag, says] : cases) {
     const Outcome r = run_agent(with(kLoopbackNoAuth, flag));
@@ -281,6 +282,13 @@ TEST(AgentProcess, R7_AMissingRdmaDeviceSaysWhatToDoInstead) {
   EXPECT_TRUE(contains(r.err, "no RDMA device 'no_such_dev0'")) << r.err;
   EXPECT_TRUE(contains(r.err, "ibv_devices")) << r.err;
   EXPECT_TRUE(contains(r.err, "--nic none serves the control plane only")) << r.err;
+}
+
+// The connect proof is keyed by the shared secret: without one it cannot be.
+TEST(AgentProcess, R7_RdmaAuthProofWithoutASecretIsRefusedNamingTheFlag) {
+  const Outcome r = run_agent(with(kLoopbackNoAuth, {"--rdma-auth", "proof"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "--rdma-auth proof needs --auth-secret-file")) << r.err;
 }
 
 TEST(AgentProcess, R2_1_AnExtensionPathThatIsNoDirectoryIsRefused) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -83,8 +84,10 @@ class ClientRig {
   }
 
   // A memory node whose recording extension takes `extension` (null: no extension).
+  // `adjust` changes the agent's configuration before it starts.
   MemoryNode& add_memory(const std::string& name, Json extension = Json::object(),
-                         std::uint64_t pool_bytes = 256ull << 20) {
+                         std::uint64_t pool_bytes = 256ull << 20,
+                         const std::function<void(agent::AgentConfig&)>& adjust = nullptr) {
     MemoryNode& m = memory[name];
     m.name = name;
     m.node = &world.add_node(name);
@@ -102,6 +105,7 @@ class ClientRig {
     config.listen = {m.address()};
     config.auth_secret = kSecret;
     config.boot_id = "boot-of-" + name;
+    if (adjust) adjust(config);
     m.agent = std::make_unique<agent::Agent>(*m.node, *m.pool, *m.nic, std::move(ext), config);
     EXPECT_TRUE(m.agent->start().ok());
     return m;

@@ -56,6 +56,24 @@ TEST(Handler, R1_6_StoreThenLoadMovesRealBytesAndReleasesTheLease) {
   EXPECT_EQ(rig.directory_server->directory().open_leases(), 0u);
 }
 
+// docs/agent.md, *RDMA connect proofs*: against an agent started with
+// --rdma-auth proof, a writer and a reader connect their queue pairs with the
+// proof of their control connections and move the bytes as before.
+TEST(Handler, R1_6_QueuePairsCarryTheirProofToAnAgentThatAsksForOne) {
+  ClientRig rig;
+  rig.add_memory("mem", Json::object(), 256ull << 20,
+                 [](agent::AgentConfig& c) { c.rdma_connect_proofs = true; });
+  Handler& writer = rig.handler(rig.config());
+  auto stored = rig.store(writer, {item("k0", "alpha")});
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ(stored->stored, 1u);
+  Handler& reader = rig.handler(rig.config());
+  auto loaded = rig.load(reader, {"k0"});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->values.size(), 1u);
+  EXPECT_EQ(text_of(loaded->values[0]), "alpha");
+}
+
 // Own regions come from the pool round robin from `first_agent` (mod the
 // pool): clients with different starts spread their first regions.
 TEST(Handler, R1_6_FirstAgentSpreadsClientsOverThePool) {

@@ -7,6 +7,7 @@
 
 #include <future>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "backends/verbs/anon_memory_pool.h"
@@ -326,6 +327,43 @@ TEST_F(VerbsNicTest, R1_6_TwoQueuePairsShareOneMemoryNic) {
   EXPECT_EQ(in, a);
   ASSERT_TRUE(post(*first, {op(RdmaOp::Kind::kRead, in, *reg, 8192)})[0].ok());
   EXPECT_EQ(in, b);
+}
+
+// docs/agent.md, *RDMA connect proofs*: the proof travels as rdma_cm private
+// data (zero-padded by the CM) and a memory side that checks connects rejects
+// a queue pair whose proof it refuses; the rest connect and move bytes.
+TEST_F(VerbsNicTest, R1_3_ACheckedConnectTakesOnlyTheProofItWants) {
+  std::mutex mu;
+  std::vector<std::string> seen;
+  ASSERT_TRUE(memory_nic_->check_connects([&](std::string_view proof) {
+    std::lock_guard lock(mu);
+    seen.emplace_back(proof);
+    return proof.substr(0, 8) == "let-me-i" &&
+           proof.find_first_not_of('\0', 8) == std::string::npos;
+  }));
+  auto proved = [&](std::string proof) {
+    std::promise<Result<std::shared_ptr<runtime::QueuePair>>> promise;
+    auto future = promise.get_future();
+    client_nic_->connect_with_proof(
+        memory_nic_->endpoint(), strand_, std::move(proof),
+        [&](Result<std::shared_ptr<runtime::QueuePair>> qp) { promise.set_value(std::move(qp)); });
+    return get_or_abort(future, "connect");
+  };
+  auto refused = proved("not-this");
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("rejected"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_FALSE(connect(memory_nic_->endpoint()).ok());  // no proof at all
+  auto qp = proved("let-me-i");
+  ASSERT_TRUE(qp.ok()) << qp.status().ToString();
+  auto reg = memory_nic_->register_memory(*pool_, 0, 1 << 20, kReadWrite);
+  ASSERT_TRUE(reg.ok());
+  auto out = pattern(4096, 31);
+  ASSERT_TRUE(post(**qp, {op(RdmaOp::Kind::kWrite, out, *reg, 0)})[0].ok());
+  EXPECT_FALSE(proved(std::string(57, 'x')).ok());  // longer than rdma_cm carries
+  std::lock_guard lock(mu);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.front().substr(0, 8), "not-this");
 }
 
 TEST(VerbsNicOpen, R7_UnknownDeviceIsUnavailable) {
