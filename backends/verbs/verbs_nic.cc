@@ -112,6 +112,9 @@ std::string device_ipv4(ibv_context* ctx) {
   return {};
 }
 
+// What a memory side puts in the reject of a connect whose proof it refused.
+constexpr char kNoProofReject[] = {'r', 'c', 'x', 'l', '-', 'n', 'o', '-', 'p', 'r', 'o', 'o', 'f'};
+
 unsigned verbs_access(unsigned access) {
   // Remote write needs local write; every registration gets it (the NIC writes READ data).
   unsigned flags = IBV_ACCESS_LOCAL_WRITE;
@@ -232,7 +235,8 @@ class NicCore : public std::enable_shared_from_this<NicCore> {
   void on_connect_request(rdma_cm_id* child, const rdma_conn_param& param,
                           std::string_view private_data);
   void on_passive_event(PassiveConn* passive, rdma_cm_event_type type);
-  void on_active_event(Connection& conn, rdma_cm_event_type type, int status);
+  void on_active_event(Connection& conn, rdma_cm_event_type type, int status,
+                       std::string_view private_data);
   void on_completion_events();
   void on_work_completion(Connection& conn, const ibv_wc& wc);
 
@@ -512,7 +516,8 @@ void NicCore::on_cm_events() {
     const rdma_conn_param param = event->param.conn;
     // The private data lives in the event, which the ack frees.
     std::string private_data;
-    if (type == RDMA_CM_EVENT_CONNECT_REQUEST && param.private_data) {
+    if ((type == RDMA_CM_EVENT_CONNECT_REQUEST || type == RDMA_CM_EVENT_REJECTED) &&
+        param.private_data) {
       private_data.assign(static_cast<const char*>(param.private_data), param.private_data_len);
     }
     rdma_ack_cm_event(event);
@@ -531,7 +536,7 @@ void NicCore::on_cm_event(rdma_cm_event_type type, rdma_cm_id* id, int status,
     case CmOwner::Kind::kPassive:
       return on_passive_event(static_cast<PassiveConn*>(owner), type);
     case CmOwner::Kind::kActive:
-      return on_active_event(*static_cast<Connection*>(owner), type, status);
+      return on_active_event(*static_cast<Connection*>(owner), type, status, private_data);
   }
 }
 
@@ -545,7 +550,8 @@ void NicCore::on_connect_request(rdma_cm_id* child, const rdma_conn_param& param
     check = check_;
   }
   if (check && !check(private_data)) {
-    rdma_reject(child, nullptr, 0);
+    // The reason travels back in the reject's private data (consumer defined).
+    rdma_reject(child, kNoProofReject, sizeof kNoProofReject);
     rdma_destroy_id(child);
     return;
   }
@@ -735,7 +741,8 @@ void NicCore::start_connect(Connection& conn) {
   }
 }
 
-void NicCore::on_active_event(Connection& conn, rdma_cm_event_type type, int status) {
+void NicCore::on_active_event(Connection& conn, rdma_cm_event_type type, int status,
+                              std::string_view private_data) {
   const std::string where = " (" + conn.endpoint + ")";
   switch (type) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
@@ -764,16 +771,21 @@ void NicCore::on_active_event(Connection& conn, rdma_cm_event_type type, int sta
     }
     case RDMA_CM_EVENT_ESTABLISHED:
       return connection_established(conn);
+    case RDMA_CM_EVENT_REJECTED:
+      if (private_data.substr(0, sizeof kNoProofReject) ==
+          std::string_view(kNoProofReject, sizeof kNoProofReject)) {
+        return connection_failed(
+            conn, Error(ErrorCode::kUnauthenticated,
+                        "the RDMA peer rejected the connect: an agent started with --rdma-auth "
+                        "proof found no proof of a live control connection in it" +
+                            where));
+      }
+      return connection_failed(
+          conn, Error(ErrorCode::kUnavailable, "the RDMA peer rejected the connect (status " +
+                                                   std::to_string(status) + ")" + where));
     case RDMA_CM_EVENT_ADDR_ERROR:
     case RDMA_CM_EVENT_ROUTE_ERROR:
     case RDMA_CM_EVENT_CONNECT_ERROR:
-    case RDMA_CM_EVENT_REJECTED:
-      return connection_failed(
-          conn, Error(ErrorCode::kUnavailable,
-                      "the RDMA peer rejected the connect (status " + std::to_string(status) +
-                          "): out of queue pairs, or an agent started with --rdma-auth proof "
-                          "that found no proof of a live control connection" +
-                          where));
     case RDMA_CM_EVENT_UNREACHABLE:
       return connection_failed(
           conn, Error(ErrorCode::kUnavailable, std::string("no RDMA peer reachable: ") +

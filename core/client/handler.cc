@@ -380,10 +380,11 @@ void Handler::write_and_register(std::shared_ptr<StoreJob> job) {
       stats_.writes_posted += ops.size();
       // Held by the completion: deregistered when it runs or is dropped unrun.
       auto registered = register_local(ops, job);
-      (*qp)->post(std::move(ops), [this, alive, job, posted, finish_agent, agent,
-                                   registered](std::vector<Status> statuses) {
+      (*qp)->post(std::move(ops), [this, alive, job, posted, finish_agent, agent, registered,
+                                   through = qp->get()](std::vector<Status> statuses) {
         if (registered) registered->release();
         if (alive.expired()) return;
+        qps_->forget_if_broken(agent, through, statuses);
         std::set<std::uint64_t> gone_registrations;
         for (std::size_t k = 0; k < posted.size() && k < statuses.size(); ++k) {
           job->written[posted[k]] = statuses[k];
@@ -748,10 +749,11 @@ void Handler::read_batches(std::shared_ptr<LoadJob> job) {
         ++stats_.read_batches;
         // Held by the completion: deregistered when it runs or is dropped unrun.
         auto registered = register_local(ops, job);
-        auto on_done = [this, alive, job, agent, indexes, remaining,
-                        registered](std::vector<Status> statuses) {
+        auto on_done = [this, alive, job, agent, indexes, remaining, registered,
+                        through = qp->get()](std::vector<Status> statuses) {
           if (registered) registered->release();
           if (alive.expired()) return;
+          qps_->forget_if_broken(agent, through, statuses);
           for (std::size_t k = 0; k < indexes.size() && k < statuses.size(); ++k) {
             job->read[indexes[k]] = statuses[k];
             if (statuses[k].code() == ErrorCode::kRemoteAccess) {

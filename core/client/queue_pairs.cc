@@ -1,5 +1,7 @@
 #include "core/client/queue_pairs.h"
 
+#include <algorithm>
+
 namespace rcxl::client {
 
 std::string QueuePairs::endpoint(const std::string& agent) const {
@@ -22,6 +24,18 @@ void QueuePairs::get(const std::string& agent, Ready ready) {
                             waiting_.erase(agent);
                             for (auto& w : waiting) w(qp);
                           });
+}
+
+void QueuePairs::forget_if_broken(const std::string& agent, const runtime::QueuePair* qp,
+                                  const std::vector<Status>& statuses) {
+  // Other failures (a gone registration, an unreachable peer) leave a QP that
+  // reconnects by itself on the next post, with the proof it has.
+  const bool broken = std::any_of(statuses.begin(), statuses.end(), [](const Status& s) {
+    return s.code() == ErrorCode::kUnauthenticated;
+  });
+  if (auto it = qps_.find(agent); broken && it != qps_.end() && it->second.get() == qp) {
+    qps_.erase(it);
+  }
 }
 
 }  // namespace rcxl::client

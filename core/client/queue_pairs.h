@@ -26,6 +26,12 @@ class QueuePairs {
   void get(const std::string& agent, Ready ready);
   // A QP whose peer is gone is dropped so the next use connects again.
   void forget(const std::string& agent) { qps_.erase(agent); }
+  // After a post through `qp`: a connection whose reconnect the agent refused
+  // (kUnauthenticated: its proof names a control connection since replaced)
+  // is dropped while it is still the one kept, so the next use connects anew
+  // with the current proof.
+  void forget_if_broken(const std::string& agent, const runtime::QueuePair* qp,
+                        const std::vector<Status>& statuses);
 
  private:
   std::string endpoint(const std::string& agent) const;

@@ -74,6 +74,83 @@ TEST(Handler, R1_6_QueuePairsCarryTheirProofToAnAgentThatAsksForOne) {
   EXPECT_EQ(text_of(loaded->values[0]), "alpha");
 }
 
+// The sim RNIC, but the queue pairs made before break_all() fail every post
+// with kUnavailable, as a verbs QP does whose reconnect the agent rejected
+// (its proof names a control connection since replaced).
+class BreakableNic final : public runtime::Nic {
+ public:
+  explicit BreakableNic(runtime::Nic& inner) : inner_(inner) {}
+  Result<runtime::Registration> register_memory(runtime::MemoryPool& pool, std::uint64_t offset,
+                                                std::uint64_t length, unsigned access) override {
+    return inner_.register_memory(pool, offset, length, access);
+  }
+  Status deregister(const runtime::Registration& r) override { return inner_.deregister(r); }
+  std::string endpoint() const override { return inner_.endpoint(); }
+  void connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) override {
+    connect_with_proof(endpoint, strand, std::string(), std::move(done));
+  }
+  void connect_with_proof(const std::string& endpoint, runtime::Strand& strand, std::string proof,
+                          ConnectHandler done) override {
+    ++connects;
+    inner_.connect_with_proof(
+        endpoint, strand, std::move(proof),
+        [this, done = std::move(done)](Result<std::shared_ptr<runtime::QueuePair>> qp) {
+          if (!qp.ok()) return done(std::move(qp));
+          done(std::shared_ptr<runtime::QueuePair>(
+              std::make_shared<Breakable>(std::move(qp).value(), broken_before_, connects)));
+        });
+  }
+  void break_all() { broken_before_ = std::make_shared<int>(connects); }
+  int connects = 0;
+
+ private:
+  class Breakable final : public runtime::QueuePair {
+   public:
+    Breakable(std::shared_ptr<runtime::QueuePair> inner, std::shared_ptr<int>& broken_before,
+              int number)
+        : inner_(std::move(inner)), broken_before_(broken_before), number_(number) {}
+    void post(std::vector<runtime::RdmaOp> ops, CompletionHandler done) override {
+      if (broken_before_ && number_ <= *broken_before_) {
+        return done(std::vector<Status>(ops.size(),
+                                        Error(ErrorCode::kUnauthenticated, "the peer rejected")));
+      }
+      inner_->post(std::move(ops), std::move(done));
+    }
+    std::string peer() const override { return inner_->peer(); }
+
+   private:
+    std::shared_ptr<runtime::QueuePair> inner_;
+    std::shared_ptr<int>& broken_before_;
+    int number_;
+  };
+  runtime::Nic& inner_;
+  std::shared_ptr<int> broken_before_;
+};
+
+// docs/agent.md, *RDMA connect proofs*: a queue pair whose connection broke
+// and could not be made again is dropped after the post that found it, so the
+// next store connects anew (with the proof of the current control connection).
+TEST(Handler, R1_6_AQueuePairThatCannotReconnectIsReplacedOnTheNextUse) {
+  ClientRig rig;
+  rig.add_memory("mem");
+  BreakableNic nic(rig.gpu_nic);
+  Handler h(rig.gpu, rig.config(), nic);
+  ASSERT_TRUE(rig.store(h, {item("k0", "alpha")}).ok());
+  EXPECT_EQ(nic.connects, 1);
+  nic.break_all();
+  auto failed = rig.store(h, {item("k1", "beta")});
+  EXPECT_TRUE(!failed.ok() || failed->stored == 0)
+      << (failed.ok() ? "" : failed.status().ToString());
+  auto stored = rig.store(h, {item("k2", "gamma")});
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ(stored->stored, 1u);
+  EXPECT_EQ(nic.connects, 2);
+  auto loaded = rig.load(h, {"k2"});
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->values.size(), 1u);
+  EXPECT_EQ(text_of(loaded->values[0]), "gamma");
+}
+
 // Own regions come from the pool round robin from `first_agent` (mod the
 // pool): clients with different starts spread their first regions.
 TEST(Handler, R1_6_FirstAgentSpreadsClientsOverThePool) {

@@ -351,6 +351,8 @@ TEST_F(VerbsNicTest, R1_3_ACheckedConnectTakesOnlyTheProofItWants) {
   };
   auto refused = proved("not-this");
   EXPECT_FALSE(refused.ok());
+  // The reject says why: a client drops such a queue pair and connects anew.
+  EXPECT_EQ(refused.status().code(), ErrorCode::kUnauthenticated) << refused.status().ToString();
   EXPECT_NE(refused.status().message().find("rejected"), std::string::npos)
       << refused.status().ToString();
   EXPECT_FALSE(connect(memory_nic_->endpoint()).ok());  // no proof at all
