@@ -1,5 +1,6 @@
 // SPEC R2.2 (validate_access, mapped, retire and the sweep) and R5.2 (fresh).
 #include "tests/agent/agent_rig.h"
+#include "tests/forwarding_nic.h"
 #include "tests/json_mutator.h"
 
 namespace rcxl::agent::testing {
@@ -45,23 +46,15 @@ TEST(AgentRegions, R2_2_AValidateAccessThatRaisesIsExtensionFailedNotRefused) {
 
 // The sim RNIC, but registrations fail while `full` (its MR table or the
 // locked-memory limit exhausted).
-class FullNic final : public runtime::Nic {
+class FullNic final : public rcxl::testing::ForwardingNic {
  public:
-  explicit FullNic(runtime::Nic& inner) : inner_(inner) {}
+  using ForwardingNic::ForwardingNic;
   Result<runtime::Registration> register_memory(runtime::MemoryPool& pool, std::uint64_t offset,
                                                 std::uint64_t length, unsigned access) override {
     if (full) return Error(ErrorCode::kUnavailable, "ibv_reg_mr: Cannot allocate memory");
     return inner_.register_memory(pool, offset, length, access);
   }
-  Status deregister(const runtime::Registration& r) override { return inner_.deregister(r); }
-  std::string endpoint() const override { return inner_.endpoint(); }
-  void connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) override {
-    inner_.connect(endpoint, strand, std::move(done));
-  }
   bool full = true;
-
- private:
-  runtime::Nic& inner_;
 };
 
 // PROTOCOL.md lists no code for the agent's own failures: a NIC that cannot

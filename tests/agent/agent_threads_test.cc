@@ -24,6 +24,7 @@
 #include "core/protocol/auth.h"
 #include "core/protocol/frame_codec.h"
 #include "tests/agent/tcp_wire.h"
+#include "tests/forwarding_nic.h"
 #include "tests/forwarding_runtime.h"
 #include "tests/tcp_buffers.h"
 
@@ -983,21 +984,17 @@ TEST(AgentThreads, R7_AnAskAboutARegionNotYetRecordedWaitsForItsStateFileWrite) 
 }
 
 // --nic none, but a READ-only registration takes 200 ms (a large region's ibv_reg_mr).
-class SlowReadOnlyNic final : public runtime::Nic {
+class SlowReadOnlyNic final : public rcxl::testing::ForwardingNic {
  public:
+  SlowReadOnlyNic() : ForwardingNic(none_) {}
   Result<runtime::Registration> register_memory(runtime::MemoryPool& pool, std::uint64_t offset,
                                                 std::uint64_t length, unsigned access) override {
     if (!(access & runtime::kAccessRemoteWrite)) std::this_thread::sleep_for(200ms);
     return inner_.register_memory(pool, offset, length, access);
   }
-  Status deregister(const runtime::Registration& r) override { return inner_.deregister(r); }
-  std::string endpoint() const override { return inner_.endpoint(); }
-  void connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) override {
-    inner_.connect(endpoint, strand, std::move(done));
-  }
 
  private:
-  apps::NoneNic inner_;
+  apps::NoneNic none_;
 };
 
 // docs/agent.md, *Security model*: a reader's map that registers the region

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/client/client_rig.h"
+#include "tests/forwarding_nic.h"
 
 namespace rcxl::client::testing {
 namespace {
@@ -77,18 +78,9 @@ TEST(Handler, R1_6_QueuePairsCarryTheirProofToAnAgentThatAsksForOne) {
 // The sim RNIC, but the queue pairs made before break_all() fail every post
 // with kUnavailable, as a verbs QP does whose reconnect the agent rejected
 // (its proof names a control connection since replaced).
-class BreakableNic final : public runtime::Nic {
+class BreakableNic final : public rcxl::testing::ForwardingNic {
  public:
-  explicit BreakableNic(runtime::Nic& inner) : inner_(inner) {}
-  Result<runtime::Registration> register_memory(runtime::MemoryPool& pool, std::uint64_t offset,
-                                                std::uint64_t length, unsigned access) override {
-    return inner_.register_memory(pool, offset, length, access);
-  }
-  Status deregister(const runtime::Registration& r) override { return inner_.deregister(r); }
-  std::string endpoint() const override { return inner_.endpoint(); }
-  void connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) override {
-    connect_with_proof(endpoint, strand, std::string(), std::move(done));
-  }
+  using ForwardingNic::ForwardingNic;
   void connect_with_proof(const std::string& endpoint, runtime::Strand& strand, std::string proof,
                           ConnectHandler done) override {
     ++connects;
@@ -123,7 +115,6 @@ class BreakableNic final : public runtime::Nic {
     std::shared_ptr<int>& broken_before_;
     int number_;
   };
-  runtime::Nic& inner_;
   std::shared_ptr<int> broken_before_;
 };
 

@@ -5,23 +5,15 @@
 #include <set>
 
 #include "tests/client/client_rig.h"
+#include "tests/forwarding_nic.h"
 
 namespace rcxl::client::testing {
 namespace {
 
 // Forwards to the sim RNIC; records local registrations.
-class CountingNic final : public runtime::Nic {
+class CountingNic final : public rcxl::testing::ForwardingNic {
  public:
-  explicit CountingNic(runtime::Nic& inner) : inner_(inner) {}
-  Result<runtime::Registration> register_memory(runtime::MemoryPool& pool, std::uint64_t offset,
-                                                std::uint64_t length, unsigned access) override {
-    return inner_.register_memory(pool, offset, length, access);
-  }
-  Status deregister(const runtime::Registration& r) override { return inner_.deregister(r); }
-  std::string endpoint() const override { return inner_.endpoint(); }
-  void connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) override {
-    inner_.connect(endpoint, strand, std::move(done));
-  }
+  using ForwardingNic::ForwardingNic;
   bool needs_local_registration() const override { return true; }
   Status register_local(std::span<std::byte> buffer) override {
     ++registered;
@@ -36,9 +28,6 @@ class CountingNic final : public runtime::Nic {
   int registered = 0;
   int unknown_deregistrations = 0;
   std::set<const std::byte*> live;
-
- private:
-  runtime::Nic& inner_;
 };
 
 // One memory node; handlers reach it through a CountingNic, zero copy on.
