@@ -62,9 +62,8 @@ class Agent::Session {
   bool pumping = false;
   bool closing = false;
   bool input_ended = false;  // the client half-closed: close once all is answered
-  bool authenticated = false;
-  // Read by the NIC's connect check, on its own thread: the hello succeeded.
-  std::atomic<bool> proven{false};
+  // Atomic: the NIC's connect check reads it on its own thread.
+  std::atomic<bool> authenticated{false};
   std::optional<runtime::TimerId> hello_deadline;  // pending until the first good hello
 };
 
@@ -265,7 +264,8 @@ bool Agent::accept_connect_proof(std::string_view proof) const {
   const std::string_view prefix = proof.substr(0, protocol::kConnectProofChallengeChars);
   std::lock_guard lock(mu_);
   for (const auto& [id, session] : sessions_) {
-    if (!session->proven || session->challenge.compare(0, prefix.size(), prefix) != 0) continue;
+    if (!session->authenticated || session->challenge.compare(0, prefix.size(), prefix) != 0)
+      continue;
     if (protocol::verify_connect_proof(*config_.auth_secret, session->challenge, proof)) {
       return true;
     }
@@ -671,7 +671,6 @@ void Agent::handle_hello(const SessionPtr& s, const Json& id, const protocol::He
     return complete(s, error_reply(id, Error(ErrorCode::kAuthFailed, protocol::kWrongAuth)), true);
   }
   s->authenticated = true;
-  s->proven = true;
   if (s->hello_deadline) s->strand->cancel(*std::exchange(s->hello_deadline, std::nullopt));
   read_generation();
   // An optional field added to v1: this agent takes alloc tokens (docs/agent.md).
