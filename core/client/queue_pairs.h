@@ -24,8 +24,6 @@ class QueuePairs {
   ~QueuePairs() { *alive_ = false; }
 
   void get(const std::string& agent, Ready ready);
-  // A QP whose peer is gone is dropped so the next use connects again.
-  void forget(const std::string& agent) { qps_.erase(agent); }
   // After a post through `qp`: a connection whose reconnect the agent refused
   // (kUnauthenticated: its proof names a control connection since replaced)
   // is dropped while it is still the one kept, so the next use connects anew
