@@ -157,17 +157,19 @@ std::map<std::string, std::string> MemoryHints::hint_epochs(
 
 void MemoryHints::send_read_hint(const std::string& request, RangesByAgent ranges, Next next,
                                  std::map<std::string, std::string> epochs) {
-  // SPEC R3.6: a request whose end never comes must not fill the agent's
-  // limit; the oldest is ended before the new one opens, so the agent never
-  // sees one over.
-  while (!open_order_.empty() && open_.size() >= config_.max_open_hint_requests) {
-    send_end(open_order_.begin()->second);
-    update_stats([](auto& s) { ++s.forced_ends; });
-  }
   const std::uint64_t seq = ++open_seq_;
   RangedCallbacks callbacks;
   // Taken before the message goes, so no reply can come before it.
   callbacks.sending = [this, request, seq](const std::string& agent) {
+    // SPEC R3.6: a request whose end never comes must not fill the agent's
+    // limit; the oldest is ended before a new one opens, so the agent never
+    // sees one over. Only here, once an agent takes the hint: one that opens
+    // nothing, or names a request open already, ends no live request.
+    while (!open_.contains(request) && !open_order_.empty() &&
+           open_.size() >= config_.max_open_hint_requests) {
+      send_end(open_order_.begin()->second);
+      update_stats([](auto& s) { ++s.forced_ends; });
+    }
     add_open(request, seq, agent);
   };
   callbacks.failed = [this, request, seq](const std::string& agent, std::size_t pieces,

@@ -230,6 +230,69 @@ TEST(MemoryHints, R3_6_ARefusedReadHintTakesNoOpenSlot) {
   EXPECT_TRUE(mem.log("hint", "read_hint_end").empty());
 }
 
+// A hint that opens nothing (its agent is unreachable or takes no read hints)
+// takes no slot, so it ends no live request: before, the oldest was ended
+// before the hint learnt whether any agent would take it.
+TEST(MemoryHints, R3_6_AHintThatOpensNothingNewEndsNoLiveRequest) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
+  auto& plain = rig.add_memory("plain", {{"actions", Json::array()}});
+  Config c = hinting(rig);
+  c.max_open_hint_requests = 1;
+  Handler& h = rig.handler(c);
+  const RangesByAgent good = stored_page(rig, h, mem);
+  h.hints().read_hint_ranges("live", good);
+  rig.settle(h);
+  RangesByAgent unreachable;
+  unreachable["127.0.0.1:1"].add({1, 0, 4096}, "h");
+  h.hints().read_hint_ranges("to-nobody", unreachable);
+  rig.settle(h);
+  RangesByAgent no_hints;
+  no_hints[plain.key()].add({1, 0, 4096}, "h");
+  h.hints().read_hint_ranges("to-plain", no_hints);
+  rig.settle(h);
+  const auto stats = h.hints().stats();
+  EXPECT_EQ(stats.forced_ends, 0u);
+  EXPECT_EQ(stats.open_requests, 1u);
+  EXPECT_TRUE(mem.log("hint", "read_hint_end").empty());
+  EXPECT_EQ(mem.log("hint", "read_hint").size(), 1u);
+  // A new request that does open somewhere still ends the oldest first.
+  h.hints().read_hint_ranges("next", good);
+  rig.settle(h);
+  EXPECT_EQ(h.hints().stats().forced_ends, 1u);
+  ASSERT_EQ(mem.log("hint", "read_hint_end").size(), 1u);
+  EXPECT_EQ(mem.log("hint", "read_hint_end")[0]["request"], "live");
+}
+
+// A request hinted to two agents takes one slot: the second agent's send
+// finds it open and ends nothing (not the request itself).
+TEST(MemoryHints, R3_6_ARequestAtTwoAgentsTakesOneSlot) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
+  auto& mem2 = rig.add_memory("mem2", {{"actions", kAllActions}});
+  Config c = hinting(rig);
+  c.max_open_hint_requests = 1;
+  Handler& h = rig.handler(c);
+  RangesByAgent at_both = stored_page(rig, h, mem);
+  h.hints().read_hint_ranges("old", at_both);
+  rig.settle(h);
+  Config c2 = hinting(rig);
+  c2.first_agent = 1;
+  Handler& writer = rig.handler(c2);
+  ASSERT_EQ(rig.store(writer, {item("far", "v")})->stored, 1u);
+  const auto& far = writer.regions().own_regions().begin()->second;
+  at_both[mem2.key()].add({far.region, 0, 4096}, far.read_handle);
+  h.hints().read_hint_ranges("two", at_both);
+  rig.settle(h);
+  const auto stats = h.hints().stats();
+  EXPECT_EQ(stats.forced_ends, 1u);  // "old" only
+  EXPECT_EQ(stats.open_requests, 1u);
+  ASSERT_EQ(mem.log("hint", "read_hint_end").size(), 1u);
+  EXPECT_EQ(mem.log("hint", "read_hint_end")[0]["request"], "old");
+  EXPECT_TRUE(mem2.log("hint", "read_hint_end").empty());
+  EXPECT_EQ(mem2.log("hint", "read_hint").size(), 1u);
+}
+
 // ... but a refused later piece of a hint sent as several messages may leave
 // the request open at the agent: it keeps its slot, and its end still goes.
 TEST(MemoryHints, R3_6_ARefusedLaterPieceKeepsTheRequestOpenUntilItsEnd) {
