@@ -66,7 +66,7 @@ void MemoryWaits::plan(std::vector<std::string> agents, runtime::Instant deadlin
     peer(agent).conn->ensure_ready([this, alive, agent, state, finish](const Status& status) {
       if (alive.expired()) return;
       if (!status.ok()) {
-        note_failure(agent, status, Json());
+        note_failure(agent, status, Json(), "");
       } else if (!state->finished && peers_[agent].hello.advertises("write_wait")) {
         state->takes.insert(agent);
       }
@@ -81,7 +81,8 @@ void MemoryWaits::plan(std::vector<std::string> agents, runtime::Instant deadlin
   });
 }
 
-void MemoryWaits::note_failure(const std::string& agent, const Status& status, const Json& reply) {
+void MemoryWaits::note_failure(const std::string& agent, const Status& status, const Json& reply,
+                               const std::string& sent_under) {
   Peer& p = peer(agent);
   // A hung agent (no reply in time) is as good as unreachable: asked again,
   // it would hold every store the whole budget (R4.3).
@@ -91,8 +92,9 @@ void MemoryWaits::note_failure(const std::string& agent, const Status& status, c
   }
   if (status.code() == ErrorCode::kStaleEpoch) {
     const std::string boot = protocol::string_field(reply, "boot").value_or("");
-    if (!boot.empty()) {
-      const std::string sent_under = p.hello.boot;  // what the refused message carried
+    // R6.4: a belief that moved since the message left (a map reply, a hello)
+    // is newer news than this refusal; it stays, and no one hears of the older.
+    if (!boot.empty() && p.hello.boot == sent_under) {
       p.hello.boot = boot;
       if (boot_observer_) boot_observer_(agent, sent_under, boot);
     }
@@ -145,13 +147,13 @@ void MemoryWaits::wait_next(std::shared_ptr<std::vector<std::pair<std::string, R
   p.conn->call(
       std::move(message),
       [this, alive, pieces, index, token, deadline, not_asked, done = std::move(done),
-       agent = agent](const Status& status, const Json& reply) mutable {
+       agent = agent, epoch = p.hello.boot](const Status& status, const Json& reply) mutable {
         if (alive.expired()) return;
         if (status.ok()) {
           ++stats_.waits_answered;
         } else {
           ++stats_.waits_failed;
-          note_failure(agent, status, reply);
+          note_failure(agent, status, reply, epoch);
           // R4.1: an agent that heard nothing of the store gets a write hint.
           if (unseen_by_extension(status.code())) not_asked->insert(agent);
         }
@@ -174,7 +176,7 @@ void MemoryWaits::gate(const std::string& agent, const std::string& token, Range
     if (alive.expired()) return;
     if (!status.ok()) {
       ++stats_.gates_failed;
-      note_failure(agent, status, Json());
+      note_failure(agent, status, Json(), "");
       return done();  // a gate never stops a READ
     }
     const Peer& p = peers_[agent];
@@ -199,13 +201,13 @@ void MemoryWaits::gate_next(const std::string& agent, const std::string& token,
   (*pieces)[index].write_to(message);
   std::weak_ptr<bool> alive = alive_;
   p.conn->call(std::move(message),
-               [this, alive, agent, token, pieces, index, done = std::move(done)](
-                   const Status& status, const Json& reply) mutable {
+               [this, alive, agent, token, pieces, index, done = std::move(done),
+                epoch = p.hello.boot](const Status& status, const Json& reply) mutable {
                  if (alive.expired()) return;
                  if (!status.ok()) {
                    // The READ goes now: asking the rest would cost a reply timeout per piece.
                    ++stats_.gates_failed;
-                   note_failure(agent, status, reply);
+                   note_failure(agent, status, reply, epoch);
                    return done();
                  }
                  gate_next(agent, token, pieces, index + 1, std::move(done));

@@ -87,7 +87,9 @@ class MemoryWaits {
                  std::size_t index, std::string token, runtime::Instant deadline,
                  std::shared_ptr<std::set<std::string>> not_asked,
                  std::function<void(std::set<std::string>)> done);
-  void note_failure(const std::string& agent, const Status& status, const Json& reply);
+  // `sent_under`: the epoch the failed message carried ("" for a connect that failed).
+  void note_failure(const std::string& agent, const Status& status, const Json& reply,
+                    const std::string& sent_under);
 
   runtime::Runtime& rt_;
   runtime::Strand& strand_;

@@ -109,6 +109,43 @@ TEST(Handler, R6_4_BootNewsFromTheWaitsConnectionNeverTurnsTheBootBack) {
   EXPECT_TRUE(h.regions().own_regions().empty());
 }
 
+// R6.4 through the waits connection itself: a wait refused with stale_epoch
+// whose reply is handled after the client learnt a newer boot elsewhere (a map
+// reply that overtook it) is older news. Before, the refusal was reported as
+// following the newer boot and turned the boot back: every own region freed
+// again, the live boot's keys dropped at the directory (review, session 24).
+TEST(Handler, R6_4_ALateRefusalOfAWaitDoesNotTurnTheBootBack) {
+  ClientRig rig;
+  auto& mem = rig.add_memory(
+      "mem", {{"actions", kWaits}, {"write_wait_delay_ms", 1}, {"generation_file", "/gen"}});
+  Handler& h = rig.handler(waiting(rig, 50));
+  ASSERT_EQ(rig.store(h, {item("x", "0")})->stored, 1u);
+  const std::string agent = mem.key();
+  mem.set_generation("2");
+  rig.world.run_for(300ms);  // the agent is at a new boot this client has not seen
+  std::optional<Result<StoreResult>> out;
+  const auto sent_before = h.waits().stats().waits_sent;
+  h.store({item("y", "1")}, [&](Result<StoreResult> r) { out = std::move(r); });
+  ASSERT_TRUE(rig.world
+                  .run_until([&] { return h.waits().stats().waits_sent > sent_before; },
+                             rig.world.loop().now() + 10s)
+                  .ok());
+  // The wait is out under the old boot. A map reply of a later boot overtakes
+  // its refusal (stood in for by the news that path gives).
+  const std::string newer = "boot-of-mem:3";
+  h.regions().observe_boot(agent, newer);
+  const auto changes = h.regions().boot_changes();
+  ASSERT_TRUE(rig.world
+                  .run_until([&] { return h.waits().stats().waits_failed == 1; },
+                             rig.world.loop().now() + 10s)
+                  .ok());
+  // Right after the refusal (later traffic of this test's stand-in may well
+  // learn the agent's real boot, which is the older one here).
+  EXPECT_EQ(h.regions().known(agent)->boot, newer);
+  EXPECT_EQ(h.regions().boot_changes(), changes);
+  (void)rig.wait(out);
+}
+
 // PROTOCOL: timeout_ms is 1..10000. A budget above that asks for 10000 (the
 // agent would refuse more as bad_request) and the store still goes through.
 TEST(Handler, R4_3_ABudgetAboveTenSecondsAsksForTheProtocolsMost) {
