@@ -577,14 +577,21 @@ class Deployment {
       case Fault::Kind::kDropConnections:
         net.drop_connections(f.node);
         break;
+      // Overlapping faults on one node each last their own period: a node heals
+      // when its last partition ends, and delays add up while they overlap.
       case Fault::Kind::kPartition:
+        ++partitions_[f.node];
         net.partition(f.node);
-        fault_strand_->post_after(f.duration, [&net, node = f.node] { net.heal(node); });
+        fault_strand_->post_after(f.duration, [this, &net, node = f.node] {
+          if (--partitions_[node] == 0) net.heal(node);
+        });
         break;
       case Fault::Kind::kDelay:
-        net.set_extra_delay(f.node, f.extra);
-        fault_strand_->post_after(f.duration,
-                                  [&net, node = f.node] { net.set_extra_delay(node, {}); });
+        extra_delays_[f.node] += f.extra;
+        net.set_extra_delay(f.node, extra_delays_[f.node]);
+        fault_strand_->post_after(f.duration, [this, &net, node = f.node, extra = f.extra] {
+          net.set_extra_delay(node, extra_delays_[node] -= extra);
+        });
         break;
       case Fault::Kind::kAgentRestart:
         // An agent a failed restart left down just starts (a second restart).
@@ -732,7 +739,9 @@ class Deployment {
   std::vector<std::unique_ptr<GpuNode>> gpus_;
   std::unique_ptr<runtime::Strand> fault_strand_;
   std::unique_ptr<runtime::Strand> boot_strand_;
-  std::vector<bool> fired_;  // by fault index
+  std::vector<bool> fired_;                                // by fault index
+  std::map<std::string, int> partitions_;                  // in force, by node
+  std::map<std::string, runtime::Duration> extra_delays_;  // their sum, by node
   std::uint64_t loads_started_ = 0;
   std::uint64_t stores_started_ = 0;
   std::vector<std::string> boots_;

@@ -1,0 +1,68 @@
+// Faults of a scenario that overlap on one node (issue #6 item 1): each lasts
+// its own period. Before, the end of the shorter partition healed the node
+// while the longer one still held it, and a delay's end reset the node's
+// delay to zero under another delay still in force (session-24 review).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "scenarios/serving_rig.h"
+#include "tests/scratch_dir.h"
+
+namespace rcxl::scenarios {
+namespace {
+
+using Json = nlohmann::json;
+
+// The trace lines of a run of `faults` against one memory node, that begin with
+// `prefix` (after their time), as "<time ns> <line>".
+std::vector<std::string> fault_lines(const Json& faults, const std::string& prefix,
+                                     const std::string& tag) {
+  auto profile = load_profile("", "cxl_ssd_default");
+  EXPECT_TRUE(profile.ok()) << profile.status().ToString();
+  Json j = {{"name", "overlap"},
+            {"workload",
+             {{"conversations", 2}, {"turns", 3}, {"start_window_s", 0.5}, {"think_time_s", 4}}},
+            {"faults", faults}};
+  auto sc = parse_scenario(j, "overlap");
+  EXPECT_TRUE(sc.ok()) << sc.status().ToString();
+  const auto path = testing::fresh_dir("fault_schedule", tag) / "trace.txt";
+  RunOptions options;
+  options.record_trace_file = true;
+  options.trace_path = path.string();
+  const RunResult run = run_scenario(*sc, *profile, options);
+  EXPECT_TRUE(run.status.ok()) << run.status.ToString();
+  std::vector<std::string> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    const auto space = line.find(' ');
+    if (space != std::string::npos && line.compare(space + 1, prefix.size(), prefix) == 0) {
+      out.push_back(line);
+    }
+  }
+  return out;
+}
+
+TEST(FaultSchedule, R8_APartitionInsideALongerOneDoesNotHealTheNode) {
+  const auto lines = fault_lines(
+      Json::array({{{"kind", "partition"}, {"at_s", 1}, {"for_s", 8}, {"node", "mem0"}},
+                   {{"kind", "partition"}, {"at_s", 1.5}, {"for_s", 0.001}, {"node", "mem0"}}}),
+      "fault heal", "partition");
+  EXPECT_EQ(lines, std::vector<std::string>{"9000000000 fault heal mem0"});
+}
+
+TEST(FaultSchedule, R8_OverlappingDelaysAddUpEachForItsOwnPeriod) {
+  const auto lines = fault_lines(
+      Json::array(
+          {{{"kind", "delay"}, {"at_s", 1}, {"for_s", 4}, {"extra_ms", 5}, {"node", "mem0"}},
+           {{"kind", "delay"}, {"at_s", 2}, {"for_s", 1}, {"extra_ms", 2}, {"node", "mem0"}}}),
+      "fault delay", "delay");
+  EXPECT_EQ(lines, (std::vector<std::string>{
+                       "1000000000 fault delay mem0 5000000", "2000000000 fault delay mem0 7000000",
+                       "3000000000 fault delay mem0 5000000", "5000000000 fault delay mem0 0"}));
+}
+
+}  // namespace
+}  // namespace rcxl::scenarios
