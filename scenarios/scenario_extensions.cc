@@ -75,7 +75,8 @@ Status check_scenario_extension(const std::string& name, const Json& config,
   auto check = config_checks().find(name);
   if (check == config_checks().end()) return {};  // the factory checks it when the agent starts
   if (Status s = check->second(config); !s.ok()) {
-    return Error(ErrorCode::kBadRequest, origin + ": /extension/config: " + s.message() +
+    return Error(ErrorCode::kBadRequest, origin +
+                                             ": /extension/config: " + printable(s.message(), 400) +
                                              " (docs/scenarios.md lists each extension's keys)");
   }
   return {};

@@ -132,9 +132,9 @@ Result<Json> unwrap_sourced(const Json& section, const std::string& pointer) {
   for (const auto& [key, v] : section.items()) {
     if (!v.is_object() || !v.contains("value") || !v.contains("source") ||
         !v["source"].is_string() || v["source"].get<std::string>().empty()) {
-      return Error(
-          ErrorCode::kBadRequest,
-          pointer + "/" + key + ": expected {\"value\": ..., \"source\": \"where it comes from\"}");
+      return Error(ErrorCode::kBadRequest,
+                   pointer + "/" + pointer_token(key) +
+                       ": expected {\"value\": ..., \"source\": \"where it comes from\"}");
     }
     out[key] = v["value"];
   }
@@ -463,7 +463,8 @@ class Deployment {
                               static_cast<std::size_t>(sc_.workload.turns);
     char line[160];
     std::snprintf(line, sizeof line, "%s: %zu/%zu requests done, %.1f s virtual, %.1f s wall",
-                  sc_.name.c_str(), done, total, runtime::to_seconds(world_.loop().now()),
+                  printable(sc_.name, 60).c_str(), done, total,
+                  runtime::to_seconds(world_.loop().now()),
                   std::chrono::duration<double>(wall).count());
     options_.progress(line);
   }
@@ -769,8 +770,9 @@ std::vector<std::string> check_expectations(const Expectations& expect, const Ru
     while (at < run.boots_seen.size() && !std::regex_match(run.boots_seen[at], pattern.re)) ++at;
     if (at == run.boots_seen.size()) {
       std::string seen;
-      for (const auto& b : run.boots_seen) seen += (seen.empty() ? "" : ", ") + b;
-      failures.push_back("no boot matching '" + pattern.text + "' in order; boots seen: " + seen);
+      for (const auto& b : run.boots_seen) seen += (seen.empty() ? "" : ", ") + printable(b, 200);
+      failures.push_back("no boot matching '" + printable(pattern.text, 200) +
+                         "' in order; boots seen: " + seen);
       break;
     }
     ++at;

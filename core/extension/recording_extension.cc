@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/runtime/printable.h"
+
 namespace rcxl::ext {
 namespace {
 
@@ -81,7 +83,7 @@ Result<RecordingConfig> RecordingConfig::FromJson(const Json& config) {
       if (!value.is_object() && !value.is_null()) return bad("write_wait_result must be an object");
       out.write_wait_result = value;
     } else {
-      return bad("unknown key '" + key +
+      return bad("unknown key '" + runtime::printable(key) +
                  "'; it takes actions, generation_file, log, refuse_regions, "
                  "fail_mapped_regions, retire_refusals, write_wait_delay_ms, write_wait_result");
     }

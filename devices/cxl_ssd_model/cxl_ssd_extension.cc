@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "core/runtime/printable.h"
+
 namespace rcxl::device {
 
 namespace {
@@ -27,7 +29,8 @@ Result<CxlSsdExtensionConfig> parse_cxl_ssd_extension_config(const ext::Json& co
       out.write_wait_poll =
           runtime::Duration(static_cast<std::int64_t>(value.get<double>() * 1000));
     } else {
-      return Error(ErrorCode::kBadRequest, "cxl_ssd config has unknown key '" + key + "'");
+      return Error(ErrorCode::kBadRequest,
+                   "cxl_ssd config has unknown key '" + runtime::printable(key) + "'");
     }
   }
   return out;

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/protocol/json_pointer.h"
+#include "core/runtime/printable.h"
 
 namespace rcxl::device {
 
@@ -42,7 +43,8 @@ Result<double> number_of(const json& v, const std::string& field) {
   if (v.is_object()) {
     if (!v.contains("value")) return bad(field, "has no \"value\"");
     for (const auto& [k, unused] : v.items()) {
-      if (k != "value" && k != "source") return bad(field, "has unknown key '" + k + "'");
+      if (k != "value" && k != "source")
+        return bad(field, "has unknown key '" + runtime::printable(k) + "'");
     }
     if (v.contains("source") && !v["source"].is_string())
       return bad(field, "source is not a string");

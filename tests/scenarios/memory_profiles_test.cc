@@ -82,6 +82,26 @@ TEST(MemoryProfiles, R8_AnEngineWhoseChunksCannotBeStoredIsRefused) {
   EXPECT_TRUE(profile_from_json(j, "odd.json").ok());
 }
 
+// A key the profile does not take is named one line, escaped: a message drives
+// no terminal (session-24 review: ESC and newline came through raw).
+TEST(MemoryProfiles, R8_AnUnknownKeyIsEscapedInTheMessage) {
+  const Json base = Json::parse(*embedded_file("profiles/cxl_ssd_default.json"));
+  Json engine = base;
+  engine["engine"]["x\x1b[2J\ny"] = {{"value", 1}, {"source", "s"}};
+  Json unsourced = base;
+  unsourced["engine"]["x\x1b[2J\ny"] = 1;
+  Json device = base;
+  device["device"]["page_bytes"]["sourc\x1b]0;t\x07e"] = "s";
+  for (const Json& j : {engine, unsourced, device}) {
+    auto p = profile_from_json(j, "odd.json");
+    ASSERT_FALSE(p.ok());
+    const std::string& m = p.status().message();
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    EXPECT_EQ(m.find('\x1b'), std::string::npos) << m;
+    EXPECT_EQ(m.find('\x07'), std::string::npos) << m;
+  }
+}
+
 // Naming the scenario's own profile for every node is the run without memory_profiles.
 TEST(MemoryProfiles, R8_TheScenarioProfileForEveryNodeChangesNothing) {
   Json plain = two_nodes({"cxl_ssd_default", "cxl_ssd_default"});

@@ -169,6 +169,16 @@ TEST(Replay, R8_ExpectationsJudgeTheRunsBootsCountersAndReuseHits) {
       (std::vector<std::string>{
           "no boot matching '^boot-mem0:2$' in order; boots seen: boot-mem0:2, boot-mem0:1",
           "counter device.resets = 2, wanted <= 1", "reuse turns that loaded KV: 1, wanted >= 2"}));
+
+  // A pattern (the file's text) and boots (agents' text) are shown escaped, on
+  // one line: a failure line drives no terminal (session-24 review).
+  j["expect"] = {{"boots", Json::array({"zz\n\x1b\\[31mRED"})}};
+  sc = parse_scenario(j, "t.json");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  run.boots_seen = {"b\x1b[2J"};
+  EXPECT_EQ(check_expectations(sc->expect, run),
+            std::vector<std::string>{
+                "no boot matching 'zz\\n\\x1b\\[31mRED' in order; boots seen: b\\x1b[2J"});
 }
 
 TEST(Replay, UnknownProfileNamesTheBuiltInOnes) {

@@ -610,6 +610,16 @@ TEST(ScenarioFile, R8_ControlCharactersInEchoedNamesAreEscaped) {
   ASSERT_FALSE(sc.ok());
   EXPECT_NE(sc.status().message().find("/workload/x\\ty: unknown field"), std::string::npos)
       << sc.status().message();
+  // An extension's config keys too (the extensions' own checks).
+  for (const char* ext : {"recording", "cxl_ssd"}) {
+    SCOPED_TRACE(ext);
+    j = minimal();
+    j["extension"] = {{"name", ext}, {"config", {{"a\x1b[2Jb\nc", 1}}}};
+    sc = parse_scenario(j, "t.json");
+    ASSERT_FALSE(sc.ok());
+    EXPECT_NE(sc.status().message().find("'a\\x1b[2Jb\\nc'"), std::string::npos)
+        << sc.status().message();
+  }
 }
 
 TEST(JsonDocument, R8_PrintableEscapesAndCuts) {
