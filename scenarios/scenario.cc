@@ -154,23 +154,43 @@ Status parse_memory_profiles(const Reader& t, const Json& topology, Topology& ou
 }
 
 // A fault must be able to happen in the run the rest of the file describes.
+// Requests that can load KV: turns 2.. of each conversation.
+std::uint64_t reuse_turns_of(const WorkloadParams& w) {
+  return static_cast<std::uint64_t>(w.conversations) *
+         static_cast<std::uint64_t>(std::max(w.turns - 1, 0));
+}
+
 Status check_fault_in_run(const Reader& r, const Fault& f, const Scenario& sc) {
-  // Each request loads at most once and stores at most once.
+  // Each request stores at most once; only a reuse turn (turns 2.. of its
+  // conversation) loads, at most once: a first turn finds nothing stored.
   const std::uint64_t requests = static_cast<std::uint64_t>(sc.workload.conversations) *
                                  static_cast<std::uint64_t>(sc.workload.turns);
-  auto within_requests = [&](const char* field, const char* event, const char* verb,
-                             std::uint64_t nth) -> Status {
-    if (nth <= requests) return {};
+  const std::uint64_t reuse_turns = reuse_turns_of(sc.workload);
+  auto within = [&](const char* field, const char* event, std::uint64_t nth, std::uint64_t most,
+                    const std::string& why) -> Status {
+    if (nth <= most) return {};
+    if (most == 0) {
+      return r.fail(std::string("/") + field, std::string(event) + " " + std::to_string(nth) +
+                                                  " never starts: " + why +
+                                                  "; raise turns or trigger it by at_s");
+    }
     return r.fail(std::string("/") + field, std::string(event) + " " + std::to_string(nth) +
-                                                " never starts: the workload has " +
-                                                std::to_string(requests) + " requests and each " +
-                                                verb + " at most once; pick 1.." +
-                                                std::to_string(requests));
+                                                " never starts: " + why + "; pick 1.." +
+                                                std::to_string(most));
   };
   if (f.during_load > 0) {
-    if (auto s = within_requests("during_load", "load", "loads", f.during_load); !s.ok()) return s;
+    if (auto s = within("during_load", "load", f.during_load, reuse_turns,
+                        "the workload has " + std::to_string(reuse_turns) +
+                            " reuse turns (turns 2.. of each conversation; a first turn has "
+                            "nothing stored to load) and each loads at most once");
+        !s.ok()) {
+      return s;
+    }
   } else if (f.during_store > 0) {
-    if (auto s = within_requests("during_store", "store", "stores", f.during_store); !s.ok()) {
+    if (auto s = within("during_store", "store", f.during_store, requests,
+                        "the workload has " + std::to_string(requests) +
+                            " requests and each stores at most once");
+        !s.ok()) {
       return s;
     }
   } else if (f.at >= sc.time_limit) {
@@ -479,7 +499,7 @@ Status parse_counter_bounds(const Reader& r, const Json& j, const Topology& topo
 }
 
 Status parse_expect(const Json& j, const std::string& origin, const Topology& topology,
-                    Expectations& out) {
+                    const WorkloadParams& workload, Expectations& out) {
   Reader r(j, origin, "/expect");
   if (auto s = r.require_object(); !s.ok()) return s;
   if (auto s = r.only({"boots", "counters", "min_reuse_hits"}); !s.ok()) return s;
@@ -498,6 +518,13 @@ Status parse_expect(const Json& j, const std::string& origin, const Topology& to
   if (j.contains("min_reuse_hits")) {
     std::uint64_t hits = 0;
     if (auto s = r.unsigned_int("min_reuse_hits", hits, 0, UINT64_MAX); !s.ok()) return s;
+    if (const std::uint64_t most = reuse_turns_of(workload); hits > most) {
+      return r.fail("/min_reuse_hits",
+                    std::to_string(hits) + " can never be met: the workload has " +
+                        std::to_string(most) +
+                        " reuse turns (turns 2.. of each conversation); pick 0.." +
+                        std::to_string(most) + " or raise conversations or turns");
+    }
     out.min_reuse_hits = hits;
   }
   return {};
@@ -624,6 +651,13 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
       !s.ok()) {
     return s;
   }
+  // The last conversation may start at the window's end, then pause as each does.
+  if (auto s = before_limit("think_time_s", sc.workload.start_window + pauses,
+                            "the last start (start_window_s) plus a conversation's pauses "
+                            "((turns - 1) x think_time_s) =");
+      !s.ok()) {
+    return s;
+  }
   if (j.contains("topology")) {
     Reader t(j["topology"], origin, "/topology");
     if (auto s = t.require_object(); !s.ok()) return s;
@@ -650,7 +684,9 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
     }
   }
   if (j.contains("expect")) {
-    if (auto s = parse_expect(j["expect"], origin, sc.topology, sc.expect); !s.ok()) return s;
+    if (auto s = parse_expect(j["expect"], origin, sc.topology, sc.workload, sc.expect); !s.ok()) {
+      return s;
+    }
   }
   return sc;
 }

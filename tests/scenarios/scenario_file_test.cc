@@ -69,7 +69,7 @@ TEST(ScenarioFile, R7_TheAgentBlockTakesTheAgentsSettings) {
 // the N-th KV load (a reset or drop that must land while a load is in flight).
 TEST(ScenarioFile, R8_ALoadTriggeredFaultParses) {
   Json j = minimal();
-  j["workload"] = {{"conversations", 2}, {"turns", 3}};
+  j["workload"] = {{"conversations", 2}, {"turns", 4}};  // 6 reuse turns: 6 loads at most
   j["faults"] = Json::array({{{"kind", "reset"}, {"during_load", 3}, {"after_ms", 2.5}},
                              {{"kind", "drop_connections"}, {"during_load", 6}, {"node", "gpu0"}}});
   auto sc = parse_scenario(j, "t.json");
@@ -314,11 +314,25 @@ INSTANTIATE_TEST_SUITE_P(
                 "/faults/0/during_load", "expected an integer in 1..1000000"},
         Refusal{"load_not_an_integer", fault({{"kind", "reset"}, {"during_load", 1.5}}),
                 "/faults/0/during_load", "expected an integer"},
-        Refusal{"load_past_the_requests",
+        Refusal{"load_past_the_reuse_turns",  // a first turn never loads
                 {{"workload", {{"conversations", 2}, {"turns", 3}}},
-                 {"faults", Json::array({{{"kind", "reset"}, {"during_load", 7}}})}},
+                 {"faults", Json::array({{{"kind", "reset"}, {"during_load", 5}}})}},
                 "/faults/0/during_load",
-                "the workload has 6 requests"},
+                "the workload has 4 reuse turns"},
+        Refusal{"load_without_reuse_turns",
+                {{"workload", {{"conversations", 4}, {"turns", 1}}},
+                 {"faults", Json::array({{{"kind", "reset"}, {"during_load", 1}}})}},
+                "/faults/0/during_load",
+                "has 0 reuse turns"},
+        Refusal{"min_reuse_hits_past_the_reuse_turns",
+                {{"workload", {{"conversations", 4}, {"turns", 1}}},
+                 {"expect", {{"min_reuse_hits", 1}}}},
+                "/expect/min_reuse_hits",
+                "the workload has 0 reuse turns"},
+        Refusal{"start_window_and_pauses_past_the_time_limit",
+                {{"workload", {{"turns", 3}, {"start_window_s", 599}, {"think_time_s", 299}}}},
+                "/workload/think_time_s",
+                "plus a conversation's pauses ((turns - 1) x think_time_s) = 1197 s"},
         Refusal{"after_ms_on_a_timed_fault",
                 fault({{"kind", "reset"}, {"at_s", 1}, {"after_ms", 2}}), "/faults/0/after_ms",
                 "only a fault with during_load or during_store takes after_ms"},
