@@ -275,7 +275,7 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
             " --configs " + cfgs[c].name + " --seeds 1 --seed " +
             std::to_string(options.first_seed + p);
         if (!options.profiles_dir.empty()) {
-          again += " --profiles " + shell_word(options.profiles_dir);
+          again += " --profiles " + shell_path(options.profiles_dir);
         }
         for (const auto& spec : options.settings) again += " --param " + shell_word(spec);
         return Error(ErrorCode::kInternal, "run " + cfgs[c].name + " pair " +

@@ -28,4 +28,11 @@ inline std::string shell_word(std::string_view text) {
   return out + "'";
 }
 
+// A path as a shell word that no argument parser takes for an option: a
+// relative path that starts with '-' gets "./" in front (the same file).
+inline std::string shell_path(std::string_view path) {
+  if (path.starts_with('-')) return shell_word("./" + std::string(path));
+  return shell_word(path);
+}
+
 }  // namespace rcxl::scenarios

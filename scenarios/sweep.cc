@@ -787,10 +787,10 @@ Result<SweepReport> sweep(const SweepOptions& options) {
                                       report.params[i].texts[report.points[r.point].index[i]]);
     }
     cmd += " --configs " + r.config + " --seed " + std::to_string(r.seed) + " --seeds 1";
-    if (!options.scenario_path.empty()) cmd += " --scenario " + shell_word(options.scenario_path);
+    if (!options.scenario_path.empty()) cmd += " --scenario " + shell_path(options.scenario_path);
     if (options.conversations) cmd += " --conversations " + std::to_string(*options.conversations);
     if (options.turns) cmd += " --turns " + std::to_string(*options.turns);
-    if (!options.profiles_dir.empty()) cmd += " --profiles " + shell_word(options.profiles_dir);
+    if (!options.profiles_dir.empty()) cmd += " --profiles " + shell_path(options.profiles_dir);
     report.failures.push_back(point_text(report.params, report.points[r.point]) + " " + r.config +
                               " seed " + std::to_string(r.seed) + ": " + r.summary.failure() +
                               "\n  reproduce: " + cmd);

@@ -348,9 +348,11 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
   if (!ok) {
     // The one line that runs this again, shipped replays by name.
     std::string again = embedded ? "rcxl-sim replay " + path.substr(8, path.size() - 13)
-                                 : "rcxl-sim run " + rcxl::scenarios::shell_word(path);
+                                 : "rcxl-sim run " + rcxl::scenarios::shell_path(path);
     // Else the built-in ones run.
-    if (!profiles.empty()) again += " --profiles " + rcxl::scenarios::shell_word(profiles);
+    if (!profiles.empty()) again += " --profiles " + rcxl::scenarios::shell_path(profiles);
+    // A run that failed writing its trace fails again only with it.
+    if (!trace.empty()) again += " --trace " + rcxl::scenarios::shell_path(trace);
     std::fprintf(stderr, "reproduce: %s --seed %llu\n", again.c_str(),
                  static_cast<unsigned long long>(scenario->seed));
   }

@@ -36,5 +36,15 @@ TEST(ShellWord, R8_AnyTextComesBackWholeThroughTheShell) {
   }
 }
 
+// A path is pasted as an argument: one that starts with '-' would be read as
+// an option ("FILE is required"), so it gets "./" (session-24 review).
+TEST(ShellWord, R8_APathThatLooksLikeAnOptionGetsDotSlash) {
+  EXPECT_EQ(shell_path("-x.json"), "./-x.json");
+  EXPECT_EQ(shell_path("--profiles"), "./--profiles");
+  EXPECT_EQ(shell_path("- a.json"), "'./- a.json'");
+  EXPECT_EQ(shell_path("/tmp/-x.json"), "/tmp/-x.json");
+  EXPECT_EQ(shell_path("a-b.json"), "a-b.json");
+}
+
 }  // namespace
 }  // namespace rcxl::scenarios
