@@ -625,6 +625,12 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
       if (!s.ok()) return s;
     }
     sc.client.write_wait_ms = static_cast<std::uint32_t>(wait);
+    // R3.8: hints on arrival are the scheduler's read hints; alone they send nothing.
+    if (sc.client.read_hint_on_arrival && !sc.client.read_hints) {
+      return c.fail("/read_hint_on_arrival",
+                    "hints on arrival are read hints, and read_hints is off, so none would be "
+                    "sent; set \"read_hints\": true as well, or drop read_hint_on_arrival");
+    }
   }
   if (j.contains("workload")) {
     auto w = workload_from_json(j["workload"]);

@@ -314,6 +314,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "/faults/0/during_load", "expected an integer in 1..1000000"},
         Refusal{"load_not_an_integer", fault({{"kind", "reset"}, {"during_load", 1.5}}),
                 "/faults/0/during_load", "expected an integer"},
+        Refusal{"hints_on_arrival_without_read_hints",
+                {{"client", {{"read_hint_on_arrival", true}}}},
+                "/client/read_hint_on_arrival",
+                "set \"read_hints\": true as well"},
         Refusal{"load_past_the_reuse_turns",  // a first turn never loads
                 {{"workload", {{"conversations", 2}, {"turns", 3}}},
                  {"faults", Json::array({{{"kind", "reset"}, {"during_load", 5}}})}},
