@@ -15,6 +15,10 @@ std::optional<Location> Directory::find(const std::string& key) const {
 void Directory::touch(std::map<std::string, Entry>::iterator it) {
   Entry& entry = it->second;
   const std::uint64_t use = ++use_clock_;
+  if (entry.leases > 0) {
+    entry.last_use = use;  // joins lru_ there when its last lease ends
+    return;
+  }
   // The node moves to the newest end: no allocation on a lookup's hot path.
   if (auto node = lru_.extract(entry.last_use); !node.empty()) {
     node.key() = use;
@@ -115,6 +119,27 @@ void Directory::forget_reclaimable_boots(const std::string& agent,
 }
 
 Result<RegisterOutcome> Directory::register_key(const std::string& key, const Location& location) {
+  return register_keys({{key, location}}).front();
+}
+
+std::vector<Result<RegisterOutcome>> Directory::register_keys(
+    const std::vector<std::pair<std::string, Location>>& entries) {
+  std::vector<Result<RegisterOutcome>> out;
+  out.reserve(entries.size());
+  std::vector<const std::string*> batch;
+  for (const auto& [key, location] : entries) {
+    out.push_back(register_one(key, location));
+    if (auto it = keys_.find(key); it != keys_.end()) batch.push_back(&it->first);
+  }
+  // Registered keys are the newest uses: evicting one would answer
+  // "registered" for a key no lookup finds. With every other key leased the
+  // directory stays over max_keys until a lease ends (release evicts then).
+  std::sort(batch.begin(), batch.end());
+  evict_over_capacity(batch);
+  return out;
+}
+
+Result<RegisterOutcome> Directory::register_one(const std::string& key, const Location& location) {
   if (key.empty()) return Error(ErrorCode::kBadRequest, "empty key");
   auto boots = boots_.find(location.agent);
   if (boots != boots_.end()) {
@@ -167,10 +192,6 @@ Result<RegisterOutcome> Directory::register_key(const std::string& key, const Lo
   entry.location = location;
   places_[place_of(location)].insert(&it->first);
   touch(it);
-  // The new key is the most recent use; evicting it would answer "registered"
-  // for a key no lookup finds. With every other key leased the directory stays
-  // over max_keys until a lease ends (release evicts then).
-  evict_over_capacity(&key);
   return RegisterOutcome::kRegistered;
 }
 
@@ -182,7 +203,7 @@ LookupResult Directory::lookup(const std::vector<std::string>& keys, runtime::In
     auto it = keys_.find(key);
     if (it == keys_.end() || it->second.doomed) break;  // prefix semantics for KV chunks
     touch(it);
-    ++it->second.leases;
+    if (it->second.leases++ == 0) lru_.erase(it->second.last_use);  // a lease keeps it
     lease.keys.push_back(key);
     result.locations.push_back(it->second.location);
   }
@@ -221,6 +242,8 @@ Status Directory::release(std::uint64_t lease_id) {
       } else {
         remove(it);
       }
+    } else if (it->second.leases == 0) {
+      lru_.emplace(it->second.last_use, &it->first);  // evictable again, at its last use
     }
   }
   lease_expiry_.erase({lease->second.expires, lease_id});
@@ -478,14 +501,15 @@ void Directory::retire_boot(const std::string& agent, AgentBoots& boots, const s
   boots.retired[boot] = remember_boot(agent, boot, BootKind::kRetired);
 }
 
-void Directory::evict_over_capacity(const std::string* keep) {
+void Directory::evict_over_capacity(const std::vector<const std::string*>& keep) {
+  // Leased keys are not on lru_ (a lease keeps a key while it is read); the
+  // keys passed over are only those of `keep`.
   auto it = lru_.begin();
   while (keys_.size() > options_.max_keys && it != lru_.end()) {
-    auto entry = keys_.find(*it->second);
+    const std::string* key = it->second;
     ++it;
-    if (entry->second.leases > 0) continue;  // a lease keeps a key while it is read
-    if (keep != nullptr && entry->first == *keep) continue;
-    remove_for_reclaim(entry);
+    if (std::binary_search(keep.begin(), keep.end(), key)) continue;
+    remove_for_reclaim(keys_.find(*key));
     ++evictions_;
   }
 }

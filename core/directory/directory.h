@@ -63,6 +63,11 @@ class Directory {
   // First writer wins: a later register of the key changes nothing and says so.
   // A boot reported gone (boot_changed) is stale_epoch; any other is taken.
   Result<RegisterOutcome> register_key(const std::string& key, const Location& location);
+  // register_key for each entry in order, then one eviction pass that spares
+  // every key of the batch: a key reported registered is in the directory
+  // when the reply leaves.
+  std::vector<Result<RegisterOutcome>> register_keys(
+      const std::vector<std::pair<std::string, Location>>& entries);
   // Leading hits (stops at the first miss) under one lease that keeps them from
   // eviction and deletion until released or expired.
   LookupResult lookup(const std::vector<std::string>& keys, runtime::Instant now);
@@ -114,7 +119,7 @@ class Directory {
   };
   struct Entry {
     Location location;
-    std::uint64_t last_use = 0;  // key into lru_
+    std::uint64_t last_use = 0;  // key into lru_ (there only while no lease holds it)
     std::uint32_t leases = 0;
     bool doomed = false;  // erased while leased: goes with its last lease
     // Doomed by a delete (its page may be written again once its last lease
@@ -153,6 +158,7 @@ class Directory {
 
   // Makes the key the most recently used.
   void touch(std::map<std::string, Entry>::iterator it);
+  Result<RegisterOutcome> register_one(const std::string& key, const Location& location);
   void remove(std::map<std::string, Entry>::iterator it);
   // Removes a key nobody reads any more and keeps its location for reclaim.
   void remove_for_reclaim(std::map<std::string, Entry>::iterator it);
@@ -175,7 +181,9 @@ class Directory {
   // Erases one place's kept locations (their ages too); the next place.
   std::map<Place, std::map<std::uint64_t, Location>>::iterator forget_place(
       std::map<Place, std::map<std::uint64_t, Location>>::iterator it);
-  void evict_over_capacity(const std::string* keep = nullptr);
+  // Evicts the least recently used unleased keys while over max_keys, but
+  // none of `keep` (sorted).
+  void evict_over_capacity(const std::vector<const std::string*>& keep = {});
   std::size_t drop_where(const std::string& agent,
                          const std::function<bool(const std::string&)>& gone);
   static Place place_of(const Location& l) { return {l.agent, l.region, l.read_handle, l.boot}; }
@@ -187,7 +195,9 @@ class Directory {
 
   DirectoryOptions options_;
   std::map<std::string, Entry> keys_;
-  // Last use -> key (into keys_), oldest first.
+  // Last use -> key (into keys_), oldest first: only keys no lease holds, so
+  // eviction never walks past leased ones (a walk over 100k leased keys per
+  // register had held the directory for seconds).
   std::map<std::uint64_t, const std::string*> lru_;
   std::map<std::uint64_t, LeaseState> leases_;
   std::set<std::pair<runtime::Instant, std::uint64_t>> lease_expiry_;  // (expires, id)

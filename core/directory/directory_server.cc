@@ -245,8 +245,7 @@ Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& messa
     // (docs/directory.md); `registered` stays for clients that read only it.
     Json registered = Json::array();
     Json outcomes = Json::array();
-    for (const auto& [key, location] : entries) {
-      auto outcome = directory_.register_key(key, location);
+    for (const auto& outcome : directory_.register_keys(entries)) {
       registered.push_back(outcome.ok() && *outcome == RegisterOutcome::kRegistered);
       outcomes.push_back(!outcome.ok() ? std::string(error_code_name(outcome.status().code()))
                          : *outcome == RegisterOutcome::kRegistered ? "registered"

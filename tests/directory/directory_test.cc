@@ -127,6 +127,45 @@ TEST(Directory, R1_1_ARegisterNeverEvictsTheKeyItRegistered) {
   EXPECT_EQ(d.evictions(), 1u);
 }
 
+// ... nor one an earlier entry of the same register registered: the batch's
+// keys are spared together (session-24 review: X of [X, Y] was evicted by Y's
+// register and answered "registered" all the same).
+TEST(Directory, R1_1_ARegisterOfSeveralKeysEvictsNoneOfThem) {
+  Directory d({.max_keys = 2, .lease_ttl = 10s});
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
+  ASSERT_TRUE(d.register_key("b", at("x:1", "b", 1, 4096)).ok());
+  auto lease = d.lookup({"a", "b"}, runtime::Instant(0)).lease;
+  const auto outcomes =
+      d.register_keys({{"x", at("x:1", "b", 1, 8192)}, {"y", at("x:1", "b", 1, 12288)}});
+  ASSERT_EQ(outcomes.size(), 2u);
+  for (const auto& o : outcomes) EXPECT_EQ(*o, RegisterOutcome::kRegistered);
+  EXPECT_TRUE(d.find("x").has_value());
+  EXPECT_TRUE(d.find("y").has_value());
+  EXPECT_EQ(d.size(), 4u);
+  EXPECT_EQ(d.reclaimable(), 0u);
+  ASSERT_TRUE(d.release(lease.id).ok());
+  EXPECT_EQ(d.size(), 2u);  // the released ones go, least recently used first
+  EXPECT_TRUE(d.find("x").has_value());
+  EXPECT_TRUE(d.find("y").has_value());
+}
+
+// Eviction is least recently used among keys no lease holds; a key leased
+// and released takes its place by its last use, not by its release.
+TEST(Directory, R1_1_AReleasedKeyIsEvictedByItsLastUse) {
+  Directory d({.max_keys = 3, .lease_ttl = 10s});
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
+  ASSERT_TRUE(d.register_key("b", at("x:1", "b", 1, 4096)).ok());
+  auto lease = d.lookup({"a"}, runtime::Instant(0)).lease;  // a: used after b
+  ASSERT_TRUE(d.register_key("c", at("x:1", "b", 1, 8192)).ok());
+  ASSERT_TRUE(d.release(lease.id).ok());
+  ASSERT_TRUE(d.register_key("d", at("x:1", "b", 1, 12288)).ok());
+  EXPECT_FALSE(d.find("b").has_value());  // the oldest use
+  ASSERT_TRUE(d.register_key("e", at("x:1", "b", 1, 16384)).ok());
+  EXPECT_FALSE(d.find("a").has_value());  // then a, used before c
+  EXPECT_TRUE(d.find("c").has_value());
+  EXPECT_EQ(d.evictions(), 2u);
+}
+
 TEST(Directory, R1_1_DropRegionDropsEveryKeyOfIt) {
   Directory d;
   ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
