@@ -82,7 +82,44 @@ std::size_t exact_bytes(const Json& item) {
 // this leaves room for long agent names and boots, so its reply fits a frame.
 constexpr std::size_t kReplyBytesPerLocation = 1024;
 
+// A request around its one item: op, id, field names, with_locations.
+constexpr std::size_t kRequestEnvelopeBytes = 256;
+
+template <typename T>
+void deliver(const std::shared_ptr<runtime::StrandGate>& reply_on,
+             const DirectoryClient::Done<T>& done, Result<T> result) {
+  if (!done) return;
+  if (reply_on == nullptr || reply_on->running_here()) return done(std::move(result));
+  reply_on->post([done, result = std::move(result)]() mutable { done(std::move(result)); });
+}
+
 }  // namespace
+
+Status DirectoryClient::check_items_fit(const Batches& batches,
+                                        const std::function<std::size_t(std::size_t)>& exact,
+                                        const std::string& what) const {
+  for (const auto& [begin, end] : batches) {
+    if (end - begin != 1) continue;  // an item over the budget is always alone
+    if (const std::size_t bytes = exact(begin);
+        bytes + kRequestEnvelopeBytes > reply_budget_bytes_) {
+      return Error(ErrorCode::kBadRequest,
+                   what + " " + std::to_string(begin) + " is " + std::to_string(bytes) +
+                       " bytes encoded; a directory request is at most " +
+                       std::to_string(reply_budget_bytes_) +
+                       " (the frame limit): shorten it (keys are usually short hashes)");
+    }
+  }
+  return {};
+}
+
+template <typename T>
+void DirectoryClient::fail_later(Done<T> done, Status status,
+                                 std::shared_ptr<runtime::StrandGate> reply_on) {
+  strand_.post([done = std::move(done), status = std::move(status),
+                reply_on = std::move(reply_on)]() mutable {
+    deliver<T>(reply_on, done, Result<T>(std::move(status)));
+  });
+}
 
 DirectoryClient::Batches DirectoryClient::key_batches(const std::vector<std::string>& keys,
                                                       bool answered_with_locations) const {
@@ -140,6 +177,11 @@ void DirectoryClient::register_keys_answered(
         return rough_string_bytes(key + l.agent + l.boot + l.read_handle) + 160;
       },
       [&](std::size_t i) { return exact_bytes(entry_json(i)); });
+  if (Status s = check_items_fit(
+          batches, [&](std::size_t i) { return exact_bytes(entry_json(i)); }, "entry");
+      !s.ok()) {
+    return fail_later(std::move(done), std::move(s), std::move(reply_on));
+  }
   // The requests go out together; the answer is theirs in order, or the first error.
   struct Gather {
     std::vector<std::optional<Result<std::vector<RegisterAnswer>>>> parts;
@@ -196,18 +238,6 @@ void DirectoryClient::register_keys_answered(
   }
 }
 
-namespace {
-
-template <typename T>
-void deliver(const std::shared_ptr<runtime::StrandGate>& reply_on,
-             const DirectoryClient::Done<T>& done, Result<T> result) {
-  if (!done) return;
-  if (reply_on == nullptr || reply_on->running_here()) return done(std::move(result));
-  reply_on->post([done, result = std::move(result)]() mutable { done(std::move(result)); });
-}
-
-}  // namespace
-
 // A lookup or probe of more keys than one request takes asks batch after batch,
 // on the client's strand, while every key so far hit: its answer is the leading
 // hits either way. A later batch that fails only shortens them.
@@ -251,6 +281,11 @@ void DirectoryClient::start_chain(std::shared_ptr<Chain<Reply>> chain) {
   chain->conn = conn_;
   chain->calls = calls_;
   chain->batches = key_batches(chain->keys, chain->with_locations);
+  if (Status s = check_items_fit(
+          chain->batches, [&](std::size_t i) { return exact_bytes(Json(chain->keys[i])); }, "key");
+      !s.ok()) {
+    return fail_later(std::move(chain->done), std::move(s), std::move(chain->reply_on));
+  }
   ++*calls_;
   strand_.post([chain] { Chain<Reply>::step(chain); });
 }
@@ -339,6 +374,11 @@ std::function<void(const Status&, const Json&)> count_reply(DirectoryClient::Don
 void DirectoryClient::erase(const std::vector<std::string>& keys, Done<std::size_t> done,
                             std::shared_ptr<runtime::StrandGate> reply_on) {
   const Batches batches = key_batches(keys, /*answered_with_locations=*/false);
+  if (Status s = check_items_fit(
+          batches, [&](std::size_t i) { return exact_bytes(Json(keys[i])); }, "key");
+      !s.ok()) {
+    return fail_later(std::move(done), std::move(s), std::move(reply_on));
+  }
   // Every request goes out; the answer is their sum, or the first error.
   struct Sum {
     std::size_t waiting = 0;

@@ -98,10 +98,19 @@ class DirectoryClient {
   Batches key_batches(const std::vector<std::string>& keys, bool answered_with_locations) const;
   template <typename Reply>
   void start_chain(std::shared_ptr<Chain<Reply>> chain);
+  // An item no request can carry (the server would refuse the frame and close
+  // the connection, failing every call on it, other threads' too): bad_request,
+  // and the call sends nothing. Such an item is a batch of its own.
+  Status check_items_fit(const Batches& batches,
+                         const std::function<std::size_t(std::size_t)>& exact_bytes,
+                         const std::string& what) const;
+  // `done` gets `status` on the strand (never inside the call that failed), then on `reply_on`.
+  template <typename T>
+  void fail_later(Done<T> done, Status status, std::shared_ptr<runtime::StrandGate> reply_on);
 
   // Half the frame limit: a request's envelope and escapes stay well inside it.
   std::size_t request_budget_bytes_;
-  std::size_t reply_budget_bytes_;  // the frame limit a reply must fit
+  std::size_t reply_budget_bytes_;  // the frame limit a reply (or request) must fit
   runtime::Strand& strand_;
   std::shared_ptr<RpcConnection> conn_;
   // Shared with batch chains that run on after a call returned.

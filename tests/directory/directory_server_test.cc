@@ -433,6 +433,43 @@ TEST(DirectoryServer, R1_1_CallsLargerThanAFrameAreCutIntoRequestsThatFit) {
   EXPECT_EQ(*deleted, kKeys);
 }
 
+// A key no frame holds is refused by the client, nothing sent: before, it
+// went as a request of its own, the directory closed the connection with
+// bad_frame, and every call in flight on it failed (the hint thread and the
+// scheduler share one client, SPEC R3.9). Session-24 review.
+TEST(DirectoryServer, R1_2_AKeyNoFrameHoldsIsRefusedByTheClientAlone) {
+  Rig rig;
+  DirectoryClient& client = *rig.client;
+  std::optional<Result<std::vector<bool>>> reg;
+  client.register_keys({{"a", loc(0)}}, [&](auto r) { reg = std::move(r); });
+  ASSERT_TRUE(rig.wait(reg).ok());
+  const std::string huge(2u << 20, 'k');
+  const auto calls = client.calls();
+  std::optional<Result<ProbeReply>> big;
+  std::optional<Result<ProbeReply>> small;
+  client.probe({"a", huge}, false, [&](auto r) { big = std::move(r); });
+  client.probe({"a"}, true, [&](auto r) { small = std::move(r); });
+  auto refused = rig.wait(big);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kBadRequest) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("the frame limit"), std::string::npos);
+  auto other = rig.wait(small);
+  ASSERT_TRUE(other.ok()) << other.status().ToString();  // the connection lives on
+  EXPECT_EQ(other->hits, 1u);
+  reg.reset();
+  client.register_keys({{"b", loc(4096)}, {huge, loc(8192)}}, [&](auto r) { reg = std::move(r); });
+  ASSERT_FALSE(rig.wait(reg).ok());
+  EXPECT_FALSE(rig.server.directory().find("b").has_value());  // nothing of it sent
+  std::optional<Result<LookupReply>> look;
+  client.lookup({huge}, [&](auto r) { look = std::move(r); });
+  EXPECT_EQ(rig.wait(look).status().code(), ErrorCode::kBadRequest);
+  std::optional<Result<std::size_t>> erased;
+  client.erase({"a", huge}, [&](auto r) { erased = std::move(r); });
+  EXPECT_EQ(rig.wait(erased).status().code(), ErrorCode::kBadRequest);
+  EXPECT_TRUE(rig.server.directory().find("a").has_value());
+  EXPECT_EQ(client.calls(), calls + 1);  // only the small probe went
+}
+
 // Short keys make small requests but a location per hit comes back: a lookup
 // of 8000 such keys was one request whose reply (1.4 MB) no frame held.
 TEST(DirectoryServer, R1_1_ALookupIsCutSoThatItsReplyFitsAFrameToo) {
