@@ -255,24 +255,39 @@ struct DirectoryClient::Chain {
   // Adds one batch's reply to `out`; false when the batch did not all hit.
   std::function<Result<bool>(const Json& reply, std::size_t wanted, Reply& out)> take;
   std::function<Json(std::vector<Json> keys)> request;
+  bool leases = false;  // each request may open a lease (lookup)
 
   static void step(std::shared_ptr<Chain> chain) {
     auto conn = chain->conn.lock();
     if (!conn) return;  // the client is gone: nobody waits
     const auto [begin, end] = chain->batches[chain->next++];
     if (chain->next > 1) ++*chain->calls;
-    conn->call(chain->request(keys_json(chain->keys, begin, end)),
-               [chain, wanted = end - begin](const Status& status, const Json& reply) {
-                 Result<bool> all_hit =
-                     status.ok() ? chain->take(reply, wanted, chain->out) : Result<bool>(status);
-                 if (!all_hit.ok() && chain->next == 1) {
-                   return deliver<Reply>(chain->reply_on, chain->done, all_hit.status());
-                 }
-                 if (all_hit.ok() && *all_hit && chain->next < chain->batches.size()) {
-                   return step(chain);
-                 }
-                 deliver<Reply>(chain->reply_on, chain->done, std::move(chain->out));
-               });
+    RpcConnection::LateReplyHandler late;
+    if (chain->leases) {
+      // A lease whose reply came after the call timed out is nobody's: it is
+      // released now, not left to hold its keys from eviction until its TTL.
+      late = [weak = chain->conn, calls = chain->calls](const Json& reply) {
+        const auto lease = protocol::u64_field(reply, "lease");
+        auto conn = weak.lock();
+        if (!conn || !lease || *lease == 0) return;
+        ++*calls;
+        conn->call({{"op", "release"}, {"lease", *lease}}, [](const Status&, const Json&) {});
+      };
+    }
+    conn->call(
+        chain->request(keys_json(chain->keys, begin, end)),
+        [chain, wanted = end - begin](const Status& status, const Json& reply) {
+          Result<bool> all_hit =
+              status.ok() ? chain->take(reply, wanted, chain->out) : Result<bool>(status);
+          if (!all_hit.ok() && chain->next == 1) {
+            return deliver<Reply>(chain->reply_on, chain->done, all_hit.status());
+          }
+          if (all_hit.ok() && *all_hit && chain->next < chain->batches.size()) {
+            return step(chain);
+          }
+          deliver<Reply>(chain->reply_on, chain->done, std::move(chain->out));
+        },
+        {}, std::move(late));
   }
 };
 
@@ -295,6 +310,7 @@ void DirectoryClient::lookup(const std::vector<std::string>& keys, Done<LookupRe
   auto chain = std::make_shared<Chain<LookupReply>>();
   chain->keys = keys;
   chain->with_locations = true;
+  chain->leases = true;
   chain->done = std::move(done);
   chain->reply_on = std::move(reply_on);
   chain->request = [](std::vector<Json> batch) {

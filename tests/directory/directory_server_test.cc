@@ -470,6 +470,25 @@ TEST(DirectoryServer, R1_2_AKeyNoFrameHoldsIsRefusedByTheClientAlone) {
   EXPECT_EQ(client.calls(), calls + 1);  // only the small probe went
 }
 
+// A lookup whose reply comes after the call timed out leaves a lease nobody
+// will release: the client releases it when the late reply comes, instead of
+// the lease holding its keys from eviction and deletion for its TTL.
+TEST(DirectoryServer, R1_1_ALeaseThatCameTooLateIsReleased) {
+  Rig rig;
+  DirectoryClient& client = *rig.client;
+  std::optional<Result<std::vector<bool>>> reg;
+  client.register_keys({{"a", loc(0)}}, [&](auto r) { reg = std::move(r); });
+  ASSERT_TRUE(rig.wait(reg).ok());
+  rig.world.network().set_extra_delay("dir", 700ms);  // a round trip of 1.4 s > the 1 s timeout
+  std::optional<Result<LookupReply>> look;
+  client.lookup({"a"}, [&](auto r) { look = std::move(r); });
+  EXPECT_EQ(rig.wait(look).status().code(), ErrorCode::kTimeout);
+  rig.world.network().set_extra_delay("dir", {});
+  rig.world.run_for(500ms);  // the reply comes at 1.4 s; the release goes at once
+  EXPECT_EQ(rig.server.directory().open_leases(), 0u);  // not held for the 5 s TTL
+  EXPECT_EQ(rig.server.directory().size(), 1u);
+}
+
 // Short keys make small requests but a location per hit comes back: a lookup
 // of 8000 such keys was one request whose reply (1.4 MB) no frame held.
 TEST(DirectoryServer, R1_1_ALookupIsCutSoThatItsReplyFitsAFrameToo) {
