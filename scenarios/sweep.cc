@@ -81,8 +81,12 @@ Result<Json> parse_value(const std::string& option, const std::string& name,
   if (text == "false") return Json(false);
   const char* begin = text.c_str();
   char* end = nullptr;
-  double v = std::strtod(begin, &end);
-  if (end == begin || text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) {
+  // Decimal only: strtod would also take a hex float ("0x10", "0x1p3").
+  const std::size_t digits = text.find_first_not_of("+-");
+  const bool hex = digits != std::string::npos && text.size() > digits + 1 && text[digits] == '0' &&
+                   (text[digits + 1] == 'x' || text[digits + 1] == 'X');
+  double v = hex ? 0 : std::strtod(begin, &end);
+  if (hex || end == begin || text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) {
     return bad_param(option, name,
                      "'" + text + "' is not a value; write a number (3000, 0.5, 4G) or true/false");
   }

@@ -70,6 +70,8 @@ TEST(ReproduceSettings, R8_BadSettingsAreRefusedNamingTheOption) {
       {"bogus=1", "--set bogus: unknown parameter; only profile fields can be set here"},
       {"idle_write_back=0,1", "takes one value"},
       {"flash_read_ns=3X", "K, M, G or T"},
+      {"/nic/latency_ns=0x10", "'0x10' is not a value; write a number"},  // no hex floats
+      {"/nic/latency_ns=0X1p3", "is not a value"},
       {"/device/channels=0", "/device/channels: must lie in"},
       {"/device/tR=3", "/device/tR: is not a known parameter"},
       {"idle_write_back", "--set idle_write_back: expected NAME=VALUE"},
