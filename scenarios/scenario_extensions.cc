@@ -1,6 +1,7 @@
 #include "scenarios/scenario_extensions.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <map>
 
@@ -42,6 +43,15 @@ const std::map<std::string, std::function<Status(const Json&)>>& config_checks()
                         "recording's generation_file is read from the simulated memory node's "
                         "file system, which has no files, so the agent could not start; drop it "
                         "(faults of kind reset and unknown_generation need the extension cxl_ssd)");
+         }
+         // The agent's region table: the log's lines would make it unreadable
+         // and every agent_restart fail.
+         if (parsed->log && std::filesystem::path(*parsed->log).lexically_normal() ==
+                                std::filesystem::path(kAgentStateFile)) {
+           return Error(ErrorCode::kBadRequest,
+                        std::string("recording's log ") + kAgentStateFile +
+                            " is the agent's region table on the simulated node; log elsewhere "
+                            "(e.g. /recording.log)");
          }
          return {};
        }},

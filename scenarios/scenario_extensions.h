@@ -11,6 +11,10 @@
 
 namespace rcxl::scenarios {
 
+// Where the serving rig's agents keep their region table (it survives an
+// agent restart, as with the real unit's state directory).
+inline constexpr char kAgentStateFile[] = "/var/lib/rcxl-agent/regions.json";
+
 // `none`, `recording` and `cxl_ssd`: what the serving rig's agent can load.
 ext::ExtensionRegistry scenario_extension_registry();
 

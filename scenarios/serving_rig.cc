@@ -513,8 +513,7 @@ class Deployment {
     ac.generation_grace = sc_.agent.generation_grace;
     ac.sweep_interval = sc_.agent.sweep_interval;
     ac.max_hint_requests = sc_.agent.max_hint_requests;
-    // The region table survives an agent restart, as with the real unit's state dir.
-    ac.state_file = "/var/lib/rcxl-agent/regions.json";
+    ac.state_file = kAgentStateFile;
     ac.on_boot_change = [monitor = m.monitor.get()](const std::string& boot) {
       monitor->on_boot_change(boot);
     };
