@@ -680,6 +680,19 @@ Result<SweepReport> sweep(const SweepOptions& options) {
   }
   if (options.conversations) base["workload"]["conversations"] = *options.conversations;
   if (options.turns) base["workload"]["turns"] = *options.turns;
+  if (options.conversations || options.turns) {
+    // A fault or expectation the smaller workload can no longer meet is the options' doing.
+    if (auto sc = parse_scenario(base, origin); !sc.ok()) {
+      std::string given;
+      if (options.conversations)
+        given += "--conversations " + std::to_string(*options.conversations);
+      if (options.turns) {
+        given +=
+            (given.empty() ? "" : " ") + std::string("--turns ") + std::to_string(*options.turns);
+      }
+      return Error(ErrorCode::kBadRequest, given + ": " + sc.status().message());
+    }
+  }
   std::map<std::string, Json> profile_docs;
   std::map<std::string, std::string> profile_origins;  // --profiles DIR's file, or the built-in
   for (const auto& c : cfgs) {

@@ -369,6 +369,15 @@ TEST(Sweep, R8_TheBaseScenarioIsCheckedAsRunChecksIt) {
   }
 }
 
+// A fault the base scenario can meet but --turns takes away is blamed on --turns
+// (the message named only the scenario file, which is fine as written).
+TEST(Sweep, R8_AnOverrideThatMakesAFaultImpossibleIsNamed) {
+  SweepOptions o = tiny_options();
+  (*o.scenario)["faults"] = Json::array({{{"kind", "reset"}, {"during_load", 1}}});
+  o.turns = 1;
+  expect_refused(o, "--turns 1: tiny.json: /faults/0/during_load: load 1 never starts");
+}
+
 // SPEC R8: two spellings of one field ran every point at the last one's value
 // under the first one's label; --conversations lost to a parameter silently.
 TEST(Sweep, R8_TwoSettersOfOneFieldAreRefusedNamingBoth) {
