@@ -426,8 +426,22 @@ TEST_F(SimRun, R8_AFaultThatNeverHappenedFailsTheRun) {
                                    profiles.string() + " --seed 1\n"),
             std::string::npos)
       << with_profiles.err;
-  // A fault on a load that never starts (one-turn conversations load nothing).
-  const nlohmann::json no_load = {{"faults", {{{"kind", "reset"}, {"during_load", 2}}}}};
+  // A fault on a load no run can start (one-turn conversations load nothing)
+  // is refused when the file is read; one on a load this run did not start
+  // (no prompt fills a 256-token chunk, so nothing is stored to load) fails it.
+  const nlohmann::json one_turn = {{"faults", {{{"kind", "reset"}, {"during_load", 2}}}}};
+  const Exit never = run({"run", "--quiet", write_scenario("one-turn.json", one_turn)});
+  EXPECT_EQ(never.code, 2) << never.err;
+  EXPECT_NE(never.err.find("/faults/0/during_load: load 2 never starts: the workload has 0 reuse "
+                           "turns"),
+            std::string::npos)
+      << never.err;
+  const nlohmann::json no_load = {{"workload",
+                                   {{"turns", 2},
+                                    {"first_prompt_tokens", {10, 20}},
+                                    {"followup_prompt_tokens", {1, 2}},
+                                    {"output_tokens", {1, 2}}}},
+                                  {"faults", {{{"kind", "reset"}, {"during_load", 2}}}}};
   const Exit unloaded = run({"run", "--quiet", write_scenario("no-load.json", no_load)});
   EXPECT_EQ(unloaded.code, 1) << unloaded.err;
   EXPECT_NE(unloaded.out.find("FAULT NEVER HAPPENED: /faults/0 (reset during load 2): the run "
