@@ -218,7 +218,10 @@ struct FastRequestDecoder::Impl {
     }
     const bool by_token = req.action == Action::kWriteHint || req.action == Action::kWriteWait;
     StringField& name = by_token ? token : request;
-    if (!name.is_string || name.text.size() > kMaxNameBytes) return std::nullopt;
+    if (!name.is_string || name.text.size() > kMaxNameBytes ||
+        name.text.find('\0') != std::string::npos) {
+      return std::nullopt;  // the reference path says why
+    }
     req.name = std::move(name.text);
     if (with_ranges) {
       if (!has_ranges || !has_handles) return std::nullopt;

@@ -188,6 +188,13 @@ Result<ExtensionRequest> parse_extension(const Json& m) {
     return bad(std::string("'") + name_field + "' is longer than " + std::to_string(kMaxNameBytes) +
                " bytes");
   }
+  // A C extension gets the name as a C string (c_abi.h): "q\u0000A" and "q"
+  // would be one name to it and two to the agent.
+  if (name->find('\0') != std::string::npos) {
+    return bad(std::string("'") + name_field +
+               "' holds a NUL character (\\u0000); a region extension reads names as C "
+               "strings: use a name without it");
+  }
   req.name = std::move(name).value();
   if (with_ranges) {
     if (Status s = parse_ranges(m, req.ranges); !s.ok()) return s;

@@ -169,6 +169,22 @@ TEST(AgentHints, R3_3_ANameLongerThan1024BytesIsBadRequest) {
   EXPECT_LT(stale["error"]["message"].get<std::string>().size(), 200u);
 }
 
+// A name with a NUL is refused: a C extension (c_abi.h) reads names as C
+// strings, so "q\0A" and "q\0B" were two requests to the agent and one, "q",
+// to it (an end of one ended the other's hint there). Session-24 review.
+TEST(AgentHints, R3_3_ANameWithANulCharacterIsBadRequest) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(rig.recording({{"actions", kAllActions}})).ok());
+  auto m = mapped_client(rig);
+  const auto hints_before = rig.log_lines("hint").size();
+  Json refused = m.client->read_hint(std::string("q\0A", 3), m.region);
+  EXPECT_EQ(code_of(refused), "bad_request");
+  EXPECT_NE(refused["error"]["message"].get<std::string>().find("NUL"), std::string::npos);
+  EXPECT_EQ(code_of(m.client->read_hint_end(std::string("q\0B", 3))), "bad_request");
+  EXPECT_EQ(rig.log_lines("hint").size(), hints_before);
+  EXPECT_EQ(rig.agent->open_hint_requests(m.client->conn), 0u);
+}
+
 TEST(AgentHints, R3_3_PerConnectionHintLimit) {
   AgentRig rig;
   AgentConfig config = rig.config();

@@ -97,6 +97,9 @@ TEST(FastDecoder, R3_1_MalformedInputsGiveTheReferenceErrors) {
       read_hint(r1, ",\"\xc3\x28\":1"),
       "{\"op\":\"extension\",\"action\":\"read_hint_end\",\"request\":\"\xe2\x82\"}",
       "{\"op\":\"extension\",\"action\":\"read_hint_end\",\"request\":\"\xed\xa0\x80\"}",
+      // a NUL in a name (a C extension would read "q" for it)
+      R"({"op":"extension","action":"read_hint_end","request":"q\u0000A"})",
+      R"({"op":"extension","action":"write_hint","epoch":"b","token":"\u0000","ranges":[[7,0,1]],"handles":{"7":"h"}})",
       // duplicate keys (nlohmann keeps the last)
       R"({"op":"extension","op":"alloc","size":4096,"action":"read_hint_end","request":"r"})",
       R"({"op":"alloc","op":"extension","action":"read_hint_end","request":"r"})",
