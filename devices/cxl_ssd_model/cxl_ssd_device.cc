@@ -80,8 +80,9 @@ Status CxlSsdDevice::write(std::uint64_t offset, std::span<const std::byte> in) 
     // The frame may have gone between access_ready and now; bytes still land in DRAM.
     if (!(table_.flags(page) & PageTable::kResident)) fill_page(page, now());
     PageTable::Flags& f = table_.flags_mut(page);
-    // A write ends a page's poison; the rest of the page reads as its flash copy.
-    f &= static_cast<PageTable::Flags>(~PageTable::kPoisoned);
+    // A write of the whole page ends its poison. Of part of it, not: the rest
+    // would read as the older flash copy (R6: never older bytes as a hit).
+    if (n == page_bytes()) f &= static_cast<PageTable::Flags>(~PageTable::kPoisoned);
     if (!(f & PageTable::kDirty)) {
       const std::uint64_t base = std::uint64_t{page} * page_bytes();
       for (std::uint64_t o = 0; o < page_bytes(); o += copy.size()) {
@@ -206,7 +207,11 @@ void CxlSsdDevice::accessed(std::uint64_t offset, std::uint64_t length, bool wri
   write_back_idle(now());
   for (Page p = first;; ++p) {
     if (!(table_.flags(p) & PageTable::kResident)) fill_page(p, at);
-    table_.flags_mut(p) &= static_cast<PageTable::Flags>(~PageTable::kPoisoned);
+    // Only a page the WRITE covers whole leaves its poison (as write() above).
+    const std::uint64_t base = std::uint64_t{p} * page_bytes();
+    if (offset <= base && offset + length >= base + page_bytes()) {
+      table_.flags_mut(p) &= static_cast<PageTable::Flags>(~PageTable::kPoisoned);
+    }
     mark_dirty(p, at);
     if (p == last) break;
   }

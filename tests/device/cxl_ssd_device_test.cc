@@ -351,8 +351,10 @@ TEST(CxlSsdDevice, R6_AResetPoisonsOnlyPagesWhoseBytesItLostUntilWrittenOrTrimme
   EXPECT_FALSE(d.lost(page, page));
   EXPECT_TRUE(d.lost(0, 3 * page));  // a range is lost if any page of it is
   EXPECT_TRUE(d.page_state(2 * page).poisoned);
-  // A write ends the poison (its page now holds what was written).
-  ASSERT_TRUE(d.write(2 * page, bytes_of("again")).ok());
+  // A write of the whole page ends the poison (its page now holds what was written).
+  std::string again(page, '.');
+  again.replace(0, 5, "again");
+  ASSERT_TRUE(d.write(2 * page, bytes_of(again)).ok());
   EXPECT_FALSE(d.page_state(2 * page).poisoned);
   EXPECT_EQ(read_string(d, 2 * page, 5), "again");
   // Bytes past a sampled payload (accessed) end it too; so does a trim.
@@ -364,6 +366,38 @@ TEST(CxlSsdDevice, R6_AResetPoisonsOnlyPagesWhoseBytesItLostUntilWrittenOrTrimme
   EXPECT_FALSE(d.page_state(3 * page).poisoned);
   EXPECT_FALSE(d.lost(3 * page, page));
   EXPECT_TRUE(d.lost(2 * page, page));  // written again before the second reset
+}
+
+// R6: a write of part of a poisoned page (a key packed beside a lost one)
+// leaves it poisoned: the rest of the page would read as its flash copy from
+// before the reset, or as zeros past a sampled WRITE, as if current. Before,
+// any write ended the whole page's poison (session-24 review).
+TEST(CxlSsdDevice, R6_APartialWriteLeavesAPoisonedPagePoisoned) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  const std::uint64_t page = small_params().page_bytes;
+  ASSERT_TRUE(d.write_flash(0, bytes_of(std::string(2 * page, 'o'))).ok());  // older bytes
+  ASSERT_TRUE(d.write(0, bytes_of(std::string(2 * page, 'A'))).ok());        // only in DRAM
+  d.reset();
+  ASSERT_TRUE(d.write(page / 2, bytes_of(std::string(page / 2, 'C'))).ok());  // beside the lost
+  EXPECT_TRUE(d.page_state(0).poisoned);
+  EXPECT_TRUE(d.lost(0, page / 2));
+  std::string out(page / 2, '\0');
+  EXPECT_EQ(d.read(0, std::as_writable_bytes(std::span(out))).code(), ErrorCode::kIoError);
+  // A WRITE the device is only told of (sampled payload) over part of page 1.
+  d.accessed(page + 100, 200, true, loop.now());
+  EXPECT_TRUE(d.page_state(page).poisoned);
+  EXPECT_TRUE(d.lost(page, 100));
+  // Evicted and read back from flash, the page is still poisoned.
+  for (std::uint64_t p = 2; p < 2 + small_params().dram_cache_bytes / page + 2; ++p) {
+    ASSERT_TRUE(d.write(p * page, bytes_of("x")).ok());
+  }
+  EXPECT_FALSE(d.page_state(0).resident);
+  EXPECT_TRUE(d.lost(0, page));
+  // Whole again, it is current.
+  ASSERT_TRUE(d.write(0, bytes_of(std::string(page, 'D'))).ok());
+  EXPECT_FALSE(d.lost(0, page));
+  EXPECT_EQ(read_string(d, 0, 3), "DDD");
 }
 
 // --- poison_lost_pages: a device without poison handling (what-if runs and
