@@ -463,8 +463,9 @@ void CxlSsdDevice::admit_waiting() {
     const std::uint64_t bytes = pinned_bytes_ + span_bytes(pages) <= params_.hinted_bytes_cap
                                     ? span_bytes(pages)
                                     : table_.unpinned_pages(pages.first, pages.end) * page_bytes();
-    // A span larger than the cap still goes when nothing else is pinned.
-    if (pinned_bytes_ > 0 && pinned_bytes_ + bytes > params_.hinted_bytes_cap) break;
+    // A span larger than the cap still goes when nothing else is pinned, and
+    // one that pins nothing new always does (also while an oversized one is over the cap).
+    if (pinned_bytes_ > 0 && bytes > 0 && pinned_bytes_ + bytes > params_.hinted_bytes_cap) break;
     const auto [tag, span] = it->second;
     const std::int64_t key = it->first;
     waiting_.erase(it);

@@ -866,6 +866,29 @@ TEST(CxlSsdDevice, R3_HintedBytesCapCountsPagesSharedByHintsOnce) {
   EXPECT_EQ(d.pinned_bytes(), 0u);
 }
 
+// ... also while a span larger than the cap, admitted alone, holds more than
+// the cap: a hint of pages it pins adds nothing and does not wait (it waited
+// for the oversized one's end; session-24 review).
+TEST(CxlSsdDevice, R3_AHintOfPagesPinnedAlreadyNeverWaitsForTheCap) {
+  sim::EventLoop loop;
+  auto params = small_params();
+  params.dram_cache_bytes = 64 * kPage;
+  params.hinted_bytes_cap = 4 * kPage;
+  CxlSsdDevice d(loop, params);
+  const PoolRange big{0, 8 * kPage};
+  const PoolRange inside{2 * kPage, 4 * kPage};
+  ASSERT_TRUE(d.prefetch(1, std::span(&big, 1), true).ok());
+  EXPECT_EQ(d.pinned_bytes(), 8 * kPage);  // alone, over the cap
+  ASSERT_TRUE(d.prefetch(2, std::span(&big, 1), true).ok());
+  ASSERT_TRUE(d.prefetch(3, std::span(&inside, 1), true).ok());
+  EXPECT_EQ(d.waiting_bytes(), 0u);
+  EXPECT_EQ(d.pinned_bytes(), 8 * kPage);
+  EXPECT_EQ(d.page_state(3 * kPage).pins, 3);
+  const PoolRange outside{16 * kPage, kPage};
+  ASSERT_TRUE(d.prefetch(4, std::span(&outside, 1), true).ok());
+  EXPECT_EQ(d.waiting_bytes(), kPage);  // a new page still waits
+}
+
 TEST(CxlSsdDevice, BadRangesAreRefusedWithoutChange) {
   sim::EventLoop loop;
   CxlSsdDevice d(loop, small_params());
