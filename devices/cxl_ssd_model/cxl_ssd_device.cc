@@ -350,7 +350,7 @@ Status CxlSsdDevice::prefetch(Tag tag, std::span<const PoolRange> ranges, bool p
     // A range hinted for a request already promoted joins its promoted ranges.
     auto tag_it = tags_.find(tag);
     const bool promoted = tag_it != tags_.end() && tag_it->second.promoted;
-    const std::int64_t key = promoted ? next_front_key_++ : next_back_key_++;
+    const std::int64_t key = promoted ? promoted_key(tag_it->second) : next_back_key_++;
     if (pin) {
       waiting_[key] = {tag, span};
       tags_[tag].waiting.insert(key);
@@ -500,14 +500,23 @@ void CxlSsdDevice::promote(Tag tag) {
     }
     auto& m = from_queue ? queue_ : waiting_;
     auto node = m.extract(old);
-    node.key() = next_front_key_;
+    node.key() = promoted_key(ts);
+    into.insert(node.key());
     m.insert(std::move(node));
-    into.insert(next_front_key_++);
   }
   ts.queued = std::move(queued);
   ts.waiting = std::move(waiting);
   admit_waiting();
   pump();
+}
+
+std::int64_t CxlSsdDevice::promoted_key(TagState& ts) {
+  if (ts.next_front_key == ts.front_end) {
+    ts.next_front_key = next_front_key_;
+    next_front_key_ += kPromotedKeyBlock;
+    ts.front_end = next_front_key_;
+  }
+  return ts.next_front_key++;
 }
 
 void CxlSsdDevice::release(Tag tag) {

@@ -151,7 +151,13 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
     std::set<std::int64_t> waiting;  // keys in waiting_
     std::vector<PageSpan> pinned;
     bool promoted = false;  // its later ranges join the front too
+    // Promoted: keys of a block of its own, so its later ranges go ahead of
+    // requests promoted after it, behind its own earlier ones.
+    std::int64_t next_front_key = 0;
+    std::int64_t front_end = 0;
   };
+  // The next key of a promoted request's block (a new block once one is used up).
+  std::int64_t promoted_key(TagState& ts);
 
   Status check(std::uint64_t offset, std::uint64_t length) const;
   Status check(std::span<const PoolRange> ranges) const;  // every range
@@ -221,7 +227,10 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   std::map<Tag, TagState> tags_;
   std::int64_t next_back_key_ = 1;
   static constexpr std::int64_t kFirstPromotedKey = INT64_MIN / 2;
-  std::int64_t next_front_key_ = kFirstPromotedKey;
+  // Ranges one promoted request can have queued in its block: 2^24 (a hint
+  // message holds 4096); 2^38 blocks fit below 0, where the other keys start.
+  static constexpr std::int64_t kPromotedKeyBlock = std::int64_t{1} << 24;
+  std::int64_t next_front_key_ = kFirstPromotedKey;  // the next block's first key
   std::uint64_t queued_pages_ = 0;
   std::uint64_t pinned_bytes_ = 0;
   std::optional<sim::EventLoop::EventId> pump_event_;

@@ -889,6 +889,34 @@ TEST(CxlSsdDevice, R3_AHintOfPagesPinnedAlreadyNeverWaitsForTheCap) {
   EXPECT_EQ(d.waiting_bytes(), kPage);  // a new page still waits
 }
 
+// A range hinted for a request after its promote (its next hint message)
+// joins its own promoted ranges, ahead of a request promoted after it: the QP
+// reads the first promoted request first. It went behind every later promote
+// (session-24 review).
+TEST(CxlSsdDevice, R4_5_ALaterRangeOfAPromotedRequestStaysAheadOfLaterPromotes) {
+  sim::EventLoop loop;
+  auto params = small_params();
+  params.capacity_bytes = 4096 * kPage;
+  params.dram_cache_bytes = 2048 * kPage;
+  params.hinted_bytes_cap = 2048 * kPage;
+  params.channels = 1;
+  CxlSsdDevice d(loop, params);
+  const PoolRange a1{0, 100 * kPage};
+  const PoolRange b{1000 * kPage, 100 * kPage};
+  const PoolRange a2{2000 * kPage, 4 * kPage};
+  ASSERT_TRUE(d.prefetch(1, std::span(&a1, 1), true).ok());
+  d.promote(1);
+  ASSERT_TRUE(d.prefetch(2, std::span(&b, 1), true).ok());
+  d.promote(2);
+  ASSERT_TRUE(d.prefetch(1, std::span(&a2, 1), true).ok());  // A's next message
+  loop.run_for(20ms);
+  ASSERT_TRUE(d.page_state(b.offset + 99 * kPage).resident);
+  EXPECT_LT(d.page_state(a2.offset + 3 * kPage).ready_at, d.page_state(b.offset).ready_at + 20us);
+  EXPECT_LT(d.page_state(a2.offset + 3 * kPage).ready_at,
+            d.page_state(b.offset + 99 * kPage).ready_at);
+  EXPECT_GT(d.page_state(a2.offset).ready_at, d.page_state(a1.offset + 99 * kPage).ready_at);
+}
+
 TEST(CxlSsdDevice, BadRangesAreRefusedWithoutChange) {
   sim::EventLoop loop;
   CxlSsdDevice d(loop, small_params());
