@@ -76,12 +76,9 @@ void BM_LookupBaseline(benchmark::State& state) {
 }
 BENCHMARK(BM_LookupBaseline)->Unit(benchmark::kMicrosecond);
 
-// One store: 28 new keys registered into a full directory (each evicts the
-// least recently used key, whose page is kept for reclaim).
-void BM_RegisterIntoAFullDirectory(benchmark::State& state) {
-  Directory d(DirectoryOptions{.max_keys = kKeys});
-  for (std::uint64_t i = 0; i < kKeys; ++i) (void)d.register_key(key_of(i), location_of(i));
-  std::uint64_t next = kKeys;
+// The timed loop of the register benchmarks: a store of kPrefix new keys per
+// iteration, from `next` on.
+void register_stores(benchmark::State& state, Directory& d, std::uint64_t next) {
   for (auto _ : state) {
     state.PauseTiming();
     const auto fresh = keys_from(next);
@@ -92,6 +89,14 @@ void BM_RegisterIntoAFullDirectory(benchmark::State& state) {
     next += kPrefix;
   }
   state.SetItemsProcessed(state.iterations() * kPrefix);
+}
+
+// One store: 28 new keys registered into a full directory (each evicts the
+// least recently used key, whose page is kept for reclaim).
+void BM_RegisterIntoAFullDirectory(benchmark::State& state) {
+  Directory d(DirectoryOptions{.max_keys = kKeys});
+  for (std::uint64_t i = 0; i < kKeys; ++i) (void)d.register_key(key_of(i), location_of(i));
+  register_stores(state, d, kKeys);
 }
 BENCHMARK(BM_RegisterIntoAFullDirectory)->Unit(benchmark::kMicrosecond);
 
@@ -135,17 +140,7 @@ void BM_RegisterPastLeasedKeys(benchmark::State& state) {
   for (std::uint64_t i = leased; i < leased + kEvictable; ++i) {
     (void)d.register_key(key_of(i), location_of(i));
   }
-  std::uint64_t next = leased + kEvictable;
-  for (auto _ : state) {
-    state.PauseTiming();
-    const auto fresh = keys_from(next);
-    state.ResumeTiming();
-    for (std::uint64_t i = 0; i < kPrefix; ++i) {
-      (void)d.register_key(fresh[i], location_of(next + i));
-    }
-    next += kPrefix;
-  }
-  state.SetItemsProcessed(state.iterations() * kPrefix);
+  register_stores(state, d, leased + kEvictable);
 }
 BENCHMARK(BM_RegisterPastLeasedKeys)
     ->Arg(0)
