@@ -205,11 +205,12 @@ void CxlSsdDevice::accessed(std::uint64_t offset, std::uint64_t length, bool wri
   const auto first = static_cast<Page>(offset / page_bytes());
   const auto last = static_cast<Page>((offset + length - 1) / page_bytes());
   write_back_idle(now());
+  // Only pages the WRITE covers whole leave their poison (as in write() above).
+  const std::uint64_t whole_first = (offset + page_bytes() - 1) / page_bytes();
+  const std::uint64_t whole_end = (offset + length) / page_bytes();
   for (Page p = first;; ++p) {
     if (!(table_.flags(p) & PageTable::kResident)) fill_page(p, at);
-    // Only a page the WRITE covers whole leaves its poison (as write() above).
-    const std::uint64_t base = std::uint64_t{p} * page_bytes();
-    if (offset <= base && offset + length >= base + page_bytes()) {
+    if (any_poisoned_ && p >= whole_first && p < whole_end) {
       table_.flags_mut(p) &= static_cast<PageTable::Flags>(~PageTable::kPoisoned);
     }
     mark_dirty(p, at);
