@@ -136,6 +136,17 @@ TEST(SimKernel, VirtualTimeLimitIsATimeout) {
   EXPECT_EQ(s.code(), ErrorCode::kTimeout);
 }
 
+// A limit already past (a caller's stale deadline) never turns virtual time
+// back: it had set now() to the limit (session-24 review).
+TEST(SimKernel, R8_ARunUntilALimitAlreadyPastKeepsTheTime) {
+  SimWorld world(1);
+  world.loop().schedule_after(10ms, [] {});
+  world.run_for(5ms);
+  const runtime::Instant before = world.loop().now();
+  EXPECT_FALSE(world.loop().run_until([] { return false; }, before - 1ms));
+  EXPECT_EQ(world.loop().now(), before);
+}
+
 TEST(SimKernel, RandomStreamsAreForkedBySeedAndName) {
   SimWorld a(7), b(7), c(8);
   EXPECT_EQ(a.random("x")->next_u64(), b.random("x")->next_u64());
@@ -304,6 +315,44 @@ TEST(SimKernel, GracefulCloseDeliversDataFirstAndClosesBothEnds) {
   EXPECT_EQ(p.server_got, "hello");
   EXPECT_TRUE(p.server_closed.has_value());
   EXPECT_TRUE(p.client_closed.has_value());
+}
+
+// Bytes and a graceful close that both arrive before the accepting side calls
+// start(): start delivers the bytes, then the close. The close had ended the
+// connection first and the bytes were dropped (session-24 review).
+TEST(SimKernel, BytesAndACloseBeforeStartAreDeliveredInOrder) {
+  SimWorld world(1);
+  auto& a = world.add_node("a");
+  auto& b = world.add_node("b");
+  auto sa = a.make_strand("s");
+  auto sb = b.make_strand("s");
+  std::shared_ptr<runtime::Conn> server, client;
+  auto listener =
+      b.transport().listen({"b", 7000}, *sb, [&](std::shared_ptr<runtime::Conn> c) { server = c; });
+  ASSERT_TRUE(listener.ok());
+  a.transport().connect({"b", 7000}, *sa, [&](Result<std::shared_ptr<runtime::Conn>> c) {
+    ASSERT_TRUE(c.ok());
+    client = *c;
+  });
+  ASSERT_TRUE(world.run_until([&] { return client && server; }).ok());
+  client->start(
+      *sa, [](std::string_view) {}, [](const Status&) {});
+  client->send("hello");
+  client->close();
+  world.run_for(1ms);  // both arrived; the server has not started reading
+  std::string got;
+  std::optional<Status> closed;
+  std::string got_at_close;
+  server->start(
+      *sb, [&](std::string_view bytes) { got += bytes; },
+      [&](const Status& s) {
+        closed = s;
+        got_at_close = got;
+      });
+  world.run_for(1ms);
+  EXPECT_EQ(got, "hello");
+  ASSERT_TRUE(closed.has_value());
+  EXPECT_EQ(got_at_close, "hello");  // the data first, then the end
 }
 
 // As on TCP: set_reading(false) holds the bytes and the peer's end that

@@ -63,7 +63,7 @@ bool EventLoop::run_until(const std::function<bool()>& done, Instant limit) {
   while (!done()) {
     if (!settle()) return false;
     if (Instant(heap_.front().time) > limit) {
-      now_ = limit;
+      now_ = std::max(now_, limit);  // a limit already past never turns time back
       return false;
     }
     step();

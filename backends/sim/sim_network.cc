@@ -43,7 +43,8 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
     auto early = std::move(early_);
     early_.clear();
     for (auto& chunk : early) deliver(std::move(chunk));
-    if (early_close_) finish(*early_close_);
+    if (early_close_) return finish(*early_close_);
+    release_held();  // a FIN that waited behind those bytes
   }
 
   void send(std::string bytes) override {
@@ -146,7 +147,8 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
   // A FIN waits behind the bytes not yet read; a reset ends the stream at once.
   void remote_ended(const Status& why, bool graceful) {
     if (ended_) return;
-    if (graceful && (!held_.empty() || !reading_)) {
+    // Also behind bytes that came before start(): they are delivered then.
+    if (graceful && (!held_.empty() || !reading_ || (!strand_ && !early_.empty()))) {
       held_end_ = why;
       return;
     }
