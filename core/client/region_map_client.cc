@@ -327,6 +327,9 @@ void RegionMapClient::take_allocated(const std::string& agent, std::uint64_t siz
   // (and another alloc, forever), a huge one pages that are not there.
   const bool other_size = reply.contains("size") && protocol::u64_field(reply, "size") != size;
   if (!id || !handle || handle->empty() || !read_handle || read_handle->empty() || other_size) {
+    // The agent made the region and only this reply names its handle: free it
+    // (R1.5, as a late reply's), or it stays at the agent for good.
+    (void)free_unheld_alloc(agent, reply, "that this client cannot use");
     return done(malformed("alloc", reply));
   }
   const RegionKey key{agent, *id};

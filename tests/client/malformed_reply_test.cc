@@ -261,6 +261,34 @@ TEST(MalformedReply, R1_2_AMalformedAgentReplyEndsTheCallAndCrashesNothing) {
   }
 }
 
+// An alloc reply the client cannot use (another size, no read handle) still
+// names a region the agent made for it, and only this client has its handle:
+// it is freed, as a late alloc reply is (R1.5). It was left at the agent.
+TEST(MalformedReply, R1_5_AnAllocReplyTheClientCannotUseFreesItsRegion) {
+  for (const Json& reply :
+       {Json{{"ok", true}, {"region", 7}, {"size", 0}, {"handle", "h7"}, {"read_handle", "r"}},
+        Json{{"ok", true}, {"region", 7}, {"handle", "h7"}}}) {
+    SCOPED_TRACE(reply.dump());
+    ClientRig rig;
+    ScriptedAgent agent(rig, kGreeting, "alloc", reply, kAllActions);
+    Config config = rig.config();
+    config.agents = {ScriptedAgent::address()};
+    config.reply_timeout = 200ms;
+    Handler& h = rig.handler(config);
+    auto stored = rig.store(h, {item("k", "value")});
+    EXPECT_TRUE(!stored.ok() || stored->stored == 0u);
+    rig.world.run_for(50ms);
+    int frees = 0;
+    for (const auto& r : agent.requests()) {
+      if (r.value("op", "") == "free" && r.value("region", 0) == 7 &&
+          r.value("handle", "") == "h7") {
+        ++frees;
+      }
+    }
+    EXPECT_GE(frees, 1);
+  }
+}
+
 std::vector<StoreItem> items(const std::string& prefix, int n) {
   std::vector<StoreItem> out;
   for (int i = 0; i < n; ++i) out.push_back(item(prefix + std::to_string(i), prefix + "-bytes"));
