@@ -288,11 +288,13 @@ struct Pair {
   std::optional<Status> client_closed, server_closed;
   std::string server_got;
 
-  Pair() {
+  // `start_server` false: the accepted connection waits for the test's start().
+  explicit Pair(bool start_server = true) {
     listener = b.transport()
                    .listen({"b", 1}, *sb,
-                           [this](std::shared_ptr<runtime::Conn> c) {
+                           [this, start_server](std::shared_ptr<runtime::Conn> c) {
                              server = c;
+                             if (!start_server) return;
                              c->start(
                                  *sb, [this](std::string_view d) { server_got += d; },
                                  [this](const Status& s) { server_closed = s; });
@@ -321,35 +323,21 @@ TEST(SimKernel, GracefulCloseDeliversDataFirstAndClosesBothEnds) {
 // start(): start delivers the bytes, then the close. The close had ended the
 // connection first and the bytes were dropped (session-24 review).
 TEST(SimKernel, BytesAndACloseBeforeStartAreDeliveredInOrder) {
-  SimWorld world(1);
-  auto& a = world.add_node("a");
-  auto& b = world.add_node("b");
-  auto sa = a.make_strand("s");
-  auto sb = b.make_strand("s");
-  std::shared_ptr<runtime::Conn> server, client;
-  auto listener =
-      b.transport().listen({"b", 7000}, *sb, [&](std::shared_ptr<runtime::Conn> c) { server = c; });
-  ASSERT_TRUE(listener.ok());
-  a.transport().connect({"b", 7000}, *sa, [&](Result<std::shared_ptr<runtime::Conn>> c) {
-    ASSERT_TRUE(c.ok());
-    client = *c;
-  });
-  ASSERT_TRUE(world.run_until([&] { return client && server; }).ok());
-  client->start(
-      *sa, [](std::string_view) {}, [](const Status&) {});
-  client->send("hello");
-  client->close();
-  world.run_for(1ms);  // both arrived; the server has not started reading
+  Pair p(/*start_server=*/false);
+  ASSERT_TRUE(p.world.run_until([&p] { return p.server != nullptr; }).ok());
+  p.client->send("hello");
+  p.client->close();
+  p.world.run_for(1ms);  // both arrived; the server has not started reading
   std::string got;
   std::optional<Status> closed;
   std::string got_at_close;
-  server->start(
-      *sb, [&](std::string_view bytes) { got += bytes; },
+  p.server->start(
+      *p.sb, [&](std::string_view bytes) { got += bytes; },
       [&](const Status& s) {
         closed = s;
         got_at_close = got;
       });
-  world.run_for(1ms);
+  p.world.run_for(1ms);
   EXPECT_EQ(got, "hello");
   ASSERT_TRUE(closed.has_value());
   EXPECT_EQ(got_at_close, "hello");  // the data first, then the end
