@@ -65,9 +65,12 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
   });
   regions_->set_region_lost_listener([this, alive](const std::string& agent, const OwnRegion& r) {
     if (alive.expired()) return;
-    std::erase_if(free_pages_, [&](const Page& p) {
+    // Free and parked pages alike: a parked page is stored into once its boot's refusal ends.
+    auto of_region = [&](const Page& p) {
       return p.agent == agent && p.region == r.region && p.handle == r.handle;
-    });
+    };
+    std::erase_if(free_pages_, of_region);
+    std::erase_if(parked_pages_, of_region);
     // Its keys are unreadable now; the boot did not change, so nothing else drops them.
     directory_->drop_region(agent, r.region, r.read_handle);
   });
@@ -127,7 +130,8 @@ void Handler::on_boot_change(const std::string& agent, const std::string& old_bo
       ++it;
       continue;
     }
-    if (!gone.count(it->region)) free_pages_.push_back(*it);
+    // Only pages of regions still held: one lost earlier (not_found) is not in `lost`.
+    if (!gone.count(it->region) && own_region_of(*it) != nullptr) free_pages_.push_back(*it);
     it = parked_pages_.erase(it);
   }
   std::erase_if(free_pages_,

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "tests/client/client_rig.h"
 #include "tests/forwarding_nic.h"
 
@@ -182,6 +185,76 @@ TEST(Handler, R1_1_FirstWriterWinsAndTheLoserGivesItsPageBack) {
 // goes back. Before, both read as "already present" (stored, for the engine).
 // A directory that answers registers with booleans only (before session 19):
 // the writer probes the refused keys to tell present from refused.
+// The sim RNIC, counting the posts whose every WRITE completed: a test can stop
+// the world between a store's WRITEs and its register.
+class WriteCountingNic final : public rcxl::testing::ForwardingNic {
+ public:
+  using ForwardingNic::ForwardingNic;
+  void connect_with_proof(const std::string& endpoint, runtime::Strand& strand, std::string proof,
+                          ConnectHandler done) override {
+    inner_.connect_with_proof(
+        endpoint, strand, std::move(proof),
+        [this, done = std::move(done)](Result<std::shared_ptr<runtime::QueuePair>> qp) {
+          if (!qp.ok()) return done(std::move(qp));
+          done(std::shared_ptr<runtime::QueuePair>(
+              std::make_shared<Counting>(std::move(qp).value(), written)));
+        });
+  }
+  int written = 0;
+
+ private:
+  class Counting final : public runtime::QueuePair {
+   public:
+    Counting(std::shared_ptr<runtime::QueuePair> inner, int& written)
+        : inner_(std::move(inner)), written_(written) {}
+    void post(std::vector<runtime::RdmaOp> ops, CompletionHandler done) override {
+      inner_->post(std::move(ops), [this, done = std::move(done)](std::vector<Status> statuses) {
+        if (std::all_of(statuses.begin(), statuses.end(), [](const Status& s) { return s.ok(); }))
+          ++written_;
+        done(std::move(statuses));
+      });
+    }
+    std::string peer() const override { return inner_->peer(); }
+
+   private:
+    std::shared_ptr<runtime::QueuePair> inner_;
+    int& written_;
+  };
+};
+
+// A page parked under a retired boot whose region the agent then lost (its
+// remap answered not_found, no boot change) is never stored into: when the
+// agent's boot later moves, the store takes a live region's page instead of
+// failing on the lost one's.
+TEST(Handler, R6_1_APageParkedInARegionTheAgentLostIsNotStoredIntoAfterTheBootMoves) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem");
+  WriteCountingNic nic(rig.gpu_nic);
+  Handler h(rig.gpu, rig.config(), nic);
+  ASSERT_EQ(rig.store(h, {item("k0", "alpha")})->stored, 1u);
+  const std::string old_boot = retire_boot_of(rig, "k0").boot;
+  // k1's WRITE lands; before its register is answered (refused: the boot is
+  // retired) the agent restarts without its region table, so the remap that
+  // the refusal asks for finds the region gone.
+  std::optional<Result<StoreResult>> k1;
+  const int written = nic.written;
+  h.store({item("k1", "beta")}, [&](Result<StoreResult> r) { k1 = std::move(r); });
+  ASSERT_TRUE(rig.world.run_until([&] { return nic.written > written; }).ok());
+  ASSERT_FALSE(k1.has_value());
+  ASSERT_TRUE(restart_without_region_table(mem).ok());
+  ASSERT_TRUE(rig.world.run_until([&] { return k1.has_value(); }).ok());
+  ASSERT_TRUE(k1->ok()) << k1->status().ToString();
+  EXPECT_EQ((*k1)->failed, 1u);
+  rig.world.run_for(100ms);
+  ASSERT_EQ(h.regions().regions_lost(), 1u);
+  EXPECT_EQ(h.free_pages(), 0u);
+  // The agent's boot moves (news from another connection, as a write wait's
+  // hello would bring it): the refusal ends.
+  h.regions().observe_peer_boot(mem.key(), old_boot, old_boot + "~1");
+  rig.world.run_for(10ms);
+  EXPECT_EQ(h.free_pages(), 0u);  // the parked page went with its region
+}
+
 TEST(Handler, R6_1_ARegisterRefusedForARetiredBootIsAFailureNotAlreadyPresent) {
   ClientRig rig(11, {}, /*booleans_only=*/true);
   rig.add_memory("mem");
