@@ -1098,6 +1098,7 @@ Status Agent::load_regions() {
         regions_[r.region] = std::move(region);
       }
       boot_.restore_unknown_periods(table->unknown_periods);  // SPEC R6.4
+      recorded_unknown_periods_ = table->unknown_periods;
       log_.info("region table ", path, ": ", regions_.size(), " regions, ", retiring_.size(),
                 " retiring");
     }
@@ -1130,9 +1131,11 @@ Status Agent::write_regions_locked() {
   if (config_.state_file.empty()) return {};
   std::string text;
   std::vector<std::uint64_t> written;
+  std::uint64_t unknown_periods = 0;
   {
     std::lock_guard lock(mu_);
     const RegionTable table = snapshot_locked();
+    unknown_periods = table.unknown_periods;
     for (const auto& r : table.regions) {
       if (!r.retiring) written.push_back(r.region);
     }
@@ -1148,6 +1151,7 @@ Status Agent::write_regions_locked() {
   for (std::uint64_t id : written) {
     if (auto it = regions_.find(id); it != regions_.end()) it->second->recorded = true;
   }
+  recorded_unknown_periods_ = std::max(recorded_unknown_periods_, unknown_periods);
   return {};
 }
 
@@ -1414,6 +1418,7 @@ void Agent::read_generation() {
     }
     generation.reset();
   }
+  if (generation && !unknown_count_recorded()) generation = keep_unknown_until_recorded(generation);
   std::string after;
   bool persist = false;
   std::vector<std::pair<std::uint64_t, std::string>> closed;
@@ -1435,6 +1440,33 @@ void Agent::read_generation() {
   if (persist) (void)persist_regions();
   // Outside mu_, under generation_mu_: observers see changes one at a time, in order.
   if (config_.on_boot_change) config_.on_boot_change(after);
+}
+
+bool Agent::unknown_count_recorded() const {
+  if (config_.state_file.empty()) return true;  // nothing survives a restart (docs/agent.md)
+  std::lock_guard lock(mu_);
+  return !boot_.unknown() || recorded_unknown_periods_ >= boot_.unknown_periods();
+}
+
+std::optional<std::string> Agent::keep_unknown_until_recorded(
+    std::optional<std::string> generation) {
+  const runtime::Instant now = rt_.clock().now();
+  // A failed write is tried again once per grace, not on every poll (each logs).
+  if (!next_record_try_ || now >= *next_record_try_) {
+    next_record_try_ = now + config_.generation_grace;
+    (void)persist_regions();
+    if (unknown_count_recorded()) {
+      next_record_try_.reset();
+      return generation;
+    }
+    log_.warn(
+        "the generation can be read again, but the unknown period's count cannot be "
+        "written to --state-file ",
+        config_.state_file,
+        ": the boot stays unknown until it can (a restart would advertise the boot the "
+        "period left); make the state file writable");
+  }
+  return std::nullopt;
 }
 
 // The timers re-arm on the strand they were given, never reading the member

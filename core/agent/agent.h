@@ -182,6 +182,10 @@ class Agent {
   // The state file: loaded once at start; written after each change, outside mu_.
   Status load_regions();
   Status persist_regions();
+  // SPEC R6.4: whether the state file holds the current `~n` count (true without one).
+  bool unknown_count_recorded() const;
+  // A generation read while the count is not on disk: written first, else nullopt.
+  std::optional<std::string> keep_unknown_until_recorded(std::optional<std::string> generation);
   // persist_regions with state_mu_ already held.
   Status write_regions_locked();
   RegionTable snapshot_locked() const;
@@ -242,6 +246,10 @@ class Agent {
   bool reap_posted_ = false;                    // a reap of closed_sessions_ is queued
   std::size_t reaping_ = 0;                     // taken from closed_sessions_, their threads ending
   std::optional<std::string> unusable_logged_;  // the last one logged (generation_mu_)
+  // SPEC R6.4: the `~n` count the state file holds (mu_); an unknown period
+  // whose count is not on disk does not end (a restart would go back a boot).
+  std::uint64_t recorded_unknown_periods_ = 0;
+  std::optional<runtime::Instant> next_record_try_;  // generation_mu_
   // Spare simdjson parsers (each keeps buffers sized to the largest frame it saw).
   std::mutex decoders_mu_;
   std::vector<std::unique_ptr<protocol::FastRequestDecoder>> decoders_;

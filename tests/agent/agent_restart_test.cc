@@ -279,5 +279,27 @@ TEST(AgentRestart, R6_4_TheUnknownPeriodCountSurvivesARestart) {
   EXPECT_EQ(rig.agent->boot(), "another-boot:5");
 }
 
+// SPEC R6.4: an unknown period whose count the state file could not take
+// does not end until it can; otherwise a restart would advertise the boot the
+// period left (here :5), which the directory refuses for good.
+TEST(AgentRestart, R6_4_AnUnknownPeriodEndsOnlyOnceItsCountIsInTheStateFile) {
+  RestartRig rig;
+  rig.set_generation("5");
+  ASSERT_TRUE(rig.start_agent({{"generation_file", "/gen"}}).ok());
+  rig.mem.files().set_unwritable(kStateFile, true);
+  rig.mem.files().remove("/gen");
+  rig.run_for(2200ms);  // past the grace; the count's write fails
+  EXPECT_EQ(rig.agent->boot(), kGenBoot + ":unknown");
+  rig.set_generation("5");
+  rig.run_for(150ms);
+  EXPECT_EQ(rig.agent->boot(), kGenBoot + ":unknown");  // readable, but not on disk
+  rig.mem.files().set_unwritable(kStateFile, false);
+  rig.run_for(2200ms);  // the write is tried again once per grace
+  EXPECT_EQ(rig.agent->boot(), kGenBoot + ":5~1");
+  rig.kill_agent();
+  ASSERT_TRUE(rig.start_agent({{"generation_file", "/gen"}}).ok());
+  EXPECT_EQ(rig.agent->boot(), kGenBoot + ":5~1");
+}
+
 }  // namespace
 }  // namespace rcxl::agent::testing
