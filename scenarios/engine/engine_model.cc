@@ -152,7 +152,15 @@ void EngineModel::run_step() {
     budget -= take;
     prefill += take;
   }
-  if (prefill == 0 && decodes == 0) return;  // idle until an arrival or a load
+  if (prefill == 0 && decodes == 0) {
+    // Idle until an arrival or a load; one that arrived during the lookups is
+    // looked up now (kick() waits while lookups are pending).
+    if (std::any_of(requests_.begin(), requests_.end(),
+                    [](const auto& entry) { return entry.second.phase == Phase::kWaiting; })) {
+      schedule_pass();
+    }
+    return;
+  }
   gpu_busy_ = true;
   ++steps_;
   // Roofline: weights stream once per step; prefill is compute-bound; decode

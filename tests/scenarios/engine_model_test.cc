@@ -43,6 +43,8 @@ class IdealKv : public EngineKv {
     });
   }
 
+  void preload(const std::string& key) { stored_.insert(key); }
+
   int lookups = 0;
   int load_dones = 0;
 
@@ -243,6 +245,32 @@ TEST(EngineModel, R8_MaxRunningCountsSequencesStillInTheirPrefill) {
   ASSERT_EQ(recs.size(), 2u);
   ASSERT_EQ(recs[0].conversation, 0);
   EXPECT_GE(recs[1].first_token, recs[0].finished);
+}
+
+// A request that arrives while the scheduler's lookups are out is looked up
+// at the next pass; when that pass finds only a load to start (the GPU stays
+// idle), the pass after it runs at once, not when the load ends.
+TEST(EngineModel, R8_AnArrivalDuringTheLookupsIsNotLeftBehindAnIdlePass) {
+  sim::SimWorld world(1);
+  auto& gpu = world.add_node("gpu");
+  const EngineParams params;
+  const std::uint64_t chunk_bytes = params.kv_bytes_per_token * params.chunk_tokens;
+  IdealKv kv(gpu, static_cast<double>(2 * chunk_bytes), chunk_bytes);  // two chunks: 1 s
+  kv.preload("conv0/chunk0");
+  kv.preload("conv0/chunk1");
+  ConversationSpec loads;  // its lookups take 100 us, then a 1 s load
+  loads.turns = {{0, 1, 2 * params.chunk_tokens + 1, 1}};
+  ConversationSpec arrives_meanwhile;
+  arrives_meanwhile.start = 50us;
+  arrives_meanwhile.turns = {{1, 1, 100, 1}};
+  EngineModel engine(gpu, kv, params, {loads, arrives_meanwhile});
+  engine.start();
+  ASSERT_TRUE(world.run_until([&] { return engine.done(); }).ok());
+  const auto& recs = engine.records();
+  ASSERT_EQ(recs.size(), 2u);
+  ASSERT_EQ(recs[0].hit_chunks, 2u);
+  EXPECT_GT(recs[0].ttft(), 1s);
+  EXPECT_LT(recs[1].ttft(), 100ms);
 }
 
 // SPEC R8, hunt H2: a conversation's context accumulates over its turns; in
