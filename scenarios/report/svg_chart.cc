@@ -127,7 +127,11 @@ std::vector<Series> to_log(const std::vector<Series>& in, bool log_x, bool log_y
     const bool bars = s.y_low.size() == s.x.size() && s.y_high.size() == s.x.size();
     for (std::size_t k = 0; k < s.x.size(); ++k) {
       if ((log_x && !(s.x[k] > 0)) || (log_y && !(s.y[k] > 0))) continue;
-      auto ly = [&](double v) { return log_y ? std::log10(v > 0 ? v : s.y[k]) : v; };
+      // A low end at or below 0 has no log: -inf, drawn down to the axis' bottom.
+      auto ly = [&](double v) {
+        if (!log_y) return v;
+        return v > 0 ? std::log10(v) : -std::numeric_limits<double>::infinity();
+      };
       t.x.push_back(log_x ? std::log10(s.x[k]) : s.x[k]);
       t.y.push_back(ly(s.y[k]));
       if (bars) {
@@ -229,10 +233,9 @@ std::string render_line_chart(const ChartSpec& spec, const std::vector<Series>& 
     o << "\"/>\n";
     const bool bars = s.y_low.size() == s.x.size() && s.y_high.size() == s.x.size();
     for (std::size_t k = 0; bars && k < s.x.size(); ++k) {
-      if (!drawable_point(s.x[k], s.y[k]) || !drawable_point(s.y_low[k], s.y_high[k])) {
-        continue;
-      }
-      o << "<line x1=\"" << px(s.x[k]) << "\" y1=\"" << py(s.y_low[k]) << "\" x2=\"" << px(s.x[k])
+      const double low = s.y_low[k] == -std::numeric_limits<double>::infinity() ? ymin : s.y_low[k];
+      if (!drawable_point(s.x[k], s.y[k]) || !drawable_point(low, s.y_high[k])) continue;
+      o << "<line x1=\"" << px(s.x[k]) << "\" y1=\"" << py(low) << "\" x2=\"" << px(s.x[k])
         << "\" y2=\"" << py(s.y_high[k]) << "\" stroke=\"" << color
         << "\" stroke-width=\"1.2\"/>\n";
     }

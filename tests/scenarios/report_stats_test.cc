@@ -20,6 +20,20 @@ TEST(ReportStats, R8_TIntervalOfFivePairsUsesFourDegreesOfFreedom) {
   EXPECT_EQ(ci.n, 5u);
 }
 
+// Past the table's 30 degrees of freedom (--pairs and --seeds go to 50) the
+// quantile is the exact one to 1e-3, never a band's smallest: a step table
+// took 2.000 for df 31..60 (exact 2.040 at 31), intervals ~2% too narrow.
+TEST(ReportStats, R8_TQuantilePastThirtyDegreesOfFreedomIsExact) {
+  EXPECT_DOUBLE_EQ(t_quantile_975(30), 2.042);
+  EXPECT_NEAR(t_quantile_975(31), 2.0395, 1e-3);
+  EXPECT_NEAR(t_quantile_975(39), 2.0227, 1e-3);
+  EXPECT_NEAR(t_quantile_975(49), 2.0096, 1e-3);
+  EXPECT_NEAR(t_quantile_975(61), 1.9996, 1e-3);
+  EXPECT_NEAR(t_quantile_975(120), 1.9799, 1e-3);
+  EXPECT_NEAR(t_quantile_975(1000000), 1.9600, 1e-3);
+  for (std::size_t df = 2; df < 200; ++df) EXPECT_LT(t_quantile_975(df), t_quantile_975(df - 1));
+}
+
 // Where the seed gives no interval (P2-P4): 25% of its value; P3's ratio by its
 // excess over 1 (1.0041x: 1.0031..1.0051x), not 25% of 1.0041 (0.75..1.26x).
 TEST(ReportStats, R8_WithinTheSeedsValueWhereItGivesNoInterval) {
@@ -94,6 +108,33 @@ TEST(ReportStats, R8_SweepChartDrawsIntervalsMarkersAndLogAxes) {
   with_zero.x = {0, 10, 100};
   EXPECT_EQ(count(render_line_chart(log, {with_zero}), "<circle"), 2u)
       << "a point at 0 cannot be drawn on a log axis";
+}
+
+// Review (session 25): on a log y axis an interval whose low end is at or
+// below 0 was drawn from the mean up; it goes down to the axis' bottom.
+TEST(ReportStats, R8_ALogAxisIntervalBelowZeroReachesTheAxisBottom) {
+  Series s;
+  s.label = "no_hints";
+  s.x = {1, 2};
+  s.y = {100, 1000};
+  s.y_low = {-50, 900};
+  s.y_high = {250, 1100};
+  s.markers = true;
+  ChartSpec log{"TTFT", "x", "ms", false};
+  log.log_y = true;
+  const std::string svg = render_line_chart(log, {s});
+  auto number_after = [&](const std::string& what, std::size_t from) {
+    const std::size_t at = svg.find(what, from);
+    EXPECT_NE(at, std::string::npos) << what;
+    return at == std::string::npos ? 0.0 : std::stod(svg.substr(at + what.size()));
+  };
+  const std::size_t frame = svg.rfind("<rect x=\"", svg.find("fill=\"none\" stroke=\"#333\""));
+  const double bottom = number_after("y=\"", frame) + number_after("height=\"", frame);
+  const std::size_t bar = svg.rfind("<line", svg.find("stroke-width=\"1.2\""));
+  const double low_end = number_after("y1=\"", bar);
+  const double mean = number_after("cy=\"", svg.find("<circle"));
+  EXPECT_NEAR(low_end, bottom, 0.01);
+  EXPECT_GT(low_end, mean + 1);
 }
 
 // The legend has its own column right of the plot (it never covers a line),
