@@ -252,10 +252,12 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
     if (j == p4_job) return options.progress(count + "P4 store bandwidth");
     if (j == p6_job) return options.progress(count + "P6 early READ");
     const auto [c, p] = jobs[j];
-    options.progress(count + "pair " + std::to_string(p + 1) + " " + cfgs[c].name +
-                     ": reuse TTFT " + fmt("%.2f", results[c][p].ttft_ms) + " ms, load " +
-                     fmt("%.2f", results[c][p].load_ms) + " ms (" +
-                     fmt("%.1f", results[c][p].wall_s) + " s)");
+    const RunSummary& r = results[c][p];
+    options.progress(count + "pair " + std::to_string(p + 1) + " " + cfgs[c].name + ": " +
+                     (r.ok() ? "reuse TTFT " + mean_ms_text(r.ttfts, r.ttft_ms) + ", load " +
+                                   mean_ms_text(r.loads, r.load_ms)
+                             : "FAILED: " + r.failure()) +
+                     " (" + fmt("%.1f", r.wall_s) + " s)");
   };
   // The first run takes seconds: say what is coming before it ends.
   if (options.progress) {
@@ -282,6 +284,23 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
                                                std::to_string(p + 1) + " failed: " + why +
                                                "\n  reproduce: " + again);
       }
+    }
+  }
+  // P1-P3 and P5 compare means over reuse turns and loads: a run with none
+  // measured nothing (e.g. --set /engine/chunk_tokens past every context),
+  // and its 0 ms would read as a result.
+  for (std::size_t c = 0; c < cfgs.size(); ++c) {
+    for (int p = 0; p < runs_of[c]; ++p) {
+      const RunSummary& r = results[c][p];
+      const char* none = r.ttfts.empty()   ? "answered no reuse turn"
+                         : r.loads.empty() ? "loaded no KV (no reuse turn found a stored chunk)"
+                                           : nullptr;
+      if (none == nullptr) continue;
+      return Error(ErrorCode::kInternal,
+                   "run " + cfgs[c].name + " pair " + std::to_string(p + 1) + " " + none +
+                       ": the figures compare means over them, so there is nothing to report; "
+                       "with these --set values no turn reuses a stored chunk (a chunk of "
+                       "engine.chunk_tokens tokens longer than every context?)");
     }
   }
   auto index = [&](const std::string& name) {

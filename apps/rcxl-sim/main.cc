@@ -33,7 +33,8 @@ constexpr char kExitCodes[] =
 
 constexpr char kReproduceExitCodes[] =
     "Exit codes: 0 the table was made (a figure outside the seed's interval is a result, not a\n"
-    "failure); 1 a run failed; 2 bad input (flag or value), refused before anything ran.";
+    "failure); 1 a run failed or measured nothing (no reuse turn loaded); 2 bad input (flag or\n"
+    "value), refused before anything ran.";
 constexpr char kSweepExitCodes[] =
     "Exit codes: 0 every point ran and passed; 1 a point failed (its reproduce line is printed);\n"
     "2 bad input (file, flag or value), refused before anything ran.";

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "scenarios/embedded/embedded.h"
 #include "scenarios/reproduce.h"
@@ -49,6 +51,27 @@ TEST(ReproduceSettings, R8_ACapacityBelowOneRegionIsRefusedBeforeAnyRun) {
       << r.status().message();
   EXPECT_EQ(lines.load(), 0);
   EXPECT_FALSE(std::filesystem::exists(options.out_dir));
+}
+
+// Review (session 25): settings under which no reuse turn loads anything
+// (a chunk longer than every context) gave P2 "+0.00 [+0.00, +0.00]" as a
+// measurement; reproduce now fails saying it measured nothing.
+TEST(ReproduceSettings, R8_SettingsUnderWhichNothingLoadsFailTheRunsInsteadOfReadingZero) {
+  ReproduceOptions options;
+  options.pairs = 1;
+  options.settings = {"/engine/chunk_tokens=16384", "/engine/kv_bytes_per_token=8"};
+  options.out_dir = (std::filesystem::temp_directory_path() / "rcxl_repro_no_loads").string();
+  std::vector<std::string> lines;
+  options.progress = [&](const std::string& line) { lines.push_back(line); };
+  auto r = reproduce(options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInternal);
+  EXPECT_NE(r.status().message().find("pair 1 loaded no KV"), std::string::npos)
+      << r.status().message();
+  bool said_na = false;
+  for (const auto& line : lines) said_na |= line.find("load n/a") != std::string::npos;
+  EXPECT_TRUE(said_na);  // the progress line too: no "load 0.00 ms"
+  std::filesystem::remove_all(options.out_dir);
 }
 
 TEST(ReproduceSettings, R8_WithoutSettingsTheShippedProfilesRun) {
