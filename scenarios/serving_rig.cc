@@ -514,8 +514,11 @@ class Deployment {
     ac.sweep_interval = sc_.agent.sweep_interval;
     ac.max_hint_requests = sc_.agent.max_hint_requests;
     ac.state_file = kAgentStateFile;
-    ac.on_boot_change = [monitor = m.monitor.get()](const std::string& boot) {
+    // Every change, however short-lived: the 10 ms sampler below would miss one.
+    ac.on_boot_change = [this, node = m.node->name(),
+                         monitor = m.monitor.get()](const std::string& boot) {
       monitor->on_boot_change(boot);
+      note_boot(node, boot);
     };
     m.agent = std::make_unique<agent::Agent>(*m.checked_runtime, *m.device, *m.checked_nic,
                                              std::move(checked), ac);
@@ -608,14 +611,20 @@ class Deployment {
     }
   }
 
-  // Samples the agents' boots: every distinct value, in order.
+  void note_boot(const std::string& node, const std::string& boot) {
+    std::string& last = last_boot_[node];
+    if (last != boot) boots_.push_back(boot);
+    last = boot;
+  }
+
+  // Samples the agents' boots (a restarted agent's first boot is no change);
+  // with on_boot_change, every distinct value in order.
   void watch_boots() {
     if (!boot_strand_) boot_strand_ = mems_.front()->node->make_strand("boot-watch");
     for (auto& m : mems_) {
       if (!m->agent) continue;
       const std::string b = m->agent->boot();
-      if (last_boot_[m->node->name()] != b) boots_.push_back(b);
-      last_boot_[m->node->name()] = b;
+      note_boot(m->node->name(), b);
       m->monitor->on_boot(b);
     }
     if (!engines_done()) boot_strand_->post_after(10ms, [this] { watch_boots(); });

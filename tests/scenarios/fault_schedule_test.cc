@@ -64,5 +64,27 @@ TEST(FaultSchedule, R8_OverlappingDelaysAddUpEachForItsOwnPeriod) {
                        "3000000000 fault delay mem0 5000000", "5000000000 fault delay mem0 0"}));
 }
 
+// Review (session 25): boots were sampled every 10 ms, so two resets 3 ms
+// apart hid the middle boot and failed an `expect.boots` naming it. Every
+// boot change the agent reports is seen now.
+TEST(FaultSchedule, R8_ABootThatLastsLessThanTheSamplingIntervalIsSeen) {
+  auto profile = load_profile("", "cxl_ssd_default");
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  const Json j = {
+      {"name", "two_resets"},
+      {"agent", {{"memory_generation_poll_s", 0.001}}},
+      {"workload", {{"conversations", 2}, {"turns", 2}, {"start_window_s", 0.3}}},
+      {"faults", Json::array({{{"kind", "reset"}, {"at_s", 1.0012}, {"node", "mem0"}},
+                              {{"kind", "reset"}, {"at_s", 1.0043}, {"node", "mem0"}}})},
+      {"expect", {{"boots", {"^boot-mem0:1$", "^boot-mem0:2$", "^boot-mem0:3$"}}}}};
+  auto sc = parse_scenario(j, "two_resets");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  const RunResult run = run_scenario(*sc, *profile);
+  EXPECT_TRUE(run.status.ok()) << run.status.ToString();
+  EXPECT_EQ(run.boots_seen,
+            (std::vector<std::string>{"boot-mem0:1", "boot-mem0:2", "boot-mem0:3"}));
+  EXPECT_TRUE(check_expectations(sc->expect, run).empty());
+}
+
 }  // namespace
 }  // namespace rcxl::scenarios
