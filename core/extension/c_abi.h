@@ -85,7 +85,8 @@ typedef struct rcxl_region_extension_api_v1 {
   int (*memory_generation)(void* self, char* out, size_t out_size);
   /* Optional. */
   int (*connection_closed)(void* self, uint64_t conn, char* error, size_t error_size);
-  /* Optional: a JSON array of action names; NULL hook = read_hint, read_hint_end. */
+  /* Optional: a JSON array of action names; NULL hook = read_hint, read_hint_end.
+   * Anything else (not an array of strings, or NULL returned) fails the load. */
   const char* (*hint_actions)(void* self);
   /* Optional: required when hint_actions lists write_wait. */
   void (*write_wait)(void* self, const rcxl_write_wait* wait, rcxl_write_wait_done done,

@@ -1,7 +1,10 @@
 #include "core/extension/c_abi_extension.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+
+#include "core/runtime/printable.h"
 
 namespace rcxl::ext {
 namespace {
@@ -31,19 +34,9 @@ std::vector<rcxl_range> to_c(const std::vector<Range>& ranges) {
 
 class CAbiExtension final : public RegionExtension {
  public:
-  CAbiExtension(const rcxl_region_extension_api_v1* api, void* self) : api_(api), self_(self) {
-    actions_ = default_hint_actions();
-    if (api_->hint_actions) {
-      const char* text = api_->hint_actions(self_);
-      Json parsed = Json::parse(text ? text : "", nullptr, false);
-      if (parsed.is_array()) {
-        actions_.clear();
-        for (const Json& a : parsed) {
-          if (a.is_string()) actions_.push_back(a.get<std::string>());
-        }
-      }
-    }
-  }
+  CAbiExtension(const rcxl_region_extension_api_v1* api, void* self,
+                std::vector<std::string> actions)
+      : api_(api), self_(self), actions_(std::move(actions)) {}
   ~CAbiExtension() override { api_->destroy(self_); }
 
   std::string name() const override { return api_->name ? api_->name : "c-abi"; }
@@ -95,7 +88,6 @@ class CAbiExtension final : public RegionExtension {
   }
   std::vector<std::string> hint_actions() const override { return actions_; }
   void write_wait(const WriteWait& wait, WriteWaitDone done) override {
-    if (!api_->write_wait) return done(Json(nullptr));
     // Owned by the plugin until it calls back, exactly once; the wait it was
     // given stays valid until then (c_abi.h), as a plugin that answers later
     // reads it then.
@@ -133,6 +125,36 @@ class CAbiExtension final : public RegionExtension {
   std::vector<std::string> actions_;
 };
 
+// The actions the plugin takes (c_abi.h): what hint_actions lists, else the
+// defaults. A list that is not a JSON array of names, or that names write_wait
+// without its hook, is a plugin that cannot load (SPEC R2.1), not a default.
+Result<std::vector<std::string>> plugin_actions(const rcxl_region_extension_api_v1* api,
+                                                void* self) {
+  if (!api->hint_actions) return default_hint_actions();
+  const char* text = api->hint_actions(self);
+  const Json parsed = Json::parse(text ? text : "", nullptr, false);
+  std::vector<std::string> actions;
+  if (parsed.is_array()) {
+    for (const Json& a : parsed) {
+      if (!a.is_string()) break;
+      actions.push_back(a.get<std::string>());
+    }
+  }
+  if (!parsed.is_array() || actions.size() != parsed.size()) {
+    return Error(ErrorCode::kExtensionFailed,
+                 "plugin hint_actions returned " +
+                     (text ? "'" + runtime::printable(text, 200) + "'" : std::string("NULL")) +
+                     ", not a JSON array of action names (e.g. [\"read_hint\", "
+                     "\"read_hint_end\"])");
+  }
+  if (!api->write_wait &&
+      std::find(actions.begin(), actions.end(), "write_wait") != actions.end()) {
+    return Error(ErrorCode::kExtensionFailed,
+                 "plugin lists write_wait in hint_actions but has no write_wait hook");
+  }
+  return actions;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RegionExtension>> wrap_c_extension(const rcxl_region_extension_api_v1* api,
@@ -154,7 +176,13 @@ Result<std::unique_ptr<RegionExtension>> wrap_c_extension(const rcxl_region_exte
   const std::string config_text = config.dump();
   void* self = api->create(config_text.c_str(), error.data(), error.size());
   if (!self) return failed("plugin create", error);
-  return std::unique_ptr<RegionExtension>(std::make_unique<CAbiExtension>(api, self));
+  auto actions = plugin_actions(api, self);
+  if (!actions.ok()) {
+    api->destroy(self);
+    return actions.status();
+  }
+  return std::unique_ptr<RegionExtension>(
+      std::make_unique<CAbiExtension>(api, self, std::move(actions).value()));
 }
 
 }  // namespace rcxl::ext

@@ -128,6 +128,46 @@ TEST(CAbiExtension, R2_1_TablesWithAWrongVersionOrMissingHooksAreRefused) {
   EXPECT_FALSE(wrap_c_extension(nullptr, Json::object()).ok());
 }
 
+// c_abi.h: write_wait is required when hint_actions lists it, and the list is
+// a JSON array of names. Before, such a plugin loaded: every write_wait was
+// answered null without reaching the device, and a malformed list quietly
+// became the defaults (SPEC R2.1: a plugin that cannot load is refused).
+int destroyed_plugins = 0;
+TEST(CAbiExtension, R2_1_AListedWriteWaitWithoutItsHookOrAMalformedListIsRefused) {
+  rcxl_region_extension_api_v1 table{};
+  table.abi_version = RCXL_REGION_EXTENSION_ABI_VERSION;
+  table.struct_size = sizeof table;
+  table.create = [](const char*, char*, size_t) -> void* { return &destroyed_plugins; };
+  table.destroy = [](void*) { ++destroyed_plugins; };
+  table.validate_access = [](void*, const rcxl_region_info*, char*, size_t) { return 0; };
+  table.mapped = [](void*, const rcxl_region_info*, int, char*, size_t) { return 0; };
+  table.retire = [](void*, const rcxl_region_info*) { return 1; };
+  table.hint = [](void*, const rcxl_hint*, char*, size_t) { return 0; };
+  table.close = [](void*) {};
+  table.hint_actions = [](void*) { return R"(["read_hint", "write_wait"])"; };
+  auto no_hook = wrap_c_extension(&table, Json::object());
+  ASSERT_FALSE(no_hook.ok());
+  EXPECT_EQ(no_hook.status().code(), ErrorCode::kExtensionFailed);
+  EXPECT_NE(no_hook.status().message().find("no write_wait hook"), std::string::npos)
+      << no_hook.status().ToString();
+  EXPECT_EQ(destroyed_plugins, 1);  // what create made is destroyed
+  for (auto list :
+       {+[](void*) { return R"({"read_hint": 1})"; }, +[](void*) { return R"(["read_hint", 7])"; },
+        +[](void*) { return "[oops"; }, +[](void*) -> const char* { return nullptr; }}) {
+    table.hint_actions = list;
+    auto malformed = wrap_c_extension(&table, Json::object());
+    ASSERT_FALSE(malformed.ok());
+    EXPECT_NE(malformed.status().message().find("not a JSON array of action names"),
+              std::string::npos)
+        << malformed.status().ToString();
+  }
+  EXPECT_EQ(destroyed_plugins, 5);
+  table.hint_actions = [](void*) { return R"(["read_hint", "read_promote"])"; };
+  auto fine = wrap_c_extension(&table, Json::object());
+  ASSERT_TRUE(fine.ok()) << fine.status().ToString();
+  EXPECT_EQ((*fine)->hint_actions(), (std::vector<std::string>{"read_hint", "read_promote"}));
+}
+
 // A plugin's write_wait that answers later, from what `wait` says then.
 struct LaterWait {
   const rcxl_write_wait* wait = nullptr;
