@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -68,6 +69,13 @@ Result<sockaddr_storage> parse_endpoint(const std::string& text, std::uint16_t d
   } else if (colon != std::string::npos && text.find(':') == colon) {
     host = text.substr(0, colon);
     port = text.substr(colon + 1);
+  }
+  // getaddrinfo takes a numeric service past 65535 modulo 2^16 (70000 is 4464).
+  unsigned port_value = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), port_value);
+  if (ec != std::errc() || end != port.data() + port.size() || port_value > 65535) {
+    return Error(ErrorCode::kBadRequest,
+                 "bad RDMA endpoint '" + text + "': the port must be a whole number 0..65535");
   }
   addrinfo hints{};
   hints.ai_flags = AI_NUMERICSERV | (numeric_only ? AI_NUMERICHOST : 0);

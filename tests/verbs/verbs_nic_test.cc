@@ -281,6 +281,25 @@ TEST_F(VerbsNicTest, R1_6_HostAloneConnectsToTheDefaultPort) {
   EXPECT_EQ(in, remote);
 }
 
+// getaddrinfo takes a port past 65535 modulo 2^16: "IP:70000" went to 4464.
+// It is refused, as every HOST:PORT of the project is (review, session 25).
+TEST_F(VerbsNicTest, R1_6_APortPast65535IsRefusedNotWrapped) {
+  const std::string endpoint = memory_nic_->endpoint();
+  const std::string host = endpoint.substr(0, endpoint.rfind(':'));
+  for (const std::string port : {"70000", "65536", "-1", "7x"}) {
+    auto qp = connect(host + ":" + port);
+    ASSERT_FALSE(qp.ok()) << port;
+    EXPECT_EQ(qp.status().code(), ErrorCode::kBadRequest) << port << ": " << qp.status().ToString();
+  }
+  VerbsNicOptions options;
+  options.device = device_;
+  options.listen_address = host + ":70000";
+  auto listening = VerbsNic::open(options);
+  ASSERT_FALSE(listening.ok());
+  EXPECT_NE(listening.status().message().find("0..65535"), std::string::npos)
+      << listening.status().ToString();
+}
+
 // A queue pair may outlive its NIC: its posts then fail instead of hanging.
 TEST_F(VerbsNicTest, R1_6_PostAfterTheNicIsGoneFails) {
   auto reg = memory_nic_->register_memory(*pool_, 0, 4096, kReadWrite);
