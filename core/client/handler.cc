@@ -101,7 +101,7 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
                                                               const std::string& from,
                                                               const std::string& to) {
     gate->post([this, alive, agent, from, to] {
-      if (!alive.expired()) regions_->observe_boot_if(agent, from, to);
+      if (!alive.expired()) regions_->observe_peer_boot(agent, from, to);
     });
   });
 }

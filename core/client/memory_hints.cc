@@ -322,13 +322,21 @@ void MemoryHints::with_peer(const std::string& agent, std::function<void(Peer*)>
          .client_name = config_.client_name + "/hints",
          .reply_timeout = config_.reply_timeout});
     std::weak_ptr<bool> alive = alive_;
+    peer.conn->set_on_connecting([this, alive, agent] {
+      if (!alive.expired()) peers_[agent].boot_at_connect = peers_[agent].hello.boot;
+    });
     peer.conn->set_on_hello([this, alive, agent](const Json& reply) {
       if (alive.expired()) return;
       Peer& p = peers_[agent];
       const std::string before = p.hello.boot;
-      p.hello = parse_agent_hello(reply);
+      AgentHello heard = parse_agent_hello(reply);
+      // R6.4: news that came while the hello was out may be newer than it
+      // (as in MemoryWaits); that belief stays and the hello's boot is not told.
+      const bool moved = before != p.boot_at_connect;
+      if (moved) heard.boot = before;
+      p.hello = std::move(heard);
       if (!before.empty() && before != p.hello.boot) p.past_boots.insert(before);
-      if (boot_observer_) boot_observer_(agent, before, p.hello.boot);
+      if (!moved && boot_observer_) boot_observer_(agent, before, p.hello.boot);
     });
     it = peers_.emplace(agent, std::move(peer)).first;
   }

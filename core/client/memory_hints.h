@@ -99,6 +99,7 @@ class MemoryHints {
   struct Peer {
     std::shared_ptr<directory::RpcConnection> conn;
     AgentHello hello;
+    std::string boot_at_connect;            // hello.boot as the current connect started
     std::set<std::string> past_boots;       // left behind: their locations are advice about nothing
     runtime::Instant unreachable_until{0};  // hints skip it until then
     bool failed_before = false;             // its last connect failed: probe, do not wait

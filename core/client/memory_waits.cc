@@ -28,11 +28,22 @@ MemoryWaits::Peer& MemoryWaits::peer(const std::string& agent) {
        .client_name = config_.client_name + "/waits",
        .reply_timeout = config_.reply_timeout});
   std::weak_ptr<bool> alive = alive_;
+  p.conn->set_on_connecting([this, alive, agent] {
+    if (!alive.expired()) peers_[agent].boot_at_connect = peers_[agent].hello.boot;
+  });
   p.conn->set_on_hello([this, alive, agent](const Json& reply) {
     if (alive.expired()) return;
-    const std::string before = peers_[agent].hello.boot;
-    peers_[agent].hello = parse_agent_hello(reply);
-    if (boot_observer_) boot_observer_(agent, before, peers_[agent].hello.boot);
+    Peer& q = peers_[agent];
+    const std::string before = q.hello.boot;
+    AgentHello heard = parse_agent_hello(reply);
+    // R6.4: boot news that came while the hello was out (a map reply, two
+    // resets in one round trip) may be newer than the hello's; that belief
+    // stays, and nobody hears of the hello's boot (a wait refused under it
+    // brings the agent's boot, if newer).
+    const bool moved = before != q.boot_at_connect;
+    if (moved) heard.boot = before;
+    q.hello = std::move(heard);
+    if (!moved && boot_observer_) boot_observer_(agent, before, q.hello.boot);
   });
   return p;
 }

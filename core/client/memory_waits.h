@@ -77,6 +77,7 @@ class MemoryWaits {
   struct Peer {
     std::shared_ptr<directory::RpcConnection> conn;
     AgentHello hello;
+    std::string boot_at_connect;  // hello.boot as the current connect started
     runtime::Instant unreachable_until{0};
   };
   Peer& peer(const std::string& agent);

@@ -115,7 +115,7 @@ class RegionMapClient {
   // observe_boot(agent, to) if this client still believes `from` (or either is
   // unknown): news posted over from another strand must not take a boot back.
   void observe_boot_if(const std::string& agent, const std::string& from, const std::string& to);
-  // Boot news from another connection to the agent (the waits connection):
+  // Boot news from another connection to the agent (the waits or hint connection):
   // `from` is what that connection believed before ("" before its first
   // hello). Taken only if it follows this client's belief; a first hello only
   // when this client believes no boot yet (it may be older than a map reply).

@@ -48,6 +48,7 @@ void RpcConnection::call(Json request, ReplyHandler done, runtime::Duration extr
 
 void RpcConnection::start_connect() {
   state_ = State::kConnecting;
+  if (on_connecting_) on_connecting_();
   greeted_ = false;
   const std::uint64_t generation = ++generation_;
   std::weak_ptr<RpcConnection> weak = weak_from_this();

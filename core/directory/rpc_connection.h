@@ -43,6 +43,9 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
 
   // Called with every successful hello reply (a reconnect brings a new one).
   void set_on_hello(HelloHandler handler) { on_hello_ = std::move(handler); }
+  // Called as each connect starts: what the owner knew then is what its hello
+  // reply can be compared with (news that came meanwhile may be newer).
+  void set_on_connecting(std::function<void()> handler) { on_connecting_ = std::move(handler); }
   // Connects and says hello if not yet; `done` once ready or failed.
   void ensure_ready(ReadyHandler done);
   // Sends `request` (its id is set here) once ready. The reply must come
@@ -114,6 +117,7 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
   Json hello_reply_;
   std::string challenge_;
   HelloHandler on_hello_;
+  std::function<void()> on_connecting_;
   std::vector<ReadyHandler> waiters_;
   std::vector<Queued> queued_;
   std::map<std::uint64_t, Pending> pending_;

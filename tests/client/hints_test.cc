@@ -5,6 +5,7 @@
 #include "core/client/agent_hello.h"
 #include "core/client/memory_hints.h"
 #include "tests/client/client_rig.h"
+#include "tests/client/silent_agent.h"
 
 namespace rcxl::client::testing {
 
@@ -48,6 +49,35 @@ TEST(AgentHello, R1_4_ActionsKeptOnlyFromAWellFormedVersion1Extension) {
                    Json{{"region_extension", {"read_hint"}}}}) {
     EXPECT_TRUE(parse_agent_hello(bad).actions.empty()) << bad.dump();
   }
+}
+
+// R6.4 through the hint connection: its hello, answered under b:2, comes
+// after the client learnt b:3 from a map reply (two resets in one round
+// trip). Before, the hint connection told b:2 as news that follows "" (its
+// first hello) and the client took it: every live region freed, b:3 retired
+// at the directory. Now a first hello is not taken over a belief, and a hello
+// overtaken by news its own connection got keeps that news (review, session 25).
+TEST(MemoryHints, R6_4_AHelloOvertakenByNewerBootNewsDoesNotTurnTheBootBack) {
+  ClientRig rig;
+  SilentAgent slow{rig, Json::array({"write_hint"}), "b:2", 50ms};
+  const std::string agent = "silent:7000";
+  Handler& h = rig.handler(hinting(rig));
+  h.regions().observe_boot(agent, "b:1");
+  RangesByAgent ranges;
+  ranges[agent].add({1, 0, 4096}, "h");
+  h.hints().write_hint("t1", ranges);
+  rig.world.run_for(1ms);                  // the hint connection's hello is out
+  h.regions().observe_boot(agent, "b:3");  // a map reply's news
+  const auto changes = h.regions().boot_changes();
+  h.hints().observe_boot(agent, "", "b:3");  // as if it had said hello already
+  rig.world.run_for(200ms);
+  EXPECT_EQ(h.regions().boot_changes(), changes);
+  // The hint connection kept b:3 too: its next hint goes under it.
+  h.hints().write_hint("t2", ranges);
+  rig.world.run_for(10ms);
+  ASSERT_FALSE(slow.received.empty());
+  EXPECT_EQ(slow.received.back().value("token", ""), "t2") << slow.received.back().dump();
+  EXPECT_EQ(slow.received.back().value("epoch", ""), "b:3");
 }
 
 TEST(MemoryHints, R3_4_ProbesTheDirectoryAndHintsOnlyAdvertisingAgents) {

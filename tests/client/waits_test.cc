@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "core/client/memory_waits.h"
-#include "core/protocol/framed_conn.h"
 #include "tests/client/client_rig.h"
+#include "tests/client/silent_agent.h"
 
 namespace rcxl::client::testing {
 namespace {
@@ -220,36 +220,6 @@ TEST(Handler, R4_6_WaitsUseAConnectionOfTheirOwn) {
   EXPECT_FALSE(a.agent->holds(hint_conn, region));
 }
 
-// An agent that says hello, advertises `actions` and then never answers.
-struct SilentAgent {
-  SilentAgent(ClientRig& rig, Json actions = Json::array({"write_wait"}))
-      : node(rig.world.add_node("silent")), strand(node.make_strand("s")) {
-    auto l = node.transport().listen({"silent", 7000}, *strand, [this, actions](auto raw) {
-      auto conn = protocol::FramedConn::Make(std::move(raw));
-      conns.push_back(conn);
-      // A weak capture: the handler lives in the conn (a shared_ptr would leak both).
-      conn->start(
-          *strand,
-          [weak = std::weak_ptr<protocol::FramedConn>(conn), actions](Json m) {
-            auto conn = weak.lock();
-            if (!conn || m.value("op", "") != "hello") return;  // silence
-            conn->send({{"id", m["id"]},
-                        {"ok", true},
-                        {"boot", "b"},
-                        {"conn", 1},
-                        {"region_extension", {{"version", 1}, {"actions", actions}}}});
-          },
-          [](const Status&) {});
-      conn->send({{"op", "greeting"}, {"version", 1}, {"challenge", std::string(64, 'a')}});
-    });
-    listener = std::move(l).value();
-  }
-  sim::SimNode& node;
-  std::unique_ptr<runtime::Strand> strand;
-  std::unique_ptr<runtime::Listener> listener;
-  std::vector<std::shared_ptr<protocol::FramedConn>> conns;
-};
-
 // MemoryWaits (reply timeout 1 s) whose plan took the SilentAgent; wait()
 // asks it for one page within `budget` and says who was not asked.
 struct PlannedSilentWaits {
@@ -302,6 +272,45 @@ TEST(MemoryWaits, R4_3_AnAgentThatDoesNotAnswerCostsTheReplyTimeoutOnTopOnce) {
 // SPEC R4.3: a wait's budget bounds the store. An agent whose connection
 // dropped after the plan is not asked: the wait would queue behind a
 // reconnect (here 5 s into a partition) that no budget counts.
+// R6.4: a hello answered under boot b:2 whose reply comes after the client
+// learnt b:3 elsewhere (the agent reset twice within one round trip, and a map
+// reply overtook the hello) is older news: the waits connection keeps b:3 and
+// tells nobody of b:2. Before, it reported b:3 -> b:2, which the map client
+// took (b:2 was never in its past boots): every live region freed, the live
+// boot retired at the directory (review, session 25).
+TEST(MemoryWaits, R6_4_AHelloOvertakenByNewerBootNewsDoesNotTurnTheBootBack) {
+  ClientRig rig;
+  SilentAgent slow{rig, Json::array({"write_wait"}), "b:2", 50ms};
+  Config config = rig.config();
+  config.reply_timeout = 1s;
+  auto strand = rig.gpu.make_strand("store");
+  MemoryWaits waits{rig.gpu, *strand, config};
+  std::vector<std::pair<std::string, std::string>> told;
+  waits.set_boot_observer([&](const std::string&, const std::string& from, const std::string& to) {
+    told.emplace_back(from, to);
+  });
+  std::optional<std::set<std::string>> takes;
+  strand->post([&] {
+    waits.plan({"silent:7000"}, rig.world.loop().now() + 1h, [&](auto t) { takes = t; });
+  });
+  rig.world.run_for(1ms);  // the hello is out
+  ASSERT_FALSE(takes.has_value());
+  strand->post([&] { waits.observe_boot("silent:7000", "b:3"); });
+  EXPECT_EQ(rig.wait(takes).count("silent:7000"), 1u);
+  EXPECT_TRUE(told.empty()) << told.front().first << " -> " << told.front().second;
+  // Its next wait goes under b:3.
+  RangesByAgent ranges;
+  ranges["silent:7000"].add({1, 0, 4096}, "h");
+  std::optional<std::set<std::string>> not_asked;
+  strand->post([&] {
+    waits.wait("tok", ranges, rig.world.loop().now() + 50ms, [&](auto n) { not_asked = n; });
+  });
+  rig.wait(not_asked);
+  ASSERT_FALSE(slow.received.empty());
+  EXPECT_EQ(slow.received.back().value("action", ""), "write_wait");
+  EXPECT_EQ(slow.received.back().value("epoch", ""), "b:3");
+}
+
 TEST(MemoryWaits, R4_3_AnAgentWhoseConnectionDroppedSinceThePlanIsNotAsked) {
   PlannedSilentWaits w;
   ASSERT_EQ(w.plan().count("silent:7000"), 1u);
