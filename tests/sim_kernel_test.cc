@@ -13,6 +13,7 @@
 #include "backends/sim/trace.h"
 #include "core/protocol/echo_service.h"
 #include "core/protocol/frame_codec.h"
+#include "core/runtime/random.h"
 
 namespace rcxl::sim {
 namespace {
@@ -153,6 +154,14 @@ TEST(SimKernel, RandomStreamsAreForkedBySeedAndName) {
   EXPECT_NE(a.random("x")->next_u64(), a.random("y")->next_u64());
   EXPECT_NE(a.random("x")->next_u64(), c.random("x")->next_u64());
   EXPECT_EQ(a.random("x")->next_hex(128).size(), 32u);
+}
+
+// The same seed gives the same streams on every host: a stream's seed is the
+// first 8 bytes of SHA-256(seed as 8 little-endian bytes || name), read
+// little-endian (values from Python's hashlib), not in the host's byte order.
+TEST(SimKernel, R8_AStreamSeedIsTheSameOnEveryHost) {
+  EXPECT_EQ(runtime::DeterministicRandom::fork_seed(1, "x"), 6578891248438090745ull);
+  EXPECT_EQ(runtime::DeterministicRandom::fork_seed(~0ull, "workload"), 7218833131918214431ull);
 }
 
 // A node's second user of a stream name (a restarted agent) draws its own
@@ -414,6 +423,37 @@ TEST(SimKernel, ExtraDelayFaultDelaysFrames) {
   p.client->send("x");
   ASSERT_TRUE(p.world.run_until([&] { return !p.server_got.empty(); }).ok());
   EXPECT_GE(p.world.loop().now() - t0, 3ms);
+}
+
+// A delay fault holds every packet of the path, not only data (review,
+// session 25): an abort sent after "x" reached the peer first and "x" was
+// dropped; a close and a connect took the bare latency.
+TEST(SimKernel, ExtraDelayFaultDelaysAnAbortBehindTheDataSentBeforeIt) {
+  Pair p;
+  p.world.network().set_extra_delay("a", 10ms);
+  p.client->send("x");
+  p.world.run_for(1ms);  // "x" is on the wire, due at ~10 ms
+  p.client->abort();
+  ASSERT_TRUE(p.world.run_until([&] { return p.server_closed.has_value(); }).ok());
+  EXPECT_EQ(p.server_got, "x");
+  EXPECT_GE(p.world.loop().now(), runtime::Instant(11ms));
+}
+
+TEST(SimKernel, ExtraDelayFaultDelaysCloseAndConnect) {
+  Pair p;
+  p.world.network().set_extra_delay("b", 10ms);
+  const auto t0 = p.world.loop().now();
+  p.client->close();
+  ASSERT_TRUE(p.world.run_until([&] { return p.server_closed.has_value(); }).ok());
+  EXPECT_GE(p.world.loop().now() - t0, 10ms);
+  const auto t1 = p.world.loop().now();
+  bool connected = false;
+  p.a.transport().connect({"b", 1}, *p.sa, [&](Result<std::shared_ptr<runtime::Conn>> c) {
+    connected = c.ok();
+    if (c.ok()) c.value()->abort();
+  });
+  ASSERT_TRUE(p.world.run_until([&] { return connected; }).ok());
+  EXPECT_GE(p.world.loop().now() - t1, 20ms);  // SYN and SYN-ACK, each delayed
 }
 
 // Bad frames through the real framing code on the simulated network.

@@ -76,8 +76,10 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
     closing_ = true;
     auto& loop = net_.world().loop();
     const LinkParams link = net_.link(local_.host, peer_.host);
-    // The FIN follows the data already sent.
-    const Instant fin = std::max(std::max(loop.now(), tx_free_at_) + link.latency, last_arrival_);
+    // The FIN follows the data already sent, over the same (maybe delayed) path.
+    const Instant fin = std::max(std::max(loop.now(), tx_free_at_) + link.latency +
+                                     net_.extra_delay(local_.host) + net_.extra_delay(peer_.host),
+                                 last_arrival_);
     if (auto other = other_.lock()) {
       const std::uint64_t epoch = other->epoch_;
       loop.schedule_at(fin, [other, epoch] {
@@ -95,7 +97,11 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
     if (auto other = other_.lock()) {
       const LinkParams link = net_.link(local_.host, peer_.host);
       const std::uint64_t epoch = other->epoch_;
-      net_.world().loop().schedule_after(link.latency, [other, epoch] {
+      // A delay fault holds the reset as it holds data: it never overtakes
+      // bytes already on the wire.
+      const Duration after =
+          link.latency + net_.extra_delay(local_.host) + net_.extra_delay(peer_.host);
+      net_.world().loop().schedule_after(after, [other, epoch] {
         if (other->epoch_ == epoch) {
           other->remote_ended(Error(ErrorCode::kClosed, "peer aborted"), /*graceful=*/false);
         }
@@ -362,31 +368,35 @@ void SimNetwork::connect(const std::string& node, const Address& address, runtim
     return;
   }
   const Address local{node, ephemeral_port(node)};
-  world_.loop().schedule_after(params.latency, [this, target, local, params, &sim_strand, alive,
-                                                on_connected = std::move(on_connected),
-                                                fail]() mutable {
-    auto it = listeners_.find(target.ToString());
-    if (it == listeners_.end() || partitioned(local.host) || partitioned(target.host)) {
-      fail(params.latency, "connection refused by " + target.ToString(), std::move(on_connected));
-      return;
-    }
-    const std::uint64_t id = next_conn_id_++;
-    auto client = std::make_shared<SimConn>(*this, id, id * 2, local, target);
-    auto server = std::make_shared<SimConn>(*this, id, id * 2 + 1, target, local);
-    client->pair_with(server);
-    server->pair_with(client);
-    conns_[id * 2] = client;
-    conns_[id * 2 + 1] = server;
-    world_.trace().record(
-        world_.loop().now().count(),
-        "net " + std::to_string(id) + " open " + local.ToString() + "->" + target.ToString());
-    it->second->accept(server);
-    world_.loop().schedule_after(params.latency, [client, &sim_strand, alive, on_connected] {
-      if (!*alive) return client->abort();
-      sim_strand.run_inline(
-          [client, on_connected] { on_connected(std::shared_ptr<runtime::Conn>(client)); });
-    });
-  });
+  // Each leg of the handshake takes the one-way latency and any delay fault.
+  auto one_way = [this, node, target_host, latency = params.latency] {
+    return latency + extra_delay(node) + extra_delay(target_host);
+  };
+  world_.loop().schedule_after(
+      one_way(), [this, target, local, &sim_strand, alive, on_connected = std::move(on_connected),
+                  fail, one_way]() mutable {
+        auto it = listeners_.find(target.ToString());
+        if (it == listeners_.end() || partitioned(local.host) || partitioned(target.host)) {
+          fail(one_way(), "connection refused by " + target.ToString(), std::move(on_connected));
+          return;
+        }
+        const std::uint64_t id = next_conn_id_++;
+        auto client = std::make_shared<SimConn>(*this, id, id * 2, local, target);
+        auto server = std::make_shared<SimConn>(*this, id, id * 2 + 1, target, local);
+        client->pair_with(server);
+        server->pair_with(client);
+        conns_[id * 2] = client;
+        conns_[id * 2 + 1] = server;
+        world_.trace().record(
+            world_.loop().now().count(),
+            "net " + std::to_string(id) + " open " + local.ToString() + "->" + target.ToString());
+        it->second->accept(server);
+        world_.loop().schedule_after(one_way(), [client, &sim_strand, alive, on_connected] {
+          if (!*alive) return client->abort();
+          sim_strand.run_inline(
+              [client, on_connected] { on_connected(std::shared_ptr<runtime::Conn>(client)); });
+        });
+      });
 }
 
 }  // namespace rcxl::sim
