@@ -703,5 +703,17 @@ TEST(PortTimeline, BooksTheFirstGapThatFitsAndJoinsNeighbours) {
   EXPECT_EQ(rx.first_fit(at(205), 1us), at(205));
 }
 
+// A transfer of no bytes (a zero-length op) books nothing: an empty interval
+// [10, 10) kept on the port pushed a later transfer spanning 10 past it
+// (review, session 25).
+TEST(PortTimeline, AZeroLengthBookingKeepsThePortFree) {
+  using runtime::Instant;
+  auto at = [](int ns) { return Instant(std::chrono::nanoseconds(ns)); };
+  PortTimeline port;
+  port.book(at(10), 0ns, at(0));
+  EXPECT_EQ(port.intervals(), 0u);
+  EXPECT_EQ(port.first_fit(at(5), 10ns), at(5));
+}
+
 }  // namespace
 }  // namespace rcxl::sim

@@ -32,6 +32,8 @@ class PortTimeline {
   // ended before `now` (nothing is booked before now).
   void book(runtime::Instant start, runtime::Duration length, runtime::Instant now) {
     while (!busy_.empty() && busy_.begin()->second <= now) busy_.erase(busy_.begin());
+    // Nothing to book: an empty [t, t) kept would push later transfers past t.
+    if (length <= runtime::Duration(0)) return;
     runtime::Instant end = start + length;
     auto next = busy_.find(end);
     if (next != busy_.end()) {  // joins the interval right after it
