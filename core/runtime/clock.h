@@ -27,8 +27,10 @@ inline double to_seconds(Duration d) {
 inline double to_millis(Duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
+// Rounded to the nearest tick: a cast truncates, so 1.001 s was 1000999999 ns
+// and a fault "at_s": 1.001 ran before an event at exactly that time.
 inline Duration from_seconds(double s) {
-  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
+  return std::chrono::round<Duration>(std::chrono::duration<double>(s));
 }
 
 }  // namespace rcxl::runtime

@@ -43,6 +43,23 @@ TEST(ScenarioFile, FaultsAndClientParse) {
   EXPECT_EQ(sc->faults[1].duration, std::chrono::seconds(3));
 }
 
+// Times are rounded to the nanosecond, not truncated: 1.001 s was 1000999999
+// ns (a fault ran 1 ns before an event at 1.001 s), and the smallest
+// extra_ms the error names (0.000001, 1 ns) was refused as 0 (review, session 25).
+TEST(ScenarioFile, R8_TimesAreRoundedToTheNanosecond) {
+  Json j = minimal();
+  j["faults"] =
+      Json::array({{{"kind", "reset"}, {"at_s", 1.001}},
+                   {{"kind", "reset"}, {"during_load", 1}, {"after_ms", 4.1}},
+                   {{"kind", "delay"}, {"at_s", 2}, {"for_s", 1}, {"extra_ms", 0.000001}}});
+  auto sc = parse_scenario(j, "t.json");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  ASSERT_EQ(sc->faults.size(), 3u);
+  EXPECT_EQ(sc->faults[0].at, std::chrono::nanoseconds(1001000000));
+  EXPECT_EQ(sc->faults[1].after, std::chrono::nanoseconds(4100000));
+  EXPECT_EQ(sc->faults[2].extra, std::chrono::nanoseconds(1));
+}
+
 // The `agent` block takes rcxl-agent's R7 settings; what it leaves out keeps
 // the binary's defaults.
 TEST(ScenarioFile, R7_TheAgentBlockTakesTheAgentsSettings) {
