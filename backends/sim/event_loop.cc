@@ -1,6 +1,8 @@
 #include "backends/sim/event_loop.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 namespace rcxl::sim {
 
@@ -13,6 +15,12 @@ EventLoop::EventId EventLoop::schedule_at(Instant when, std::function<void()> fn
   } else {
     slot = slots_.size();
     slots_.emplace_back();
+  }
+  // Past either field's width an id would alias another event (the wrong one
+  // skipped, ties out of order): stop loudly instead.
+  if (slot >= (std::size_t{1} << (64 - kSlotShift)) || next_seq_ >= (EventId{1} << kSlotShift)) {
+    std::fputs("rcxl-sim: more than 2^24 pending or 2^40 scheduled events in one run\n", stderr);
+    std::abort();
   }
   const EventId id = (EventId{slot} << kSlotShift) | next_seq_++;
   slots_[slot].fn = std::move(fn);

@@ -66,8 +66,9 @@ std::uint64_t DeterministicRandom::fork_seed(std::uint64_t seed, std::string_vie
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int digest_len = 0;
   EVP_Digest(input.data(), input.size(), digest, &digest_len, EVP_sha256(), nullptr);
+  // The digest's first 8 bytes, little-endian whatever the host's byte order.
   std::uint64_t out = 0;
-  std::memcpy(&out, digest, sizeof out);
+  for (int i = 7; i >= 0; --i) out = (out << 8) | digest[i];
   return out;
 }
 
