@@ -229,7 +229,9 @@ void MemoryWaits::end_gate(const std::string& agent, const std::string& token) {
   // A gate that asked nothing (backoff, no read hints, no connection) has nothing to end.
   if (open_gates_.erase({agent, token}) == 0) return;
   Peer& p = peer(agent);
-  if (!p.hello.advertises("read_hint_end")) return;
+  // A connection given up since (closed, or silent past a reply timeout) closed
+  // the request at the agent (R6.6): reconnecting only to end it would not.
+  if (!p.hello.advertises("read_hint_end") || !p.conn->ready()) return;
   Json message = {{"op", "extension"},
                   {"action", "read_hint_end"},
                   {"epoch", p.hello.boot},

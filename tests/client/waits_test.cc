@@ -469,6 +469,12 @@ TEST(MemoryWaits, P3_AGateTheAgentDoesNotAnswerCostsTheReplyTimeoutOnce) {
   strand->post([&] { waits.end_gate("silent:7000", "tok2"); });
   rig.world.run_for(100ms);
   EXPECT_EQ(silent.conns.size(), connections);
+  // Nor the first gate's end: the timeout gave its connection up, and the
+  // agent closed the request with it (R6.6); a new connect only to end it was
+  // a connect and hello to a hung agent in the backoff (review, session 25).
+  strand->post([&] { waits.end_gate("silent:7000", "tok1"); });
+  rig.world.run_for(100ms);
+  EXPECT_EQ(silent.conns.size(), connections);
   rig.world.run_for(c.unreachable_backoff);
   EXPECT_GE(gate(), 1s);  // asked again after it
   EXPECT_EQ(waits.stats().gates_failed, 2u);
