@@ -11,7 +11,8 @@ Result<T> wait_for(std::future<Result<T>>& future, std::chrono::milliseconds tim
                    const char* what) {
   if (future.wait_for(timeout) != std::future_status::ready) {
     return Error(ErrorCode::kTimeout, std::string(what) + " did not finish within " +
-                                          std::to_string(timeout.count()) + " ms");
+                                          std::to_string(timeout.count()) +
+                                          " ms (--timeout-s gives it longer)");
   }
   return future.get();
 }
@@ -37,10 +38,10 @@ Result<client::LoadResult> KvClient::load(std::vector<std::string> keys,
   auto promise = std::make_shared<std::promise<Result<client::LoadResult>>>();
   auto future = promise->get_future();
   const bool hinted = !request.empty() && handler_.config().read_hints;
-  if (hinted) {
-    handler_.hint_read(request, keys);
-    handler_.promote_read(request);
-  }
+  if (hinted) handler_.hint_read(request, keys);
+  // As the worker connector does: a promote follows --promotes, which follows
+  // read hints unless given (Handler::promote_read decides).
+  if (!request.empty()) handler_.promote_read(request);
   handler_.load(
       std::move(keys),
       [promise](Result<client::LoadResult> r) { promise->set_value(std::move(r)); }, hinted);

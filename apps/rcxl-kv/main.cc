@@ -129,6 +129,12 @@ Result<rcxl::client::Config> make_config(const Flags& f, bool needs_agents) {
     return rcxl::Error(ErrorCode::kBadRequest,
                        "storing needs the pool: give --agent HOST:PORT (repeatable)");
   }
+  // Without a pool every location is outside it: each key would read as a miss.
+  if (f.only_pool_agents && c.agents.empty()) {
+    return rcxl::Error(ErrorCode::kBadRequest,
+                       "--only-pool-agents reads only from the pool: give it with --agent "
+                       "HOST:PORT (repeatable)");
+  }
   if (f.auth == "none") {
     if (!f.secret_file.empty()) {
       return rcxl::Error(ErrorCode::kBadRequest, "give --auth none or --secret-file, not both");

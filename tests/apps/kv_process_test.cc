@@ -141,6 +141,17 @@ TEST(KvProcess, R1_2_ABadFlagValueExitsOneSayingWhatIsWanted) {
   }
 }
 
+// --only-pool-agents with no --agent: every stored key read as a miss (exit
+// 3) and nothing said why; refused before the NIC opens (review, session 25).
+TEST(KvProcess, R1_2_OnlyPoolAgentsWithoutAPoolIsRefused) {
+  ProcessRun r = run_kv(
+      "--directory 127.0.0.1:1 --nic verbs:no_such_dev0 --auth none "
+      "--only-pool-agents load k --out /tmp");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--only-pool-agents reads only from the pool")) << r.output;
+  EXPECT_FALSE(contains(r.output, "no_such_dev0")) << r.output;  // before the NIC
+}
+
 // SPEC R3.4: read hints are on unless --no-read-hints; --help must not suggest otherwise.
 TEST(KvProcess, R3_4_HelpSaysReadHintsAreOnByDefault) {
   ProcessRun r = run_kv("--help");
