@@ -27,4 +27,11 @@ AgentHello parse_agent_hello(const nlohmann::json& reply) {
   return hello;
 }
 
+bool take_hello(AgentHello& held, AgentHello heard, const std::string& boot_at_connect) {
+  const bool moved = held.boot != boot_at_connect;
+  if (moved) heard.boot = held.boot;
+  held = std::move(heard);
+  return !moved;
+}
+
 }  // namespace rcxl::client

@@ -23,4 +23,11 @@ struct AgentHello {
 
 AgentHello parse_agent_hello(const nlohmann::json& reply);
 
+// Takes a hello reply into `held`, the hello its connection kept. R6.4: boot
+// news that came while the hello was out (a map reply; two resets in one
+// round trip) may be newer than the hello's, so a belief that moved since the
+// connect began (`boot_at_connect`) stays. True when the hello's boot is news
+// that follows that belief, to be told to the rest of the client.
+bool take_hello(AgentHello& held, AgentHello heard, const std::string& boot_at_connect);
+
 }  // namespace rcxl::client

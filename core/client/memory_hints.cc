@@ -329,14 +329,9 @@ void MemoryHints::with_peer(const std::string& agent, std::function<void(Peer*)>
       if (alive.expired()) return;
       Peer& p = peers_[agent];
       const std::string before = p.hello.boot;
-      AgentHello heard = parse_agent_hello(reply);
-      // R6.4: news that came while the hello was out may be newer than it
-      // (as in MemoryWaits); that belief stays and the hello's boot is not told.
-      const bool moved = before != p.boot_at_connect;
-      if (moved) heard.boot = before;
-      p.hello = std::move(heard);
+      const bool news = take_hello(p.hello, parse_agent_hello(reply), p.boot_at_connect);
       if (!before.empty() && before != p.hello.boot) p.past_boots.insert(before);
-      if (!moved && boot_observer_) boot_observer_(agent, before, p.hello.boot);
+      if (news && boot_observer_) boot_observer_(agent, before, p.hello.boot);
     });
     it = peers_.emplace(agent, std::move(peer)).first;
   }

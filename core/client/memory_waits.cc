@@ -35,15 +35,10 @@ MemoryWaits::Peer& MemoryWaits::peer(const std::string& agent) {
     if (alive.expired()) return;
     Peer& q = peers_[agent];
     const std::string before = q.hello.boot;
-    AgentHello heard = parse_agent_hello(reply);
-    // R6.4: boot news that came while the hello was out (a map reply, two
-    // resets in one round trip) may be newer than the hello's; that belief
-    // stays, and nobody hears of the hello's boot (a wait refused under it
-    // brings the agent's boot, if newer).
-    const bool moved = before != q.boot_at_connect;
-    if (moved) heard.boot = before;
-    q.hello = std::move(heard);
-    if (!moved && boot_observer_) boot_observer_(agent, before, q.hello.boot);
+    // A hello overtaken by newer news is not told (a wait refused under the
+    // kept boot brings the agent's, if newer).
+    const bool news = take_hello(q.hello, parse_agent_hello(reply), q.boot_at_connect);
+    if (news && boot_observer_) boot_observer_(agent, before, q.hello.boot);
   });
   return p;
 }

@@ -80,6 +80,21 @@ TEST(MemoryHints, R6_4_AHelloOvertakenByNewerBootNewsDoesNotTurnTheBootBack) {
   EXPECT_EQ(slow.received.back().value("epoch", ""), "b:3");
 }
 
+// The rule both side connections apply to a hello (R6.4).
+TEST(AgentHello, R6_4_AHelloKeepsABeliefThatMovedSinceItsConnectBegan) {
+  AgentHello held;
+  held.boot = "b:1";
+  AgentHello heard;
+  heard.boot = "b:2";
+  heard.actions = {"read_hint"};
+  EXPECT_TRUE(take_hello(held, heard, "b:1"));  // follows: news to tell
+  EXPECT_EQ(held.boot, "b:2");
+  held.boot = "b:3";  // a map reply's news came while the next hello was out
+  EXPECT_FALSE(take_hello(held, heard, "b:2"));
+  EXPECT_EQ(held.boot, "b:3");
+  EXPECT_TRUE(held.advertises("read_hint"));  // the rest of the hello is taken
+}
+
 TEST(MemoryHints, R3_4_ProbesTheDirectoryAndHintsOnlyAdvertisingAgents) {
   ClientRig rig;
   auto& takes = rig.add_memory("mem", {{"actions", kAllActions}});
