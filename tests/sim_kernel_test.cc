@@ -428,7 +428,7 @@ TEST(SimKernel, ExtraDelayFaultDelaysFrames) {
 // A delay fault holds every packet of the path, not only data (review,
 // session 25): an abort sent after "x" reached the peer first and "x" was
 // dropped; a close and a connect took the bare latency.
-TEST(SimKernel, ExtraDelayFaultDelaysAnAbortBehindTheDataSentBeforeIt) {
+TEST(SimKernel, R8_ExtraDelayFaultDelaysAnAbortBehindTheDataSentBeforeIt) {
   Pair p;
   p.world.network().set_extra_delay("a", 10ms);
   p.client->send("x");
@@ -439,7 +439,7 @@ TEST(SimKernel, ExtraDelayFaultDelaysAnAbortBehindTheDataSentBeforeIt) {
   EXPECT_GE(p.world.loop().now(), runtime::Instant(11ms));
 }
 
-TEST(SimKernel, ExtraDelayFaultDelaysCloseAndConnect) {
+TEST(SimKernel, R8_ExtraDelayFaultDelaysCloseAndConnect) {
   Pair p;
   p.world.network().set_extra_delay("b", 10ms);
   const auto t0 = p.world.loop().now();

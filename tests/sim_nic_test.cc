@@ -706,7 +706,7 @@ TEST(PortTimeline, BooksTheFirstGapThatFitsAndJoinsNeighbours) {
 // A transfer of no bytes (a zero-length op) books nothing: an empty interval
 // [10, 10) kept on the port pushed a later transfer spanning 10 past it
 // (review, session 25).
-TEST(PortTimeline, AZeroLengthBookingKeepsThePortFree) {
+TEST(PortTimeline, R8_AZeroLengthBookingKeepsThePortFree) {
   using runtime::Instant;
   auto at = [](int ns) { return Instant(std::chrono::nanoseconds(ns)); };
   PortTimeline port;
