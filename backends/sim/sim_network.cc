@@ -55,8 +55,7 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
     const LinkParams link = net_.link(local_.host, peer_.host);
     const Instant start = std::max(loop.now(), tx_free_at_);
     tx_free_at_ = start + transfer_time(bytes.size(), link.bytes_per_second);
-    Instant arrive =
-        tx_free_at_ + link.latency + net_.extra_delay(local_.host) + net_.extra_delay(peer_.host);
+    Instant arrive = tx_free_at_ + one_way(link);
     arrive = std::max(arrive, last_arrival_);  // in order, even when a delay shrinks
     last_arrival_ = arrive;
     const std::uint64_t epoch = other->epoch_;
@@ -77,9 +76,7 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
     auto& loop = net_.world().loop();
     const LinkParams link = net_.link(local_.host, peer_.host);
     // The FIN follows the data already sent, over the same (maybe delayed) path.
-    const Instant fin = std::max(std::max(loop.now(), tx_free_at_) + link.latency +
-                                     net_.extra_delay(local_.host) + net_.extra_delay(peer_.host),
-                                 last_arrival_);
+    const Instant fin = std::max(std::max(loop.now(), tx_free_at_) + one_way(link), last_arrival_);
     if (auto other = other_.lock()) {
       const std::uint64_t epoch = other->epoch_;
       loop.schedule_at(fin, [other, epoch] {
@@ -99,9 +96,7 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
       const std::uint64_t epoch = other->epoch_;
       // A delay fault holds the reset as it holds data: it never overtakes
       // bytes already on the wire.
-      const Duration after =
-          link.latency + net_.extra_delay(local_.host) + net_.extra_delay(peer_.host);
-      net_.world().loop().schedule_after(after, [other, epoch] {
+      net_.world().loop().schedule_after(one_way(link), [other, epoch] {
         if (other->epoch_ == epoch) {
           other->remote_ended(Error(ErrorCode::kClosed, "peer aborted"), /*graceful=*/false);
         }
@@ -133,6 +128,12 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
   }
 
  private:
+  // Latency plus any delay fault on either end: every packet of the path
+  // (data, FIN, RST) takes it, so none overtakes another.
+  Duration one_way(const LinkParams& link) const {
+    return link.latency + net_.extra_delay(local_.host) + net_.extra_delay(peer_.host);
+  }
+
   void deliver(std::string bytes) {
     if (ended_) return;
     if (!strand_) {

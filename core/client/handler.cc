@@ -121,21 +121,20 @@ Handler::~Handler() {
 }
 
 void Handler::on_boot_change(const std::string& agent, const std::string& old_boot,
-                             const std::string& new_boot, const std::vector<OwnRegion>& lost) {
-  std::set<std::uint64_t> gone;
-  for (const auto& r : lost) gone.insert(r.region);
+                             const std::string& new_boot, const std::vector<OwnRegion>&) {
   refused_boots_.erase(agent);  // a new boot: the directory takes its registers
+  // The regions went before this is called (`lost`, and any lost earlier on a
+  // not_found): only pages of regions still held stay in use.
+  auto gone = [&](const Page& p) { return p.agent == agent && own_region_of(p) == nullptr; };
   for (auto it = parked_pages_.begin(); it != parked_pages_.end();) {
     if (it->agent != agent) {
       ++it;
       continue;
     }
-    // Only pages of regions still held: one lost earlier (not_found) is not in `lost`.
-    if (!gone.count(it->region) && own_region_of(*it) != nullptr) free_pages_.push_back(*it);
+    if (!gone(*it)) free_pages_.push_back(*it);
     it = parked_pages_.erase(it);
   }
-  std::erase_if(free_pages_,
-                [&](const Page& p) { return p.agent == agent && gone.count(p.region) > 0; });
+  std::erase_if(free_pages_, gone);
   // SPEC R6.1: the directory drops every location stored under the old boot.
   directory_->boot_changed(agent, new_boot, old_boot);
   hints_->observe_boot(agent, old_boot, new_boot);  // its next hints go under the new boot
