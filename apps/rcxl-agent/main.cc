@@ -382,6 +382,8 @@ int main(int argc, char** argv) {
                 (unknown ? " (built in: " + built_in + ")" : std::string()));
   }
 
+  // A created or grown pool does not hold what a state file of this boot lists.
+  setup->config.pool_is_new = pool_file_undo.changed_the_file();
   auto agent = std::make_unique<rcxl::agent::Agent>(rt, **pool, **nic, std::move(extension).value(),
                                                     setup->config);
   if (Status st = agent->start(); !st.ok()) {

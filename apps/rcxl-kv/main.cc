@@ -44,6 +44,7 @@ struct Flags {
   std::optional<bool> write_hints;
   std::optional<bool> promotes;
   std::uint32_t write_wait_ms = 50;
+  bool write_wait_given = false;
   bool zero_copy = false;
   bool only_pool_agents = false;
   double timeout_s = 120;
@@ -158,6 +159,13 @@ Result<rcxl::client::Config> make_config(const Flags& f, bool needs_agents) {
       return rcxl::Error(ErrorCode::kBadRequest, f.secret_file + " holds an empty secret" +
                                                      std::string(rcxl::apps::kWriteASecret));
     }
+  }
+  // A write wait rides on a write hint (R4.3): with write hints off it would never wait.
+  if (f.write_wait_given && f.write_wait_ms > 0 && !f.write_hints.value_or(f.read_hints)) {
+    return rcxl::Error(ErrorCode::kBadRequest,
+                       "--write-wait-ms " + std::to_string(f.write_wait_ms) +
+                           " waits only with write hints on (SPEC R4.3); give --write-hints or "
+                           "drop --write-wait-ms");
   }
   auto chunk = rcxl::verbs::parse_byte_size(f.chunk_size);
   if (!chunk.ok())
@@ -322,9 +330,10 @@ int main(int argc, char** argv) {
                    [&f](bool on) { f.write_hints = on; });
   add_on_off_flags(app, "promotes", "read promotes (SPEC R4.5)", "follows read hints",
                    [&f](bool on) { f.promotes = on; });
-  app.add_option("--write-wait-ms", f.write_wait_ms, "write wait per store (SPEC R4.3; 0 = none)")
-      ->capture_default_str()
-      ->transform(rcxl::apps::WholeNumberIn(0, 10000));
+  auto* write_wait = app.add_option("--write-wait-ms", f.write_wait_ms,
+                                    "write wait per store (SPEC R4.3; 0 = none; needs write hints)")
+                         ->capture_default_str()
+                         ->transform(rcxl::apps::WholeNumberIn(0, 10000));
   app.add_flag("--zero-copy", f.zero_copy,
                "register buffers with the NIC instead of the staging copy");
   app.add_flag("--only-pool-agents", f.only_pool_agents,
@@ -387,6 +396,7 @@ int main(int argc, char** argv) {
   }
   auto level = rcxl::runtime::parse_log_level(f.log_level);
   if (!level.ok()) return fail(level.status().message());
+  f.write_wait_given = write_wait->count() > 0;
   auto config = make_config(f, store->parsed() || bench->parsed());
   if (!config.ok()) return fail(config.status().message());
   if (bench->parsed() && config->chunk_size_bytes > kMaxBenchCallBytes / f.bench.batch) {

@@ -134,17 +134,20 @@ Result<std::unique_ptr<PmemMemoryPool>> PmemMemoryPool::open_file(const std::str
                  "file pool of " + std::to_string(bytes) + " bytes is larger than a file can be");
   }
   const std::uint64_t file_bytes = (bytes + page - 1) / page * page;
-  if (static_cast<std::uint64_t>(st.st_size) < file_bytes) {
-    // Allocate blocks now: a sparse file would SIGBUS on a full disk instead of failing here.
-    if (!created) undo = PoolFileUndo::grown(path, st.st_size);
-    int rc = posix_fallocate(fd.fd, 0, static_cast<off_t>(file_bytes));
-    if (rc == EOPNOTSUPP || rc == EINVAL) {
-      rc = ftruncate(fd.fd, static_cast<off_t>(file_bytes)) == 0 ? 0 : errno;
-    }
-    if (rc != 0) {
-      return Error(rc == ENOSPC ? ErrorCode::kNoSpace : ErrorCode::kIoError,
-                   "grow " + path + " to " + format_bytes(file_bytes) + ": " + std::strerror(rc));
-    }
+  const bool grows = static_cast<std::uint64_t>(st.st_size) < file_bytes;
+  if (grows && !created) undo = PoolFileUndo::grown(path, st.st_size);
+  // Allocate blocks now, also under the holes of a file already big enough
+  // (`truncate -s`): a sparse file would SIGBUS on a full disk instead of failing here.
+  // Only then: where glibc emulates fallocate it writes every block, each start.
+  const bool sparse = static_cast<std::uint64_t>(st.st_blocks) * 512 < file_bytes;
+  int rc = grows || sparse ? posix_fallocate(fd.fd, 0, static_cast<off_t>(file_bytes)) : 0;
+  if (rc == EOPNOTSUPP || rc == EINVAL) {
+    // A file system without fallocate: only sized (never shrunk), blocks as written.
+    rc = !grows || ftruncate(fd.fd, static_cast<off_t>(file_bytes)) == 0 ? 0 : errno;
+  }
+  if (rc != 0) {
+    return Error(rc == ENOSPC ? ErrorCode::kNoSpace : ErrorCode::kIoError,
+                 "allocate " + format_bytes(file_bytes) + " of " + path + ": " + std::strerror(rc));
   }
   auto pool = map_fd(fd.fd, bytes, "file " + path);
   if (!pool.ok()) return pool;

@@ -32,6 +32,8 @@ class PoolFileUndo {
   ~PoolFileUndo() { undo(); }
 
   void keep() { path_.clear(); }
+  // Opening created or grew the file: its bytes (some of them) are new zeros.
+  bool changed_the_file() const { return !path_.empty(); }
 
  private:
   PoolFileUndo(std::string path, off_t old_size) : path_(std::move(path)), old_size_(old_size) {}

@@ -460,6 +460,10 @@ void Agent::accept(std::shared_ptr<runtime::Conn> raw) {
       pump(s);
     }
   });
+  // The greeting goes first (PROTOCOL.md: the first frame): sent after start(),
+  // a hello pipelined behind the connect could be answered before it.
+  framed->send(
+      {{"op", "greeting"}, {"version", protocol::kProtocolVersion}, {"challenge", challenge}});
   framed->start(
       *session->strand,
       [this, weak, activity = activity_](Json message) {
@@ -474,8 +478,6 @@ void Agent::accept(std::shared_ptr<runtime::Conn> raw) {
         if (!scope) return;
         if (auto s = weak.lock()) on_closed(s);
       });
-  framed->send(
-      {{"op", "greeting"}, {"version", protocol::kProtocolVersion}, {"challenge", challenge}});
   if (config_.hello_timeout > runtime::Duration::zero()) {
     session->strand->post([this, weak, activity = activity_] {
       Activity::Scope scope(activity);
@@ -1065,16 +1067,25 @@ Status Agent::load_regions() {
     }
     std::lock_guard lock(mu_);
     next_region_ = std::max(next_region_, table->next_region);
-    if (table->pool_size != pool_.size()) {
-      return Error(ErrorCode::kBadRequest, "the region table --state-file " + path +
-                                               " is for a pool of " +
-                                               std::to_string(table->pool_size) + " bytes, not " +
-                                               std::to_string(pool_.size()));
-    }
     if (table->boot_id != config_.boot_id) {
       // The node rebooted: clients see a new boot and give their regions back.
+      // Checked first: a table never loaded does not need the pool's old size.
       log_.warn("region table ", path, " is from boot ", table->boot_id,
                 "; the node rebooted, starting with an empty pool");
+    } else if (table->pool_size != pool_.size()) {
+      return Error(ErrorCode::kBadRequest,
+                   "the region table --state-file " + path + " is for a pool of " +
+                       std::to_string(table->pool_size) + " bytes, not " +
+                       std::to_string(pool_.size()) +
+                       "; give --memory its old size, or remove the state file to start with "
+                       "an empty pool");
+    } else if (config_.pool_is_new) {
+      // Restoring would hand out zeros as the regions' bytes under the same boot.
+      log_.warn("region table ", path, " lists ", table->regions.size(),
+                " regions, but the pool was created or grown at this start: their bytes are "
+                "gone, starting with an empty pool");
+      boot_.restore_unknown_periods(table->unknown_periods);  // the ~n still never repeats
+      recorded_unknown_periods_ = table->unknown_periods;
     } else {
       for (const auto& r : table->regions) {
         if (!allocator_.reserve(r.pool_offset, r.size)) {

@@ -58,6 +58,10 @@ struct AgentConfig {
   // and loaded at start, so regions survive an agent restart that keeps the
   // memory. Empty: no persistence.
   std::string state_file;
+  // The pool's bytes did not exist before this start (a file: pool created or
+  // grown now): a region table of this node boot does not describe them, so
+  // its regions are not restored (their bytes are gone; ids still go on).
+  bool pool_is_new = false;
   // A map under a region's read handle gets an rkey of its own, registered for
   // remote READ only, so a reader cannot WRITE the region (docs/agent.md,
   // *Security model*). False: every map gets the owner's read-write rkey.

@@ -5,14 +5,22 @@
 #include <openssl/hmac.h>
 
 #include <cctype>
+#include <limits>
 
 namespace rcxl::protocol {
 
 std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest, &length);
+  // A failed HMAC (no provider for SHA-256, a key it refuses) gives "", which
+  // verify_auth never takes: an empty auth must not match an empty digest.
+  if (key.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+      HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest,
+           &length) == nullptr ||
+      length != 32) {
+    return {};
+  }
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string hex;
   hex.reserve(std::size_t{2} * length);
@@ -37,7 +45,8 @@ std::string secret_from_file_contents(std::string_view contents) {
 bool verify_auth(std::string_view secret, std::string_view challenge, std::string_view auth) {
   std::string lowered(auth);
   for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return constant_time_equal(hmac_sha256_hex(secret, challenge), lowered);
+  const std::string expected = hmac_sha256_hex(secret, challenge);
+  return !expected.empty() && constant_time_equal(expected, lowered);
 }
 
 std::string connect_proof(std::string_view secret, std::string_view challenge) {

@@ -2,6 +2,9 @@
 // (R1.5) and the boot tracker (R6.1, R6.4).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
+
 #include "core/agent/agent_metrics.h"
 #include "core/agent/boot_tracker.h"
 #include "core/agent/region_allocator.h"
@@ -85,6 +88,29 @@ TEST(Auth, R1_3_HmacSha256MatchesRfc4231) {
   EXPECT_FALSE(protocol::verify_auth("Jefe", "what do ya want for nothing?", "5bdc"));
   EXPECT_EQ(protocol::secret_from_file_contents("s3cret \n\t"), "s3cret");
   EXPECT_FALSE(protocol::constant_time_equal("abc", "abd"));
+}
+
+// R1.3: an HMAC that fails (here OpenSSL loads only its null provider, so
+// SHA-256 is missing) gave an empty digest, and an empty `auth` matched it:
+// the hello authenticated with no secret at all (review, session 26). Run in
+// a fresh process so OpenSSL reads OPENSSL_CONF at its first use.
+TEST(Auth, R1_3_AnHmacThatFailsAuthenticatesNothing) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string conf = ::testing::TempDir() + "rcxl-openssl-null.cnf";
+  {
+    std::ofstream out(conf);
+    out << "openssl_conf = init\n[init]\nproviders = providers\n"
+           "[providers]\nnull = null_provider\n[null_provider]\nactivate = 1\n";
+  }
+  ASSERT_EQ(setenv("OPENSSL_CONF", conf.c_str(), 1), 0);
+  // Exit 2 says the setup did not break HMAC (the test would prove nothing).
+  EXPECT_EXIT(
+      {
+        const bool broken = protocol::hmac_sha256_hex("k", "challenge").size() != 64;
+        std::exit(!broken ? 2 : protocol::verify_auth("k", "challenge", "") ? 1 : 0);
+      },
+      ::testing::ExitedWithCode(0), "");
+  unsetenv("OPENSSL_CONF");
 }
 
 // docs/agent.md, *RDMA connect proofs*: 16 characters of the challenge, then

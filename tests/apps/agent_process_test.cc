@@ -356,6 +356,62 @@ TEST(AgentProcess, R7_AStartThatFailsAfterThePoolOpenedTakesThePoolFileBack) {
   fs::remove_all(dir);
 }
 
+// SPEC R6.1 with --state-file: a restart keeps a region only while its pool
+// file does. A pool file removed (or a new path) is made anew, all zeros: the
+// table's regions were restored under the same boot and their maps answered
+// ok, so readers took zeros as KV (review, session 26).
+TEST(AgentProcess, R6_1_APoolFileMadeAnewDoesNotBringTheStateFilesRegionsBack) {
+  const fs::path dir = scratch_dir();
+  const std::vector<std::string> flags = {RCXL_AGENT_BINARY,
+                                          "--listen",
+                                          "127.0.0.1:0",
+                                          "--auth",
+                                          "none",
+                                          "--nic",
+                                          "none",
+                                          "--memory",
+                                          "file:" + (dir / "pool").string() + ":4M",
+                                          "--state-file",
+                                          (dir / "state").string(),
+                                          "--boot-id",
+                                          "fixed-boot"};
+  // Starts the agent and maps `region` with `handle` (allocating when 0): the map's answer.
+  auto start_and_map = [&](std::uint64_t& region, Json& handle) {
+    Child agent = Child::Start(flags);
+    const std::string line = agent.read_line();
+    const auto colon = line.find("127.0.0.1:");
+    if (colon == std::string::npos) {
+      ADD_FAILURE() << line << agent.read_all_err();
+      return Json();
+    }
+    Wire wire(std::atoi(line.c_str() + colon + 10));
+    EXPECT_EQ(wire.next()["op"], "greeting");
+    EXPECT_EQ(wire.call({{"op", "hello"}, {"id", 1}, {"version", 1}})["ok"], true);
+    if (region == 0) {
+      Json alloc = wire.call({{"op", "alloc"}, {"id", 2}, {"size", 1 << 20}});
+      region = alloc.value("region", std::uint64_t{0});
+      handle = alloc["handle"];
+    }
+    Json map = wire.call({{"op", "map"},
+                          {"id", 3},
+                          {"region", region},
+                          {"handle", handle},
+                          {"epoch", "fixed-boot"}});
+    kill(agent.pid, SIGTERM);
+    EXPECT_EQ(agent.wait_exit(std::chrono::seconds(5)), 0);
+    return map;
+  };
+  std::uint64_t region = 0;
+  Json handle;
+  ASSERT_EQ(start_and_map(region, handle)["ok"], true);
+  ASSERT_NE(region, 0u);
+  EXPECT_EQ(start_and_map(region, handle)["ok"], true);  // the same pool file: kept
+  fs::remove(dir / "pool");
+  const Json gone = start_and_map(region, handle);
+  EXPECT_EQ(gone["error"]["code"], "not_found") << gone.dump();
+  fs::remove_all(dir);
+}
+
 // SPEC R6.2 (a failure to read the generation at start stops the agent): the refusal says where the
 // recording extension looks, so the user knows which file to write.
 TEST(AgentProcess, R6_2_AMissingGenerationFileIsNamedWhenTheStartIsRefused) {

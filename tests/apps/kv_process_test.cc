@@ -152,6 +152,25 @@ TEST(KvProcess, R1_2_OnlyPoolAgentsWithoutAPoolIsRefused) {
   EXPECT_FALSE(contains(r.output, "no_such_dev0")) << r.output;  // before the NIC
 }
 
+// R4.3: a write wait rides on a write hint; with write hints off
+// --write-wait-ms was silently ignored. Refused before the NIC opens; 0 and the
+// default stay fine (session 26).
+TEST(KvProcess, R4_3_AWriteWaitWithWriteHintsOffIsRefused) {
+  const std::string base = "--directory 127.0.0.1:1 --nic verbs:no_such_dev0 --auth none ";
+  for (const std::string flags : {"--no-write-hints", "--no-read-hints"}) {
+    ProcessRun r = run_kv(base + flags + " --write-wait-ms 20 load k --out /tmp");
+    EXPECT_EQ(r.exit_code, 1) << flags << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "--write-wait-ms 20 waits only with write hints on"))
+        << flags << ": " << r.output;
+    EXPECT_FALSE(contains(r.output, "no_such_dev0")) << r.output;  // before the NIC
+  }
+  for (const std::string flags : {"--no-write-hints --write-wait-ms 0", "--no-write-hints",
+                                  "--no-read-hints --write-hints --write-wait-ms 20"}) {
+    ProcessRun r = run_kv(base + flags + " load k --out /tmp");
+    EXPECT_TRUE(contains(r.output, "no_such_dev0")) << flags << ": " << r.output;  // got to the NIC
+  }
+}
+
 // SPEC R3.4: read hints are on unless --no-read-hints; --help must not suggest otherwise.
 TEST(KvProcess, R3_4_HelpSaysReadHintsAreOnByDefault) {
   ProcessRun r = run_kv("--help");

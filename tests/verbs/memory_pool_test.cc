@@ -1,7 +1,9 @@
 // SPEC R7: the `--memory` pools. libpmem2 maps a regular file on any host, so
 // file pools are tested here for real; dax needs a device and is exercised on
 // a CXL node (docs/hardware.md).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -222,6 +224,58 @@ TEST(MemoryPool, R7_AnOpenedFilePoolsUndoRemovesOrShrinksUnlessKept) {
     undo.keep();
   }
   EXPECT_GE(std::filesystem::file_size(dir.file("kept")), 8192u);
+}
+
+// A pool file sized with `truncate -s` is all holes: its blocks are allocated
+// at open (docs/hardware.md), so a full disk fails the start, not a later
+// touch; a file bigger than the pool keeps its size (review, session 26).
+TEST(MemoryPool, R7_ASparsePoolFileGetsItsBlocksAtOpenAndIsNeverShrunk) {
+  TempDir dir;
+  {
+    // Only where the file system allocates on request (not ZFS, not NFS).
+    std::ofstream(dir.file("probe")).close();
+    const int fd = ::open(dir.file("probe").c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    const int rc = posix_fallocate(fd, 0, 4096);
+    ::close(fd);
+    if (rc != 0) GTEST_SKIP() << "posix_fallocate is not supported under " << dir.file("");
+  }
+  std::ofstream(dir.file("sparse")).close();
+  std::filesystem::resize_file(dir.file("sparse"), 1 << 20);
+  std::ofstream(dir.file("big")).close();
+  std::filesystem::resize_file(dir.file("big"), 2 << 20);
+  PoolFileUndo undo;
+  auto pool = PmemMemoryPool::open_file(dir.file("sparse"), 1 << 20, &undo);
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  EXPECT_FALSE(undo.changed_the_file());  // its size was already right
+  struct stat st {};
+  ASSERT_EQ(stat(dir.file("sparse").c_str(), &st), 0);
+  EXPECT_GE(static_cast<std::uint64_t>(st.st_blocks) * 512, 1u << 20);
+  auto big = PmemMemoryPool::open_file(dir.file("big"), 1 << 20);
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  EXPECT_EQ(std::filesystem::file_size(dir.file("big")), 2u << 20);
+}
+
+// The agent restores a state file's regions only into a pool file it did not
+// create or grow (AgentConfig::pool_is_new).
+TEST(MemoryPool, R6_1_AnOpenSaysWhetherItMadeOrGrewThePoolFile) {
+  TempDir dir;
+  {
+    PoolFileUndo made;
+    ASSERT_TRUE(PmemMemoryPool::open_file(dir.file("pool"), 8192, &made).ok());
+    EXPECT_TRUE(made.changed_the_file());
+    made.keep();
+  }
+  {
+    PoolFileUndo again;
+    ASSERT_TRUE(PmemMemoryPool::open_file(dir.file("pool"), 8192, &again).ok());
+    EXPECT_FALSE(again.changed_the_file());
+  }
+  {
+    PoolFileUndo grown;
+    ASSERT_TRUE(PmemMemoryPool::open_file(dir.file("pool"), 16384, &grown).ok());
+    EXPECT_TRUE(grown.changed_the_file());
+  }
 }
 
 TEST(MemoryPool, R7_DaxPathThatIsMissingFails) {
