@@ -555,6 +555,8 @@ class Deployment {
   }
 
   void fire(std::size_t index) {
+    // Past the workload's end (the settle) no load or store meets it: it never happened.
+    if (engines_done()) return;
     fired_[index] = true;
     apply(sc_.faults[index]);
   }
@@ -567,7 +569,10 @@ class Deployment {
   }
 
   void apply(const Fault& f) {
-    world_.trace().record(world_.loop().now().count(), "scenario fault " + fault_kind_name(f.kind));
+    // Where and how long: on an idle node nothing else in the trace would tell them apart.
+    world_.trace().record(world_.loop().now().count(), "scenario fault " + fault_kind_name(f.kind) +
+                                                           " " + f.node + " " +
+                                                           std::to_string(f.duration.count()));
     auto& net = world_.network();
     MemoryNode* m = memory_node(f.node);  // checked when the file was read
     switch (f.kind) {
@@ -600,12 +605,17 @@ class Deployment {
         // An agent a failed restart left down just starts (a second restart).
         if (m->agent) m->agent->stop();
         m->agent.reset();
+        // Its queue pairs went with the process (the RNIC's verbs resources are its own).
+        m->nic->end_process();
         m->restart_failure.clear();
         if (auto s = start_agent(*m); !s.ok()) {
           // The agent stays down (R6.2: a start that cannot tell the generation
           // stops); its counters go with it, the failure is reported instead.
           m->restart_failure = s.ToString();
           m->agent.reset();
+          m->nic->set_accepting(false);  // nothing listens for RDMA connects
+        } else {
+          m->nic->set_accepting(true);
         }
         break;
     }

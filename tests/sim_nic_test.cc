@@ -191,6 +191,93 @@ TEST(SimNic, BandwidthBoundsALargeRead) {
   EXPECT_NEAR(gbps, rig.fabric.params().bytes_per_second / 1e9, 0.2);
 }
 
+// A READ's response segments are rounded to whole nanoseconds cumulatively,
+// as a WRITE's are: one streamed without gaps takes the wire time of its
+// total, not the sum of each segment rounded up (session 26).
+TEST(SimNic, R8_AReadStreamedWithoutGapsTakesTheWireTimeOfItsTotal) {
+  Rig rig;
+  const auto& p = rig.fabric.params();
+  const std::uint64_t seg = p.stream_segment_bytes, bytes = 5 * seg + 7;
+  SimMemoryPool pool(8 * seg);
+  auto reg = rig.mem_nic.register_memory(pool, 0, 8 * seg, runtime::kAccessRemoteRead);
+  rig.connect();
+  auto wire = [&](std::uint64_t n) {
+    return runtime::Duration(static_cast<std::int64_t>(std::ceil(n * 1e9 / p.bytes_per_second)));
+  };
+  // Only a meaningful check when the segments' own roundings add up to more.
+  ASSERT_GT(5 * wire(seg) + wire(7), wire(bytes));
+  std::vector<std::byte> buf(bytes);
+  const runtime::Instant posted = rig.world.loop().now();
+  auto st = rig.post({{RdmaOp::Kind::kRead, buf, reg->addr, reg->rkey}});
+  ASSERT_TRUE(st[0].ok());
+  EXPECT_EQ(rig.world.loop().now(), posted + p.per_op + p.latency + wire(bytes) + p.latency);
+}
+
+// An agent restart ends the process that owned the memory node's queue
+// pairs. Before, they lived on in the sim, and the first op after a restart
+// met a remote access error that real hardware never gives there: the peer's
+// DREQ breaks the QP, its ops fail `unavailable`, the next post reconnects.
+// While nothing listens, connects and ops fail (review, session 26).
+TEST(SimNic, R6_3_AQueuePairEndsWithItsPeersProcess) {
+  Rig rig;
+  SimMemoryPool pool(1 << 20);
+  auto reg = rig.expose_all(pool);
+  std::vector<std::byte> buf(4096);
+  const RdmaOp read{RdmaOp::Kind::kRead, buf, reg.addr, reg.rkey};
+  ASSERT_TRUE(rig.post({read})[0].ok());
+
+  // Posted before the DREQ arrived: the op reaches a QP that is gone.
+  rig.mem_nic.end_process();
+  auto st = rig.post({read});
+  EXPECT_EQ(st[0].code(), ErrorCode::kUnavailable) << st[0].ToString();
+  EXPECT_NE(st[0].message().find("the peer's process ended"), std::string::npos);
+  EXPECT_TRUE(rig.post({read})[0].ok());  // reconnected to the new process
+
+  // Idle when it ended: the DREQ broke it, so the next post reconnects at once.
+  rig.mem_nic.end_process();
+  rig.world.run_for(1ms);
+  EXPECT_TRUE(rig.post({read})[0].ok());
+
+  // Down: nothing accepts a connect or runs an op until it listens again.
+  rig.mem_nic.end_process();
+  rig.mem_nic.set_accepting(false);
+  rig.world.run_for(1ms);
+  EXPECT_EQ(rig.post({read})[0].code(), ErrorCode::kUnavailable);
+  std::optional<Status> connected;
+  rig.gpu_nic.connect("mem", *rig.strand, [&](Result<std::shared_ptr<runtime::QueuePair>> r) {
+    connected = r.status();
+  });
+  ASSERT_TRUE(rig.world.run_until([&] { return connected.has_value(); }).ok());
+  EXPECT_EQ(connected->code(), ErrorCode::kUnavailable);
+  rig.mem_nic.set_accepting(true);
+  EXPECT_TRUE(rig.post({read})[0].ok());
+  EXPECT_EQ(rig.fabric.remote_access_errors(), 0u);
+}
+
+// An op in flight on the old connection when the peer's process ended is
+// judged by that connection, not by the one a later post reconnected: a long
+// READ still streaming came back ok from a process that no longer existed
+// (diff review, session 26).
+TEST(SimNic, R6_3_AnOpInFlightWhenThePeersProcessEndedFailsAfterAReconnect) {
+  Rig rig;
+  SimMemoryPool pool(16 << 20);
+  auto reg = rig.expose_all(pool);
+  std::vector<std::byte> big(8 << 20), small(4096);
+  std::optional<std::vector<Status>> first, second;
+  rig.qp->post({{RdmaOp::Kind::kRead, big, reg.addr, reg.rkey}},
+               [&](std::vector<Status> st) { first = std::move(st); });
+  rig.world.run_for(10us);  // the READ streams (~0.7 ms on the wire)
+  ASSERT_FALSE(first.has_value());
+  rig.mem_nic.end_process();
+  rig.world.run_for(10us);  // the DREQ has arrived: the next post reconnects
+  rig.qp->post({{RdmaOp::Kind::kRead, small, reg.addr, reg.rkey}},
+               [&](std::vector<Status> st) { second = std::move(st); });
+  ASSERT_TRUE(rig.world.run_until([&] { return first && second; }).ok());
+  EXPECT_EQ((*first)[0].code(), ErrorCode::kUnavailable) << (*first)[0].ToString();
+  EXPECT_TRUE((*second)[0].ok()) << (*second)[0].ToString();
+  EXPECT_EQ(rig.fabric.remote_access_errors(), 0u);
+}
+
 // A device filling sequentially at `rate` from t=0.
 class FillingMemory : public SimMemoryPool, public MemoryTiming {
  public:

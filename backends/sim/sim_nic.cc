@@ -33,7 +33,11 @@ class SimQueuePair final : public runtime::QueuePair,
                            public std::enable_shared_from_this<SimQueuePair> {
  public:
   SimQueuePair(SimNic& local, SimNic& remote, SimStrand& strand)
-      : local_(local), remote_(remote), strand_(strand), alive_(strand.alive_token()) {}
+      : local_(local),
+        remote_(remote),
+        strand_(strand),
+        alive_(strand.alive_token()),
+        remote_process_(remote.process_count()) {}
 
   std::string peer() const override { return remote_.node(); }
 
@@ -51,12 +55,19 @@ class SimQueuePair final : public runtime::QueuePair,
     }
     next_post_seq_ += ops.size();
     batch->remaining = ops.size();
+    // The peer's process ended and its DREQ has arrived: this QP is known gone.
+    if (remote_process_ != remote_.process_count() &&
+        loop().now() >= remote_.process_ended_at() + params().latency) {
+      broken_ = true;
+    }
     if (broken_) {
       // The QP left the error state: reconnecting (rdma_cm) takes ~2 round trips.
       broken_ = false;
+      remote_process_ = remote_.process_count();
       reconnects_.insert(batch->first_seq);
       write_tx_free_ = std::max(write_tx_free_, loop().now() + params().latency * 4);
     }
+    batch->process = remote_process_;
     SimWorld& world = local_.fabric().world();
     world.trace().record(world.loop().now().count(), "rdma post " + local_.node() + "->" +
                                                          remote_.node() +
@@ -70,6 +81,7 @@ class SimQueuePair final : public runtime::QueuePair,
     std::vector<Status> statuses;
     std::size_t remaining = 0;
     CompletionHandler done;
+    std::uint64_t process = 0;  // the peer's process its connection was made with
   };
 
   // One WRITE, as its sender books it and its responder applies it.
@@ -110,6 +122,10 @@ class SimQueuePair final : public runtime::QueuePair,
   bool partitioned() {
     auto& net = local_.fabric().world().network();
     return net.partitioned(local_.node()) || net.partitioned(remote_.node());
+  }
+  // The QP `batch` went out on went with the peer's process, or none listens.
+  bool peer_gone(const Batch& batch) const {
+    return batch.process != remote_.process_count() || !remote_.accepting();
   }
 
   void start(const RdmaOp& op, std::shared_ptr<Batch> batch, std::size_t index) {
@@ -230,6 +246,11 @@ class SimQueuePair final : public runtime::QueuePair,
       fail(batch, index, Error(ErrorCode::kUnavailable, "RDMA peer unreachable"));
       return nullptr;
     }
+    if (peer_gone(*batch)) {
+      fail(batch, index,
+           Error(ErrorCode::kUnavailable, "RDMA connection lost: the peer's process ended"));
+      return nullptr;
+    }
     const auto* exposed = remote_.find(op.rkey, op.remote_addr, op.wire_length(), access);
     if (!exposed) {
       local_.fabric().count_remote_access_error();
@@ -326,10 +347,10 @@ class SimQueuePair final : public runtime::QueuePair,
       // A WRITE whose registration went (or whose peer was cut off) since it
       // arrived is refused by the responder: the device is asked nothing more,
       // and land_write reports why.
-      const bool accepted =
-          !partitioned() && !flushed_by(w.stream->batch->first_seq + w.stream->index) &&
-          remote_.find(op.rkey, op.remote_addr, op.wire_length(), runtime::kAccessRemoteWrite) !=
-              nullptr;
+      const bool accepted = !partitioned() && !peer_gone(*w.stream->batch) &&
+                            !flushed_by(w.stream->batch->first_seq + w.stream->index) &&
+                            remote_.find(op.rkey, op.remote_addr, op.wire_length(),
+                                         runtime::kAccessRemoteWrite) != nullptr;
       // A segment waits for the device (write-allocate fills).
       auto* timing = dynamic_cast<MemoryTiming*>(w.pool);
       const Instant ready =
@@ -423,7 +444,9 @@ class SimQueuePair final : public runtime::QueuePair,
       // The device holds each early segment until it is in (PAPER P6); responses
       // of one QP leave in order at line rate, sharing the responder's TX and
       // the requester's RX with the other QPs on those ports.
-      const Duration wire = wire_time(len, params().bytes_per_second);
+      // Cumulative rounding, as for WRITEs: a READ streamed without gaps takes wire_time(total).
+      const Duration wire = wire_time(r.next + len, params().bytes_per_second) -
+                            wire_time(r.next, params().bytes_per_second);
       read_tx_free_ =
           book_both(remote_.tx(), local_.rx(), std::max(ready, read_tx_free_), wire, now) + wire;
       r.next += len;
@@ -519,6 +542,7 @@ class SimQueuePair final : public runtime::QueuePair,
   SimNic& remote_;
   SimStrand& strand_;
   std::shared_ptr<bool> alive_;
+  std::uint64_t remote_process_;  // the peer's process the current connection was made with
   Instant write_tx_free_{0};
   Instant last_write_applied_{0};    // when the last segment asked of the device is in
   std::deque<PendingWrite> writes_;  // WRITEs of this QP not yet fully applied
@@ -606,6 +630,11 @@ const SimNic::Exposed* SimNic::find(std::uint32_t rkey, std::uint64_t addr, std:
   return &e;
 }
 
+void SimNic::end_process() {
+  ++process_count_;
+  process_ended_at_ = fabric_.world().loop().now();
+}
+
 void SimNic::connect(const std::string& endpoint, runtime::Strand& strand, ConnectHandler done) {
   connect_with_proof(endpoint, strand, std::string(), std::move(done));
 }
@@ -622,27 +651,27 @@ void SimNic::connect_with_proof(const std::string& endpoint, runtime::Strand& st
   auto alive = sim_strand.alive_token();
   // rdma_cm address + route resolution and the connect handshake: ~2 round trips.
   const Duration setup = fabric_.params().latency * 4;
-  fabric_.world().loop().schedule_after(
-      setup, [this, endpoint, &sim_strand, alive, done, proof = std::move(proof)] {
-        if (!*alive) return;
-        SimNic* remote = fabric_.nic(endpoint);
-        auto& net = fabric_.world().network();
-        if (!remote || net.partitioned(node_) || net.partitioned(endpoint)) {
-          sim_strand.run_inline([done, endpoint] {
-            done(Error(ErrorCode::kUnavailable, "no RDMA peer reachable at '" + endpoint + "'"));
-          });
-          return;
-        }
-        if (remote->connect_check_ && !remote->connect_check_(proof)) {
-          sim_strand.run_inline([done, endpoint] {
-            done(Error(ErrorCode::kUnauthenticated,
-                       "the RDMA peer at '" + endpoint + "' rejected the connect: no valid proof"));
-          });
-          return;
-        }
-        auto qp = std::make_shared<SimQueuePair>(*this, *remote, sim_strand);
-        sim_strand.run_inline([done, qp] { done(std::shared_ptr<runtime::QueuePair>(qp)); });
+  fabric_.world().loop().schedule_after(setup, [this, endpoint, &sim_strand, alive, done,
+                                                proof = std::move(proof)] {
+    if (!*alive) return;
+    SimNic* remote = fabric_.nic(endpoint);
+    auto& net = fabric_.world().network();
+    if (!remote || !remote->accepting() || net.partitioned(node_) || net.partitioned(endpoint)) {
+      sim_strand.run_inline([done, endpoint] {
+        done(Error(ErrorCode::kUnavailable, "no RDMA peer reachable at '" + endpoint + "'"));
       });
+      return;
+    }
+    if (remote->connect_check_ && !remote->connect_check_(proof)) {
+      sim_strand.run_inline([done, endpoint] {
+        done(Error(ErrorCode::kUnauthenticated,
+                   "the RDMA peer at '" + endpoint + "' rejected the connect: no valid proof"));
+      });
+      return;
+    }
+    auto qp = std::make_shared<SimQueuePair>(*this, *remote, sim_strand);
+    sim_strand.run_inline([done, qp] { done(std::shared_ptr<runtime::QueuePair>(qp)); });
+  });
 }
 
 }  // namespace rcxl::sim

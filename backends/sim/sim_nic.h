@@ -93,12 +93,25 @@ class SimNic final : public runtime::Nic {
   PortTimeline& tx() { return tx_; }
   PortTimeline& rx() { return rx_; }
 
+  // The process that owns this NIC's queue pairs ended (an agent restart):
+  // they are gone, their ops fail `unavailable`, and rdma_cm tells each peer (a
+  // DREQ) one way later, so a peer's next post reconnects. While `accepting` is
+  // false (the process is down) nothing listens: connects fail, ops too.
+  void end_process();
+  void set_accepting(bool on) { accepting_ = on; }
+  bool accepting() const { return accepting_; }
+  std::uint64_t process_count() const { return process_count_; }
+  runtime::Instant process_ended_at() const { return process_ended_at_; }
+
  private:
   SimFabric& fabric_;
   std::string node_;
   std::map<std::uint32_t, Exposed> exposed_;
   ConnectCheck connect_check_;  // memory side: connects it refuses are rejected
   std::uint32_t next_rkey_ = 0x100;
+  std::uint64_t process_count_ = 0;  // processes ended: QPs of an earlier one are gone
+  runtime::Instant process_ended_at_{0};
+  bool accepting_ = true;
   PortTimeline tx_;
   PortTimeline rx_;
 };

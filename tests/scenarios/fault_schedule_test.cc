@@ -86,5 +86,39 @@ TEST(FaultSchedule, R8_ABootThatLastsLessThanTheSamplingIntervalIsSeen) {
   EXPECT_TRUE(check_expectations(sc->expect, run).empty());
 }
 
+// Review, session 26: a fault whose time came in the 50 ms the run settles
+// after its workload ended met no load or store, yet counted as happened.
+TEST(FaultSchedule, R8_AFaultAfterTheWorkloadEndedNeverHappened) {
+  auto profile = load_profile("", "cxl_ssd_default");
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  Json j = {{"name", "settle"}, {"workload", {{"conversations", 1}, {"turns", 1}}}};
+  auto plain = parse_scenario(j, "settle");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  const RunResult without = run_scenario(*plain, *profile);
+  ASSERT_TRUE(without.status.ok()) << without.status.ToString();
+  // 10 ms after the workload's end: inside the settle.
+  j["faults"] = Json::array(
+      {{{"kind", "reset"}, {"at_s", without.virtual_seconds - 0.05 + 0.01}, {"node", "mem0"}}});
+  auto late = parse_scenario(j, "settle");
+  ASSERT_TRUE(late.ok()) << late.status().ToString();
+  const RunResult run = run_scenario(*late, *profile);
+  ASSERT_TRUE(run.status.ok()) << run.status.ToString();
+  ASSERT_EQ(run.faults_fired.size(), 1u);
+  EXPECT_FALSE(run.faults_fired[0]);
+}
+
+// Review, session 26: a device or agent fault's trace line names its node and
+// period: on a node no client uses nothing else in the trace differs, and two
+// runs with different results shared one trace hash.
+TEST(FaultSchedule, R8_AFaultsTraceLineNamesItsNodeAndPeriod) {
+  const auto lines = fault_lines(
+      Json::array({{{"kind", "unknown_generation"}, {"at_s", 1}, {"for_s", 0.5}, {"node", "mem0"}},
+                   {{"kind", "reset"}, {"at_s", 2}, {"node", "mem0"}}}),
+      "scenario fault", "fault_lines");
+  EXPECT_EQ(lines, (std::vector<std::string>{"1000000000 scenario fault unknown_generation mem0 "
+                                             "500000000",
+                                             "2000000000 scenario fault reset mem0 0"}));
+}
+
 }  // namespace
 }  // namespace rcxl::scenarios
