@@ -161,6 +161,12 @@ Result<Target> target_of(const std::string& option, const std::string& name) {
                          "waits_off, no_hints); choose configurations instead. /client/"
                          "write_wait_ms and /client/read_hint_on_arrival may be swept");
   }
+  // The parsers skip `_`-keys (notes such as "_sources"): a value there would change nothing.
+  if (pointer.find("/_") != std::string::npos) {
+    return bad_param(option, name,
+                     "a field starting with '_' is a note the model does not read; name a field "
+                     "it reads, e.g. /engine/prefill_per_token_us or /workload/turns");
+  }
   t.profile = is_profile_section(head);
   if (t.profile && std::count(pointer.begin(), pointer.end(), '/') != 2) {
     return bad_param(option, name,
@@ -723,7 +729,20 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     auto scenario = parse_scenario(sc, origin);
     if (!scenario.ok()) return Error(ErrorCode::kBadRequest, at + scenario.status().message());
     auto profile = profile_from_json(prof, profile_origins.at(cfg.profile));
-    if (!profile.ok()) return Error(ErrorCode::kBadRequest, at + profile.status().message());
+    if (!profile.ok()) {
+      // A scaled name's value is refused in the field's unit: say how they relate.
+      std::string unit;
+      for (std::size_t i = 0; i < report.params.size(); ++i) {
+        if ((only && *only != i) || (skip && *skip == i)) continue;
+        auto t = target_of(report.params[i].option, report.params[i].name);
+        if (t.ok() && t->scale != 1 &&
+            profile.status().message().find(t->pointer.to_string()) != std::string::npos) {
+          unit = " (" + report.params[i].name + " sets " + t->pointer.to_string() + " x " +
+                 fmt("%g", t->scale) + ")";
+        }
+      }
+      return Error(ErrorCode::kBadRequest, at + profile.status().message() + unit);
+    }
     // The same cross-check `rcxl-sim run` makes, before any run.
     if (auto s = check_pools_hold_a_region(*scenario, *profile); !s.ok()) {
       return Error(ErrorCode::kBadRequest, at + origin + ": " + s.message());
@@ -754,7 +773,19 @@ Result<SweepReport> sweep(const SweepOptions& options) {
   for (const auto& point : report.points) {
     for (const auto& cfg : cfgs) {
       auto r = prepare(point, cfg, std::nullopt);
-      if (!r.ok()) return cause_of(point, cfg, r.status());
+      if (!r.ok()) {
+        Status cause = cause_of(point, cfg, r.status());
+        // A /client value one configuration cannot take: name it, not the scenario's fix.
+        std::string takes;
+        for (const auto& other : cfgs) {
+          if (prepare(point, other, std::nullopt).ok())
+            takes += (takes.empty() ? "" : ",") + other.name;
+        }
+        if (takes.empty()) return cause;
+        return Error(ErrorCode::kBadRequest, cause.message() + "; configuration " + cfg.name +
+                                                 " cannot take this point, " + takes +
+                                                 " can: leave " + cfg.name + " out of --configs");
+      }
       prepared.push_back(std::move(r).value());
     }
   }
@@ -808,6 +839,12 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     if (options.conversations) cmd += " --conversations " + std::to_string(*options.conversations);
     if (options.turns) cmd += " --turns " + std::to_string(*options.turns);
     if (!options.profiles_dir.empty()) cmd += " --profiles " + shell_path(options.profiles_dir);
+    // Its own directory: the rerun must not overwrite this sweep's files.
+    if (options.write_files) {
+      std::string dir = options.out_dir;
+      while (dir.size() > 1 && dir.back() == '/') dir.pop_back();  // `out/` -> `out-rerun`
+      cmd += " --out " + shell_path(dir + "-rerun");
+    }
     report.failures.push_back(point_text(report.params, report.points[r.point]) + " " + r.config +
                               " seed " + std::to_string(r.seed) + ": " + r.summary.failure() +
                               "\n  reproduce: " + cmd);

@@ -583,9 +583,10 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   sweep->add_option("--out", sweep_opts.out_dir, "where sweep.csv, sweep.json and the SVGs go")
       ->capture_default_str();
-  sweep->add_option("--scenario", sweep_opts.scenario_path,
-                    "start every point from this scenario file instead of the built-in "
-                    "seed_serving (its client and profile are set by --configs)");
+  path_options.push_back(
+      sweep->add_option("--scenario", sweep_opts.scenario_path,
+                        "start every point from this scenario file instead of the built-in "
+                        "seed_serving (its client and profile are set by --configs)"));
   sweep
       ->add_option("--conversations", sweep_conversations,
                    "override the workload's conversations (a quicker, smaller sweep)")

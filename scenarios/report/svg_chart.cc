@@ -190,8 +190,10 @@ std::string render_line_chart(const ChartSpec& spec, const std::vector<Series>& 
   auto px = [&](double x) { return kLeft + (x - xmin) / (xmax - xmin) * pw; };
   auto py = [&](double y) { return kTop + ph - (y - ymin) / (ymax - ymin) * ph; };
 
+  // A long legend (a sweep's many series) makes the picture taller, never cut off.
+  const double height = std::max(kHeight, kTop + 14 + 18 * static_cast<double>(series.size()));
   std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << kHeight
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
     << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
     << "<text x=\"" << kLeft + pw / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tests/child_process.h"
+#include "tests/scratch_dir.h"
 
 namespace {
 
@@ -24,7 +25,7 @@ using rcxl::testing::ChildProcess;
 // PAPER.md method: P1-P3 over --pairs, P5 over --p5-pairs (the seed's 3 by
 // default), the no-hint run (beyond the seed) only when asked for.
 TEST(SimProcess, R8_ReproduceRunsEachFigureOnItsOwnPairs) {
-  const auto out = std::filesystem::temp_directory_path() / "rcxl_sim_process_test";
+  const auto out = rcxl::testing::fresh_dir("rcxl_sim_process", "reproduce");
   std::filesystem::remove_all(out);
   auto child = ChildProcess::Start({RCXL_SIM_BINARY, "reproduce", "--pairs", "2", "--p5-pairs", "1",
                                     "--json", "--quiet", "--out", out.string()});
@@ -67,7 +68,7 @@ TEST(SimProcess, R8_ReproduceRunsEachFigureOnItsOwnPairs) {
 // #6, docs/reproduce.md, *When a turn's KV is stored*); their verdicts must be
 // the rules', computed again from the values they report.
 TEST(SimProcess, R8_TheDefaultReproduceKeepsP4P5P6WithinAndJudgesP1P2P3ByTheirRules) {
-  const auto out = std::filesystem::temp_directory_path() / "rcxl_sim_process_figures";
+  const auto out = rcxl::testing::fresh_dir("rcxl_sim_process", "figures");
   std::filesystem::remove_all(out);
   auto child = ChildProcess::Start(
       {RCXL_SIM_BINARY, "reproduce", "--json", "--quiet", "--out", out.string()});
@@ -118,7 +119,7 @@ TEST(SimProcess, R8_TheDefaultReproduceKeepsP4P5P6WithinAndJudgesP1P2P3ByTheirRu
 // One pair has no interval, so there is nothing the seed's value can be
 // inside: `seed_in_ci` is null, not false.
 TEST(SimProcess, R8_OnePairSaysNothingAboutTheSeedsValueInsideAnInterval) {
-  const auto out = std::filesystem::temp_directory_path() / "rcxl_sim_process_one_pair";
+  const auto out = rcxl::testing::fresh_dir("rcxl_sim_process", "one_pair");
   std::filesystem::remove_all(out);
   auto json = ChildProcess::Start(
       {RCXL_SIM_BINARY, "reproduce", "--pairs", "1", "--json", "--quiet", "--out", out.string()});
@@ -319,6 +320,10 @@ TEST_F(SimRun, R8_AnEmptyPathFlagIsRefused) {
     EXPECT_EQ(e.code, 2) << command << ": " << e.err;
     EXPECT_NE(e.err.find("--profiles: empty"), std::string::npos) << e.err;
   }
+  // An empty --scenario ran the built-in seed_serving (review, session 26).
+  const Exit sweep = run({"sweep", "--quiet", "--scenario", "", "--configs", "hints"});
+  EXPECT_EQ(sweep.code, 2) << sweep.err;
+  EXPECT_NE(sweep.err.find("--scenario: empty"), std::string::npos) << sweep.err;
 }
 
 // A replay name is shown escaped and cut, never as raw control characters.

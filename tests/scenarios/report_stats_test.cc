@@ -165,6 +165,20 @@ TEST(ReportStats, R8_ChartLegendBesideThePlotAndCoincidingSeriesBothShow) {
       << "the first series is solid";
 }
 
+// A sweep makes a series per configuration and point: past 21 the legend
+// rows fell below the picture's fixed height (review, session 26).
+TEST(ReportStats, R8_EveryLegendRowIsInsideThePicture) {
+  std::vector<Series> many;
+  for (int i = 0; i < 25; ++i) many.push_back(cdf_series("series " + std::to_string(i), {1, 2}));
+  const std::string svg = render_line_chart({"TTFT", "ms", "fraction", true}, many);
+  const std::size_t h = svg.find("height=\"") + 8;
+  const double height = std::stod(svg.substr(h));
+  const std::size_t last = svg.find(">series 24</text>");
+  ASSERT_NE(last, std::string::npos);
+  const std::size_t y = svg.find("y=\"", svg.rfind("<text x=\"", last)) + 3;
+  EXPECT_LE(std::stod(svg.substr(y)), height);
+}
+
 // SPEC R8 (bad input never hangs): ticks step as start + i * step, at most
 // kMaxTicks. `t += step` stopped advancing once t was far larger than the step
 // (a sweep over /control_link/bytes_per_second=1e16 never finished).

@@ -635,6 +635,41 @@ TEST(Sweep, R8_AValueGivenTwiceInOneParameterIsRefused) {
   expect_refused(o, "--param flash_read_ns: '1000' is given twice");
 }
 
+// Review, session 26: sweep values the model never reads, or refused in words
+// that mislead.
+TEST(Sweep, R8_ANoteFieldIsNoParameter) {
+  // Parsers skip `_`-keys: each point ran the same, under another label.
+  for (const char* spec : {"/engine/_prefill_per_token_us=50,100", "/workload/_x=1,2"}) {
+    auto p = parse_sweep_param(spec);
+    ASSERT_FALSE(p.ok()) << spec;
+    EXPECT_NE(p.status().message().find("a note the model does not read"), std::string::npos)
+        << p.status().message();
+  }
+}
+
+TEST(Sweep, R8_AScaledValueOutOfRangeSaysHowItMapsToTheField) {
+  SweepOptions o = tiny_options();
+  o.params = {param("hint_lead_ms=20000")};
+  // Before: only "scheduler_to_worker_us: expected a number in 0..10000000",
+  // which 20000 (ms, as written) seems to be inside.
+  expect_refused(o, "(hint_lead_ms sets /engine/scheduler_to_worker_us x 1000)");
+}
+
+TEST(Sweep, R8_AValueOneConfigurationCannotTakeNamesThatConfiguration) {
+  SweepOptions o = tiny_options();
+  o.configs = {"hints", "no_hints"};
+  o.params = {param("/client/read_hint_on_arrival=false,true")};
+  // no_hints has no read hints, so no hints on arrival: the fix is the
+  // configuration list, not the scenario's read_hints (which a sweep refuses).
+  expect_refused(o,
+                 "configuration no_hints cannot take this point, hints can: leave no_hints "
+                 "out of --configs");
+  o.configs = {"hints"};
+  o.seeds = 1;
+  auto r = sweep(o);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+}
+
 // Hunt (session 11): what makes a configuration is not a sweep parameter: a
 // row would carry one configuration's label and another's behaviour.
 TEST(Sweep, R8_AConfigurationsOwnClientFieldIsNoParameter) {
@@ -702,6 +737,17 @@ TEST(Sweep, R8_EmptyMeansAreNullAndAFaultThatNeverCameFailsTheRun) {
   EXPECT_FALSE(f->runs[0].summary.ok());
   EXPECT_NE(f->runs[0].summary.failure().find("FAULT NEVER HAPPENED: /faults/0"), std::string::npos)
       << f->runs[0].summary.failure();
+
+  // The line that reproduces it writes elsewhere: run as printed, it had
+  // overwritten this sweep's files with its own one run (review, session 26).
+  late.write_files = true;
+  late.out_dir = fresh_dir("rerun").string();
+  auto w = sweep(late);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_EQ(w->failures.size(), 1u);
+  EXPECT_NE(w->failures[0].find(" --out " + late.out_dir + "-rerun"), std::string::npos)
+      << w->failures[0];
+  std::filesystem::remove_all(late.out_dir);
 }
 
 // The built-in profiles, written to `dir`, cxl_ssd_default with 0 flash channels.
