@@ -14,6 +14,7 @@
 #include "core/protocol/echo_service.h"
 #include "core/protocol/frame_codec.h"
 #include "core/runtime/random.h"
+#include "tests/scratch_dir.h"
 
 namespace rcxl::sim {
 namespace {
@@ -212,7 +213,7 @@ TEST(SimKernel, EchoProtocolRunsOnTheSimulator) {
 // A trace file that cannot take every line (here: over the file size limit, as
 // on a full disk) says so, so a run never hands the user a cut-off trace as whole.
 TEST(SimKernel, R8_ATraceFileThatCouldNotBeWrittenSaysSo) {
-  const auto path = std::filesystem::temp_directory_path() / "rcxl_trace_limit_test.txt";
+  const auto path = rcxl::testing::fresh_dir("rcxl_sim_kernel", "trace_limit") / "trace.txt";
   rlimit old{};
   ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
   auto* previous = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal

@@ -10,6 +10,7 @@
 
 #include "scenarios/embedded/embedded.h"
 #include "scenarios/serving_rig.h"
+#include "tests/scratch_dir.h"
 
 namespace rcxl::scenarios {
 namespace {
@@ -127,7 +128,7 @@ TEST(MemoryProfiles, R8_AnUnknownProfileIsRefusedNamingTheNode) {
 
 // A node's profile gives its device only: another RNIC class is refused, not ignored.
 TEST(MemoryProfiles, R8_AnotherNicOrControlLinkIsRefused) {
-  const auto dir = std::filesystem::temp_directory_path() / "rcxl_memory_profiles_test";
+  const auto dir = rcxl::testing::fresh_dir("rcxl_memory_profiles", "nic");
   std::filesystem::create_directories(dir);
   Json base = Json::parse(*embedded_file("profiles/cxl_ssd_default.json"));
   std::ofstream(dir / "cxl_ssd_default.json") << base.dump();

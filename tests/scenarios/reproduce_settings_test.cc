@@ -39,7 +39,7 @@ TEST(ReproduceSettings, R8_ASettingReachesEveryProfile) {
 TEST(ReproduceSettings, R8_ACapacityBelowOneRegionIsRefusedBeforeAnyRun) {
   ReproduceOptions options;
   options.settings = {"/device/capacity_bytes=16M"};
-  options.out_dir = (std::filesystem::temp_directory_path() / "rcxl_repro_capacity").string();
+  options.out_dir = (rcxl::testing::fresh_dir("rcxl_repro", "capacity") / "out").string();
   std::atomic<int> lines{0};
   options.progress = [&](const std::string&) { ++lines; };
   auto r = reproduce(options);
@@ -60,7 +60,7 @@ TEST(ReproduceSettings, R8_SettingsUnderWhichNothingLoadsFailTheRunsInsteadOfRea
   ReproduceOptions options;
   options.pairs = 1;
   options.settings = {"/engine/chunk_tokens=16384", "/engine/kv_bytes_per_token=8"};
-  options.out_dir = (std::filesystem::temp_directory_path() / "rcxl_repro_no_loads").string();
+  options.out_dir = (rcxl::testing::fresh_dir("rcxl_repro", "no_loads") / "out").string();
   std::vector<std::string> lines;
   options.progress = [&](const std::string& line) { lines.push_back(line); };
   auto r = reproduce(options);
