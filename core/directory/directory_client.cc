@@ -20,20 +20,30 @@ DirectoryClient::DirectoryClient(runtime::Runtime& rt, runtime::Strand& strand,
 DirectoryClient::~DirectoryClient() = default;
 
 void DirectoryClient::call(Json request, RawDone done,
-                           std::shared_ptr<runtime::StrandGate> reply_on) {
+                           std::shared_ptr<runtime::StrandGate> reply_on,
+                           RpcConnection::LateReplyHandler late) {
   ++*calls_;
   std::weak_ptr<RpcConnection> weak = conn_;
   // The connection is confined to strand_: every use goes through a post.
-  strand_.post([weak, request = std::move(request), done = std::move(done),
-                reply_on = std::move(reply_on)]() mutable {
+  strand_.post([weak, request = std::move(request), done = std::move(done), reply_on,
+                late = std::move(late)]() mutable {
     auto conn = weak.lock();
     if (!conn) return;
-    conn->call(std::move(request),
-               [done = std::move(done), reply_on](const Status& status, const Json& reply) {
-                 if (!done) return;
-                 if (reply_on == nullptr || reply_on->running_here()) return done(status, reply);
-                 reply_on->post([done, status, reply] { done(status, reply); });
-               });
+    RpcConnection::LateReplyHandler late_on_gate;
+    if (late) {
+      late_on_gate = [late, reply_on](const Json& reply) {
+        if (reply_on == nullptr || reply_on->running_here()) return late(reply);
+        reply_on->post([late, reply] { late(reply); });
+      };
+    }
+    conn->call(
+        std::move(request),
+        [done = std::move(done), reply_on](const Status& status, const Json& reply) {
+          if (!done) return;
+          if (reply_on == nullptr || reply_on->running_here()) return done(status, reply);
+          reply_on->post([done, status, reply] { done(status, reply); });
+        },
+        {}, std::move(late_on_gate));
   });
 }
 
@@ -422,7 +432,8 @@ void DirectoryClient::erase(const std::vector<std::string>& keys, Done<std::size
 
 void DirectoryClient::reclaim(const std::vector<RegionRef>& regions, std::size_t max,
                               Done<std::vector<Location>> done,
-                              std::shared_ptr<runtime::StrandGate> reply_on) {
+                              std::shared_ptr<runtime::StrandGate> reply_on,
+                              Done<std::vector<Location>> late) {
   // As many regions as one request takes; the reply as many locations as fit.
   Json list = Json::array();
   std::size_t bytes = 64;
@@ -436,17 +447,26 @@ void DirectoryClient::reclaim(const std::vector<RegionRef>& regions, std::size_t
       max, 1,
       std::min(kMaxKeysPerRequest,
                std::max<std::size_t>(1, reply_budget_bytes_ / kReplyBytesPerLocation)));
+  auto answer = [max](const Status& status, const Json& reply) -> Result<std::vector<Location>> {
+    if (!status.ok()) return status;
+    auto locations = parse_locations(reply);
+    if (!locations.ok()) return locations.status();
+    if (locations->size() > max) return more_than_asked("reclaim", reply);
+    return locations;
+  };
+  RpcConnection::LateReplyHandler late_reply;
+  if (late) {
+    late_reply = [late, answer](const Json& reply) {
+      auto locations = answer(reply_status(reply), reply);
+      if (locations.ok() && !locations->empty()) late(std::move(locations));
+    };
+  }
   call(
       {{"op", "reclaim"}, {"regions", std::move(list)}, {"max", max}},
-      [done = std::move(done), max](const Status& status, const Json& reply) {
-        if (!done) return;
-        if (!status.ok()) return done(status);
-        auto locations = parse_locations(reply);
-        if (!locations.ok()) return done(locations.status());
-        if (locations->size() > max) return done(more_than_asked("reclaim", reply));
-        done(std::move(locations).value());
+      [done = std::move(done), answer](const Status& status, const Json& reply) {
+        if (done) done(answer(status, reply));
       },
-      reply_on);
+      reply_on, std::move(late_reply));
 }
 
 void DirectoryClient::drop_region(std::string agent, std::uint64_t region, std::string read_handle,

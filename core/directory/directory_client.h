@@ -82,9 +82,12 @@ class DirectoryClient {
   // deleted and unleased) in these own regions, each given out once: their
   // pages may be written again. Regions past one request's budget wait for
   // the next call.
+  // `late`: the locations of a reply that came after the call timed out (the
+  // directory gave them out all the same; dropped, their pages would be lost).
   void reclaim(const std::vector<RegionRef>& regions, std::size_t max,
                Done<std::vector<Location>> done,
-               std::shared_ptr<runtime::StrandGate> reply_on = nullptr);
+               std::shared_ptr<runtime::StrandGate> reply_on = nullptr,
+               Done<std::vector<Location>> late = nullptr);
 
   // Requests sent so far (tests count round trips).
   std::uint64_t calls() const { return *calls_; }
@@ -94,7 +97,8 @@ class DirectoryClient {
   using Batches = std::vector<std::pair<std::size_t, std::size_t>>;
   template <typename Reply>
   struct Chain;
-  void call(Json request, RawDone done, std::shared_ptr<runtime::StrandGate> reply_on);
+  void call(Json request, RawDone done, std::shared_ptr<runtime::StrandGate> reply_on,
+            RpcConnection::LateReplyHandler late = nullptr);
   Batches key_batches(const std::vector<std::string>& keys, bool answered_with_locations) const;
   template <typename Reply>
   void start_chain(std::shared_ptr<Chain<Reply>> chain);

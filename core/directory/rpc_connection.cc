@@ -24,7 +24,8 @@ Status reply_status(const Json& reply) {
   const std::string name = protocol::string_field(error, "code").value_or("");
   const std::string message = protocol::string_field(error, "message").value_or("");
   auto code = error_code_from_name(name);
-  if (!code) {
+  // A refusal coded "ok" is no refusal the contract knows: never a success.
+  if (!code || *code == ErrorCode::kOk) {
     return Error(ErrorCode::kInternal,
                  "reply neither ok nor a coded error: " + reply.dump().substr(0, 200));
   }
@@ -65,7 +66,11 @@ void RpcConnection::start_connect() {
   rt_.transport().connect(
       options_.address, strand_, [weak, generation](Result<std::shared_ptr<runtime::Conn>> raw) {
         auto self = weak.lock();
-        if (!self || generation != self->generation_) return;
+        if (!self || generation != self->generation_) {
+          // Given up on (timed out, closed): the peer must not keep it open.
+          if (raw.ok()) (*raw)->abort();
+          return;
+        }
         if (!raw.ok()) {
           return self->fail_all(Error(
               ErrorCode::kUnavailable,

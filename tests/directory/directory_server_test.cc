@@ -489,6 +489,55 @@ TEST(DirectoryServer, R1_1_ALeaseThatCameTooLateIsReleased) {
   EXPECT_EQ(rig.server.directory().size(), 1u);
 }
 
+// A connect that completes after the handshake timed out is aborted: the
+// server kept each such session (greeted, never said hello to) until its
+// hello timeout, counted against --max-connections (review, session 26).
+TEST(DirectoryServer, R1_3_AConnectThatCameAfterItsTimeoutIsAborted) {
+  Rig rig;
+  rig.world.network().set_extra_delay("dir", 600ms);  // the connect takes 1.2 s > the 1 s timeout
+  std::optional<Result<LookupReply>> look;
+  rig.client->lookup({"a"}, [&](auto r) { look = std::move(r); });
+  EXPECT_EQ(rig.wait(look).status().code(), ErrorCode::kTimeout);
+  rig.world.network().set_extra_delay("dir", {});
+  std::optional<Result<LookupReply>> again;
+  rig.client->lookup({"a"}, [&](auto r) { again = std::move(r); });
+  EXPECT_TRUE(rig.wait(again).ok());
+  rig.world.run_for(1s);
+  EXPECT_EQ(rig.server.connections(), 1u);
+}
+
+// The directory gives each reclaimed page out once: a reply that came after
+// the call timed out was dropped, and its pages (up to a region's) were
+// lost to their owner for good. They reach the late handler (review, session 26).
+TEST(DirectoryServer, R1_1_PagesReclaimedTooLateStillReachTheOwner) {
+  Rig rig;
+  DirectoryClient& client = *rig.client;
+  std::vector<std::pair<std::string, Location>> entries;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 8; ++i) {
+    keys.push_back("k" + std::to_string(i));
+    entries.emplace_back(keys.back(), loc(4096 * static_cast<std::uint64_t>(i)));
+  }
+  std::optional<Result<std::vector<bool>>> reg;
+  client.register_keys(entries, [&](auto r) { reg = std::move(r); });
+  ASSERT_TRUE(rig.wait(reg).ok());
+  std::optional<Result<std::size_t>> erased;
+  client.erase(keys, [&](auto r) { erased = std::move(r); });
+  ASSERT_TRUE(rig.wait(erased).ok());
+  rig.world.network().set_extra_delay("dir", 700ms);  // a round trip of 1.4 s > the 1 s timeout
+  std::optional<Result<std::vector<Location>>> back;
+  std::vector<Location> late;
+  client.reclaim(
+      {{"mem:9000", 3, "readhandle"}}, 8, [&](auto r) { back = std::move(r); }, nullptr,
+      [&](Result<std::vector<Location>> r) {
+        if (r.ok()) late.insert(late.end(), r->begin(), r->end());
+      });
+  EXPECT_EQ(rig.wait(back).status().code(), ErrorCode::kTimeout);
+  rig.world.network().set_extra_delay("dir", {});
+  rig.world.run_for(2s);
+  EXPECT_EQ(late.size(), 8u);
+}
+
 // Short keys make small requests but a location per hit comes back: a lookup
 // of 8000 such keys was one request whose reply (1.4 MB) no frame held.
 TEST(DirectoryServer, R1_1_ALookupIsCutSoThatItsReplyFitsAFrameToo) {
@@ -655,6 +704,19 @@ TEST(DirectoryServer, R1_2_AReplyWithMoreHitsThanKeysAskedFailsTheCall) {
     }
     EXPECT_EQ(status.code(), ErrorCode::kInternal) << status.ToString();
   }
+}
+
+// A refusal coded "ok" is no code of the contract: release (and a hello)
+// took it for success (review, session 26).
+TEST(DirectoryServer, R1_2_ARefusalCodedOkIsNoSuccess) {
+  Rig rig;
+  GarblingServer server(rig.server_node, *rig.server_strand, rig.world);
+  server.answer = {{"ok", false}, {"error", {{"code", "ok"}, {"message", "x"}}}};
+  DirectoryClient client(rig.client_node, *rig.client_strand,
+                         RpcConnection::Options{.address = {"dir", 7100}, .secret = "s3cret"});
+  std::optional<Status> released;
+  client.release(1, [&](const Status& s) { released = s; });
+  EXPECT_EQ(rig.wait(released).code(), ErrorCode::kInternal);
 }
 
 // A register reply must answer each entry with a boolean: a short one (or a
