@@ -53,10 +53,18 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
   regions_ = std::make_unique<RegionMapClient>(rt, *strand_, config_);
   hints_ = std::make_unique<MemoryHints>(rt, config_, *directory_);
   waits_ = std::make_unique<MemoryWaits>(rt, *strand_, config_);
-  qps_ = std::make_unique<QueuePairs>(nic, *strand_, config_, [this](const std::string& agent) {
-    const AgentHello* hello = regions_->known(agent);
-    return hello ? hello->connect_proof : std::string();
-  });
+  qps_ = std::make_unique<QueuePairs>(
+      nic, *strand_, config_,
+      [this](const std::string& agent, std::function<void(std::string)> give) {
+        const AgentHello* hello = regions_->known(agent);
+        if (!hello || !hello->rdma_connect_proof) return give(std::string());
+        // The proof of the control connection's live hello: after an agent restart
+        // the kept one names a closed connection, refused for good (the hello
+        // reconnects it; a hello still live answers at once).
+        regions_->hello(agent, [give = std::move(give)](const Result<AgentHello>& now) {
+          give(now.ok() ? now->connect_proof : std::string());
+        });
+      });
   std::weak_ptr<bool> alive = alive_;
   regions_->set_boot_listener([this, alive](const std::string& agent, const std::string& old_boot,
                                             const std::string& new_boot,
@@ -209,7 +217,11 @@ void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
           }
           reserve_pages(n, agents_tried, std::move(done), /*reclaim_asked=*/true);
         },
-        reply_gate_);
+        reply_gate_,
+        // Given out after the call timed out: the pages are still this client's.
+        [this, alive](Result<std::vector<directory::Location>> late) {
+          if (!alive.expired() && late.ok()) take_reclaimed(*late);
+        });
     return;
   }
   if (config_.region_size_bytes < config_.chunk_size_bytes) {
@@ -757,13 +769,20 @@ void Handler::read_batches(std::shared_ptr<LoadJob> job) {
           if (registered) registered->release();
           if (alive.expired()) return;
           qps_->forget_if_broken(agent, through, statuses);
+          std::set<std::uint64_t> gone_registrations;
           for (std::size_t k = 0; k < indexes.size() && k < statuses.size(); ++k) {
             job->read[indexes[k]] = statuses[k];
             if (statuses[k].code() == ErrorCode::kRemoteAccess) {
               ++stats_.remote_access_errors;
-              // The registration is gone: map again next time, learning the boot.
-              regions_->forget_read_mapping(agent, job->locations[indexes[k]].region);
+              gone_registrations.insert(job->locations[indexes[k]].region);
             }
+          }
+          for (std::uint64_t region : gone_registrations) {
+            // The registration is gone: map again next time, learning the boot.
+            regions_->forget_read_mapping(agent, region);
+            // An own region's READs go through its own mapping: map it now, as
+            // a failed WRITE does, or every load of its keys fails the same way.
+            if (regions_->own_regions().count({agent, region})) regions_->recheck(agent, region);
           }
           if (--*remaining == 0) finish_load(job);
         };

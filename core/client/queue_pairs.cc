@@ -16,14 +16,19 @@ void QueuePairs::get(const std::string& agent, Ready ready) {
   waiting.push_back(std::move(ready));
   if (waiting.size() > 1) return;
   std::weak_ptr<bool> alive = alive_;
-  nic_.connect_with_proof(endpoint(agent), strand_, proof_of_ ? proof_of_(agent) : std::string(),
-                          [this, alive, agent](Result<std::shared_ptr<runtime::QueuePair>> qp) {
-                            if (alive.expired()) return;
-                            if (qp.ok()) qps_[agent] = *qp;
-                            auto waiting = std::move(waiting_[agent]);
-                            waiting_.erase(agent);
-                            for (auto& w : waiting) w(qp);
-                          });
+  auto connect = [this, alive, agent](std::string proof) {
+    if (alive.expired()) return;
+    nic_.connect_with_proof(endpoint(agent), strand_, std::move(proof),
+                            [this, alive, agent](Result<std::shared_ptr<runtime::QueuePair>> qp) {
+                              if (alive.expired()) return;
+                              if (qp.ok()) qps_[agent] = *qp;
+                              auto waiting = std::move(waiting_[agent]);
+                              waiting_.erase(agent);
+                              for (auto& w : waiting) w(qp);
+                            });
+  };
+  if (!proof_of_) return connect(std::string());
+  proof_of_(agent, std::move(connect));
 }
 
 void QueuePairs::forget_if_broken(const std::string& agent, const runtime::QueuePair* qp,

@@ -16,8 +16,10 @@ namespace rcxl::client {
 class QueuePairs {
  public:
   using Ready = std::function<void(Result<std::shared_ptr<runtime::QueuePair>>)>;
-  // The connect proof an agent asks for (its hello says so), else empty.
-  using ProofOf = std::function<std::string(const std::string& agent)>;
+  // Gives the connect proof an agent asks for (its hello says so), else empty:
+  // asynchronous, since a proof of a closed control connection must be made anew.
+  using ProofOf =
+      std::function<void(const std::string& agent, std::function<void(std::string)> give)>;
   QueuePairs(runtime::Nic& nic, runtime::Strand& strand, const Config& config,
              ProofOf proof_of = nullptr)
       : nic_(nic), strand_(strand), config_(config), proof_of_(std::move(proof_of)) {}

@@ -16,16 +16,18 @@ Status malformed(const char* what, const Json& reply) {
                                          " reply from the agent: " + reply.dump().substr(0, 200));
 }
 
-// PROTOCOL.md: {"boot":B,"addr":<u64>,"rkey":<u32>,"size":S}.
-Result<Mapping> mapping_from(const Json& reply, std::uint64_t default_size) {
+// PROTOCOL.md: {"boot":B,"addr":<u64>,"rkey":<u32>,"size":S}, S the region's
+// size: a mapping of less (or none said) would fail or miss every access past it.
+Result<Mapping> mapping_from(const Json& reply, std::uint64_t region_size) {
   const auto addr = protocol::u64_field(reply, "addr");
   const auto rkey = protocol::u64_field(reply, "rkey");
+  const auto size = protocol::u64_field(reply, "size");
   const auto boot = protocol::string_field(reply, "boot");
-  if (!addr || !rkey || *rkey > UINT32_MAX || !boot || boot->empty()) {
+  if (!addr || !rkey || *rkey > UINT32_MAX || !boot || boot->empty() || !size || *size == 0 ||
+      *size < region_size || *addr > UINT64_MAX - *size) {
     return malformed("map", reply);
   }
-  return Mapping{*addr, static_cast<std::uint32_t>(*rkey),
-                 protocol::u64_field(reply, "size").value_or(default_size), *boot};
+  return Mapping{*addr, static_cast<std::uint32_t>(*rkey), *size, *boot};
 }
 
 std::string boot_of(const Json& reply) {
@@ -60,6 +62,9 @@ RegionMapClient::AgentState& RegionMapClient::agent_state(const std::string& age
        .client_name = config_.client_name + "/maps",
        .reply_timeout = config_.reply_timeout});
   std::weak_ptr<bool> alive = alive_;
+  state.conn->set_on_connecting([this, alive, agent] {
+    if (!alive.expired()) agents_[agent].boot_at_connect = agents_[agent].hello.boot;
+  });
   state.conn->set_on_hello([this, alive, agent](const Json& reply) {
     if (!alive.expired()) on_hello(agent, reply);
   });
@@ -72,11 +77,14 @@ void RegionMapClient::on_hello(const std::string& agent, const Json& reply) {
   if (hello.rdma_connect_proof && !config_.secret.empty()) {
     hello.connect_proof = protocol::connect_proof(config_.secret, state.conn->challenge());
   }
-  const std::string boot = hello.boot;
-  hello.boot = state.hello.boot;  // adopt_boot moves it
-  state.hello = std::move(hello);
+  // R6.4: boot news that came while the hello was out (a hint's or a wait's
+  // stale_epoch) is newer than the hello's: the belief stays (take_hello).
+  const std::string believed = state.hello.boot;
+  const bool news = take_hello(state.hello, std::move(hello), state.boot_at_connect);
+  const std::string boot = state.hello.boot;
+  state.hello.boot = believed;  // adopt_boot moves it
   state.said_hello = true;
-  adopt_boot(agent, boot);
+  if (news) adopt_boot(agent, boot);
   if (++state.hellos == 1) return;
   // A new connection holds nothing: map what we hold again (R5.1: fresh only
   // for regions that never had a map reply).
@@ -414,7 +422,17 @@ void RegionMapClient::map_own(RegionKey key, int attempt, Done<Mapping> done) {
     }
     auto it = own_.find(key);
     auto mapping = mapping_from(reply, it == own_.end() ? 0 : it->second.size);
-    if (!mapping.ok()) return done(mapping.status());
+    if (!mapping.ok()) {
+      // Mapped again it would say the same: give the region up (stores go elsewhere).
+      if (held()) {
+        const std::string handle = own_.at(key).handle;
+        lose_own(key);
+        agent_state(key.first).conn->call(
+            {{"op", "free"}, {"region", key.second}, {"handle", handle}},
+            [](const Status&, const Json&) {});
+      }
+      return done(mapping.status());
+    }
     // R6.3: a map reply's boot wins over the connection's (unless it is older news).
     adopt_reply_boot(key.first, mapping->boot, sent_under);
     if (!held()) return done(Error(ErrorCode::kBootChanged, "boot changed: region gone"));

@@ -155,6 +155,7 @@ class RegionMapClient {
     // Boots seen replaced: news of one from another connection comes late (a
     // reply sent before the change, handled after it) and is ignored.
     std::set<std::string> past_boots;
+    std::string boot_at_connect;  // hello.boot as the current connect started
     // Allocs sent without a reply (timeout, closed connection), by token: the
     // agent may have made the region. Asked about before later allocs to it.
     std::map<std::string, UnansweredAlloc> unanswered;

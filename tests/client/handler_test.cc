@@ -145,6 +145,35 @@ TEST(Handler, R1_6_AQueuePairThatCannotReconnectIsReplacedOnTheNextUse) {
   EXPECT_EQ(text_of(loaded->values[0]), "gamma");
 }
 
+// docs/agent.md, *RDMA connect proofs*: after an agent restart the proof the
+// client kept names a control connection that closed with the old process.
+// A queue pair connecting with it was refused for good: nothing made the
+// client say hello again, so every store failed (review, session 26).
+TEST(Handler, R1_3_AQueuePairAfterAnAgentRestartConnectsWithTheNewHellosProof) {
+  ClientRig rig;
+  agent::AgentConfig agent_config;
+  auto& mem = rig.add_memory("mem", Json::object(), 256ull << 20, [&](agent::AgentConfig& c) {
+    c.rdma_connect_proofs = true;
+    agent_config = c;
+  });
+  BreakableNic nic(rig.gpu_nic);
+  Handler h(rig.gpu, rig.config(), nic);
+  ASSERT_EQ(rig.store(h, {item("k0", "alpha")})->stored, 1u);
+  // The agent process restarts: its control connections close, its challenges are new.
+  mem.agent->stop();
+  mem.agent.reset();
+  mem.agent = std::make_unique<agent::Agent>(*mem.node, *mem.pool, *mem.nic, nullptr, agent_config);
+  ASSERT_TRUE(mem.agent->start().ok());
+  nic.break_all();  // its queue pairs went with it
+  (void)rig.store(h, {item("k1", "beta")});
+  std::size_t stored = 0;
+  for (int i = 2; i < 6 && stored == 0; ++i) {
+    auto r = rig.store(h, {item("k" + std::to_string(i), "gamma")});
+    if (r.ok()) stored = r->stored;
+  }
+  EXPECT_EQ(stored, 1u);
+}
+
 // Own regions come from the pool round robin from `first_agent` (mod the
 // pool): clients with different starts spread their first regions.
 TEST(Handler, R1_6_FirstAgentSpreadsClientsOverThePool) {
@@ -642,6 +671,32 @@ TEST(Handler, R6_3_ALoadWhoseReadFailedSaysWhyTheHitsEnded) {
   ASSERT_TRUE(store.ok());
   EXPECT_EQ(store->failed, 1u);
   EXPECT_FALSE(store->first_failure.ok());
+}
+
+// An owner's own keys are read through its own region's mapping: a READ that
+// met the dropped registration only forgot read-handle mappings, so every
+// load of those keys failed the same way until a store happened to write into
+// the region (review, session 26). It maps the region again, as a failed
+// WRITE does, and learns the boot.
+TEST(Handler, R6_3_AnOwnersFailedReadMapsItsOwnRegionAgain) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"generation_file", "/gen"}});
+  Config config = rig.config();
+  config.read_hints = false;  // no hint's stale_epoch tells the boot first
+  config.write_hints = false;
+  Handler& owner = rig.handler(config);
+  ASSERT_EQ(rig.store(owner, {item("k", "bytes")})->stored, 1u);
+  mem.set_generation("2");
+  rig.world.run_for(300ms);
+  auto failed = rig.load(owner, {"k"});
+  ASSERT_TRUE(failed.ok());
+  EXPECT_EQ(failed->stopped_by.code(), ErrorCode::kRemoteAccess) << failed->stopped_by.ToString();
+  rig.world.run_for(50ms);
+  EXPECT_EQ(owner.regions().boot_changes(), 1u);
+  auto next = rig.load(owner, {"k"});
+  ASSERT_TRUE(next.ok());
+  EXPECT_TRUE(next->stopped_by.ok()) << next->stopped_by.ToString();  // a miss, not an error
+  EXPECT_TRUE(next->values.empty());
 }
 
 // News of a boot that was already replaced (e.g. a reply another connection

@@ -80,6 +80,24 @@ TEST(MemoryHints, R6_4_AHelloOvertakenByNewerBootNewsDoesNotTurnTheBootBack) {
   EXPECT_EQ(slow.received.back().value("epoch", ""), "b:3");
 }
 
+// The map connection applies it too: its hello (b:2), overtaken by a hint's
+// stale_epoch news (b:3), turned the boot back b:3 -> b:2, freeing every
+// region and retiring the live boot at the directory (review, session 26).
+TEST(RegionMapClient, R6_4_AHelloOvertakenByNewerBootNewsDoesNotTurnTheBootBack) {
+  ClientRig rig;
+  SilentAgent slow{rig, Json::array({"write_hint"}), "b:2", 50ms};
+  const std::string agent = "silent:7000";
+  Handler& h = rig.handler(hinting(rig));
+  std::optional<Result<AgentHello>> hello;
+  h.regions().hello(agent, [&](Result<AgentHello> r) { hello = std::move(r); });
+  rig.world.run_for(1ms);                  // the map connection's hello is out
+  h.regions().observe_boot(agent, "b:3");  // a hint's stale_epoch news
+  ASSERT_TRUE(rig.wait(hello).ok());
+  ASSERT_NE(h.regions().known(agent), nullptr);
+  EXPECT_EQ(h.regions().known(agent)->boot, "b:3");
+  EXPECT_EQ(h.regions().boot_changes(), 0u);
+}
+
 // The rule both side connections apply to a hello (R6.4).
 TEST(AgentHello, R6_4_AHelloKeepsABeliefThatMovedSinceItsConnectBegan) {
   AgentHello held;
