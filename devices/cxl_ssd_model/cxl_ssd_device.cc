@@ -461,12 +461,16 @@ void CxlSsdDevice::admit_waiting() {
     const PageSpan& pages = it->second.pages;
     // The cap is on pinned DRAM: pages another hint already pins cost nothing
     // more (shared prefixes). Count them only when the whole span would not fit.
-    const std::uint64_t bytes = pinned_bytes_ + span_bytes(pages) <= params_.hinted_bytes_cap
+    // Pins hold DRAM frames: never more than the DRAM has, whatever the cap says
+    // (a sweep to a DRAM smaller than the profile's cap).
+    const std::uint64_t cap =
+        std::min<std::uint64_t>(params_.hinted_bytes_cap, capacity_pages_ * page_bytes());
+    const std::uint64_t bytes = pinned_bytes_ + span_bytes(pages) <= cap
                                     ? span_bytes(pages)
                                     : table_.unpinned_pages(pages.first, pages.end) * page_bytes();
     // A span larger than the cap still goes when nothing else is pinned, and
     // one that pins nothing new always does (also while an oversized one is over the cap).
-    if (pinned_bytes_ > 0 && bytes > 0 && pinned_bytes_ + bytes > params_.hinted_bytes_cap) break;
+    if (pinned_bytes_ > 0 && bytes > 0 && pinned_bytes_ + bytes > cap) break;
     const auto [tag, span] = it->second;
     const std::int64_t key = it->first;
     waiting_.erase(it);

@@ -228,6 +228,12 @@ Result<DeviceProfile> load_device_profile(const json& profile) {
   if (d.program_unit_bytes < d.page_bytes) {
     return bad("/device/program_unit_bytes", "must hold at least one page");
   }
+  // The NIC asks the device per segment: one that ends inside a page makes a
+  // prepared page read from flash first (a store to prepared pages as slow as unprepared).
+  if (n.stream_segment_bytes % d.page_bytes != 0) {
+    return bad("/nic/stream_segment_bytes",
+               "must be a multiple of /device/page_bytes (" + std::to_string(d.page_bytes) + ")");
+  }
   return out;
 }
 

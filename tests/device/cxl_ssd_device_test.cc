@@ -819,6 +819,27 @@ TEST(CxlSsdDevice, R4_5_ReadOfAPromotedRequestRidesThePrefetchStream) {
   EXPECT_LT(promoted, 8 * fill);        // 16 dies in parallel
 }
 
+// Pins hold DRAM frames: a cap above the DRAM (a sweep to a smaller DRAM
+// keeps the profile's 4 GiB cap) let hints pin more pages than the device has
+// frames, and every one past them was granted as an overflow (review, session 26).
+TEST(CxlSsdDevice, R3_HintsNeverPinMoreThanTheDramHolds) {
+  sim::EventLoop loop;
+  auto params = small_params();  // 4 pages of DRAM, a cap of 64
+  CxlSsdDevice d(loop, params);
+  const PoolRange a{0, 3 * kPage};
+  const PoolRange b{16 * kPage, 3 * kPage};
+  ASSERT_TRUE(d.prefetch(1, std::span(&a, 1), true).ok());
+  ASSERT_TRUE(d.prefetch(2, std::span(&b, 1), true).ok());
+  EXPECT_EQ(d.pinned_bytes(), 3 * kPage);
+  EXPECT_EQ(d.waiting_bytes(), 3 * kPage);  // b waits for a's frames
+  loop.run_until([] { return false; });
+  EXPECT_EQ(d.counters().overflows, 0u);
+  d.release(1);
+  loop.run_until([] { return false; });
+  EXPECT_TRUE(d.page_state(16 * kPage).resident);
+  EXPECT_EQ(d.counters().overflows, 0u);
+}
+
 TEST(CxlSsdDevice, R3_HintedBytesCapHoldsAndWaitingRangesFollowReleases) {
   sim::EventLoop loop;
   auto params = small_params();

@@ -107,6 +107,8 @@ TEST(DeviceProfile, R1_2_BadFieldsAreNamed) {
       {"nic", "bytes_per_second", -1},
       {"nic", "stream_segment_bytes", 1024},
       {"nic", "stream_segment_bytes", 2e9},
+      // Not whole pages: a prepared page would be read from flash first (review, session 26).
+      {"nic", "stream_segment_bytes", 6144},
   };
   for (const auto& c : cases) {
     auto j = base;
