@@ -62,7 +62,7 @@ TEST(SchedulerConnector, R3_8_HintsARequestOnceAndEndsItOnceAtFinishedRecving) {
 
 // The scheduler's lookups answer how many leading keys hit, and are counted
 // (the simulator reports them as scheduler.lookups).
-TEST(SchedulerConnector, R3_9_LookupCountsLeadingHits) {
+TEST(SchedulerConnector, R3_8_LookupCountsLeadingHits) {
   RoleRig s;
   SchedulerConnector scheduler(*s.scheduler_handler);
   std::vector<std::size_t> hits;
@@ -86,11 +86,13 @@ TEST(SchedulerConnector, R3_8_HintOnArrivalWhenConfigured) {
   RoleRig s(/*on_arrival=*/true);
   SchedulerConnector scheduler(*s.scheduler_handler);
   scheduler.on_request_arrival("r", {"a"});
+  EXPECT_EQ(s.hints("r"), 1u);  // at arrival, before the load is found
   scheduler.on_async_load_found("r", {"a"});
-  EXPECT_EQ(s.hints("r"), 1u);
+  EXPECT_EQ(s.hints("r"), 1u);  // and not again
 }
 
 TEST(SchedulerConnector, R3_8_StateForAtMost65536RequestsOldestEnded) {
+  static_assert(kMaxSchedulerRequests == 65536, "SPEC R3.8");
   RoleRig s;
   SchedulerConnector scheduler(*s.scheduler_handler);
   const std::size_t total = kMaxSchedulerRequests + 100;
