@@ -388,16 +388,17 @@ int run_reproduce(const rcxl::scenarios::ReproduceOptions& options, bool json) {
   return 0;
 }
 
-std::string sweep_description() {
+// The parameter catalogue goes in `sweep --help` only: in the top-level list it
+// buried the other subcommands.
+std::string sweep_parameters() {
   std::string out =
-      "run a what-if grid: every point of the --param grid under each configuration and seed;\n"
-      "writes OUT/sweep.csv, OUT/sweep.json and OUT/sweep_<metric>.svg (docs/reproduce.md).\n"
       "Built-in parameters (or any JSON pointer: /device/..., /nic/..., /engine/...,\n"
       "/control_link/... into the profile, anything else into the scenario):";
   for (const auto& [name, help] : rcxl::scenarios::sweep_param_help()) {
     out += "\n  " + name + ": " + help;
   }
-  return out;
+  return out +
+         "\nExample: rcxl-sim sweep --param dram_cache_bytes=4G,16G --configs hints,no_hints\n";
 }
 
 int run_sweep(rcxl::scenarios::SweepOptions options, const std::vector<std::string>& params,
@@ -471,6 +472,13 @@ int parse_error(CLI::App& app, const CLI::ParseError& e) {
 int run_cli(int argc, char** argv) {
   CLI::App app{"rcxl-sim: run rcxl on the deterministic simulator (virtual time, seeded faults)"};
   rcxl::apps::add_version_flag(app, "rcxl-sim", RCXL_VERSION);
+  app.footer(
+      "Examples:\n"
+      "  rcxl-sim reproduce                  the seed's measurements P1-P6 (docs/reproduce.md)\n"
+      "  rcxl-sim replay --list              the shipped fault scenarios\n"
+      "  rcxl-sim replay reset_during_load   one of them, its expect block checked\n"
+      "  rcxl-sim run my.json --seed 7       a scenario file of your own (docs/scenarios.md)\n"
+      "rcxl-sim SUBCOMMAND --help says more, and each subcommand's exit codes.");
   app.require_subcommand(1);
   std::uint64_t seed = 1;
   int pings = 10;
@@ -558,8 +566,11 @@ int run_cli(int argc, char** argv) {
   std::string sweep_configs = "hints,no_hints";
   bool sweep_json = false, sweep_quiet = false;
   int sweep_conversations = 0, sweep_turns = 0;
-  auto* sweep = app.add_subcommand("sweep", sweep_description());
-  sweep->footer(kSweepExitCodes);
+  auto* sweep = app.add_subcommand(
+      "sweep",
+      "run a what-if grid: every point of the --param grid under each configuration and seed;\n"
+      "writes OUT/sweep.csv, OUT/sweep.json and OUT/sweep_<metric>.svg (docs/reproduce.md)");
+  sweep->footer(sweep_parameters() + kSweepExitCodes);
   sweep->add_option("--param", sweep_params,
                     "NAME=V1,V2,... one grid axis (repeat for more; the first is the charts' x "
                     "axis); values: numbers with K/M/G/T (binary) or true/false, each once; at "
