@@ -55,16 +55,17 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
   waits_ = std::make_unique<MemoryWaits>(rt, *strand_, config_);
   qps_ = std::make_unique<QueuePairs>(
       nic, *strand_, config_,
-      [this](const std::string& agent, std::function<void(std::string)> give) {
-        const AgentHello* hello = regions_->known(agent);
-        if (!hello || !hello->rdma_connect_proof) return give(std::string());
-        // The proof of the control connection's live hello: after an agent restart
-        // the kept one names a closed connection, refused for good (the hello
-        // reconnects it; a hello still live answers at once).
+      [this](const std::string& agent, std::function<void(Result<std::string>)> give) {
+        // The proof of the control connection's live hello, asked for by that
+        // hello: after an agent restart the kept one names a closed connection
+        // and may not say the agent wants one (the hello reconnects; a live
+        // one answers at once).
         regions_->hello(agent, [give = std::move(give)](const Result<AgentHello>& now) {
-          give(now.ok() ? now->connect_proof : std::string());
+          if (!now.ok()) return give(now.status());
+          give(now->rdma_connect_proof ? now->connect_proof : std::string());
         });
-      });
+      },
+      [this](const std::string& agent) { regions_->start_over(agent); });
   std::weak_ptr<bool> alive = alive_;
   regions_->set_boot_listener([this, alive](const std::string& agent, const std::string& old_boot,
                                             const std::string& new_boot,

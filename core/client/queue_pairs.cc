@@ -16,15 +16,23 @@ void QueuePairs::get(const std::string& agent, Ready ready) {
   waiting.push_back(std::move(ready));
   if (waiting.size() > 1) return;
   std::weak_ptr<bool> alive = alive_;
-  auto connect = [this, alive, agent](std::string proof) {
+  auto finish = [this, agent](const Result<std::shared_ptr<runtime::QueuePair>>& qp) {
+    if (qp.ok()) qps_[agent] = *qp;
+    // Refused with the proof of the live hello: the agent does not know that
+    // connection (a reconnect refused after a post only had an older proof).
+    if (!qp.ok() && qp.status().code() == ErrorCode::kUnauthenticated && refused_) {
+      refused_(agent);
+    }
+    auto waiting = std::move(waiting_[agent]);
+    waiting_.erase(agent);
+    for (auto& w : waiting) w(qp);
+  };
+  auto connect = [this, alive, agent, finish](Result<std::string> proof) {
     if (alive.expired()) return;
-    nic_.connect_with_proof(endpoint(agent), strand_, std::move(proof),
-                            [this, alive, agent](Result<std::shared_ptr<runtime::QueuePair>> qp) {
-                              if (alive.expired()) return;
-                              if (qp.ok()) qps_[agent] = *qp;
-                              auto waiting = std::move(waiting_[agent]);
-                              waiting_.erase(agent);
-                              for (auto& w : waiting) w(qp);
+    if (!proof.ok()) return finish(proof.status());  // no control connection, no proof
+    nic_.connect_with_proof(endpoint(agent), strand_, std::move(proof).value(),
+                            [alive, finish](Result<std::shared_ptr<runtime::QueuePair>> qp) {
+                              if (!alive.expired()) finish(qp);
                             });
   };
   if (!proof_of_) return connect(std::string());

@@ -423,8 +423,9 @@ void RegionMapClient::map_own(RegionKey key, int attempt, Done<Mapping> done) {
     auto it = own_.find(key);
     auto mapping = mapping_from(reply, it == own_.end() ? 0 : it->second.size);
     if (!mapping.ok()) {
-      // Mapped again it would say the same: give the region up (stores go elsewhere).
-      if (held()) {
+      // Mapped again it would say the same: give the region up (stores go
+      // elsewhere). A first map's failure is the alloc's to give back.
+      if (held() && own_.at(key).map_replied) {
         const std::string handle = own_.at(key).handle;
         lose_own(key);
         agent_state(key.first).conn->call(
@@ -452,6 +453,13 @@ void RegionMapClient::lose_own(const RegionKey& key) {
   log_.warn("agent ", key.first, " no longer knows region ", key.second,
             " (restarted without its region table?): giving it up");
   if (region_lost_listener_) region_lost_listener_(key.first, lost);
+}
+
+void RegionMapClient::start_over(const std::string& agent) {
+  agent_state(agent).conn->start_over(
+      Error(ErrorCode::kUnavailable,
+            "the agent refused an RDMA connect with this connection's "
+            "proof: connecting anew"));
 }
 
 void RegionMapClient::recheck(const std::string& agent, std::uint64_t region) {

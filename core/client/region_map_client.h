@@ -109,6 +109,9 @@ class RegionMapClient {
   }
   // Maps an own region again; a boot change shows in the reply (after an RDMA error).
   void recheck(const std::string& agent, std::uint64_t region);
+  // The agent refused a queue pair with this connection's proof: it does not
+  // know the connection any more, so the next hello (and proof) is a new one.
+  void start_over(const std::string& agent);
   // A boot seen on another connection (hint, wait): ignored when it is one this
   // client already saw replaced (news sent before the change, handled after).
   void observe_boot(const std::string& agent, const std::string& boot);

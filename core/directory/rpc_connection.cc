@@ -258,6 +258,10 @@ void RpcConnection::end_draining(std::uint64_t generation) {
   ended.conn->abort();
 }
 
+void RpcConnection::start_over(const Status& why) {
+  if (state_ == State::kReady) give_up(why);
+}
+
 void RpcConnection::close() {
   while (!draining_.empty()) end_draining(draining_.begin()->first);
   fail_all(Error(ErrorCode::kClosed, "closed by the client"));

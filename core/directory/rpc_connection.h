@@ -63,6 +63,10 @@ class RpcConnection : public std::enable_shared_from_this<RpcConnection> {
   const runtime::Address& address() const { return options_.address; }
   std::uint64_t calls_sent() const { return calls_sent_; }
   void close();
+  // The peer no longer knows this connection (an RDMA connect with its proof
+  // was refused: the peer restarted, or the path died unseen): the next call
+  // connects anew. Calls out fail with `why`; their late replies are still read.
+  void start_over(const Status& why);
 
  private:
   enum class State { kIdle, kConnecting, kReady };

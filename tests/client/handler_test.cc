@@ -174,6 +174,69 @@ TEST(Handler, R1_3_AQueuePairAfterAnAgentRestartConnectsWithTheNewHellosProof) {
   EXPECT_EQ(stored, 1u);
 }
 
+// The same after a restart that turns proofs on: the hello the client kept
+// says the agent wants none, so it connected with none, was refused, and
+// nothing made it say hello again (diff review, session 26).
+TEST(Handler, R1_3_AnAgentThatRestartsAskingForProofsGetsThem) {
+  ClientRig rig;
+  agent::AgentConfig agent_config;
+  auto& mem = rig.add_memory("mem", Json::object(), 256ull << 20,
+                             [&](agent::AgentConfig& c) { agent_config = c; });
+  BreakableNic nic(rig.gpu_nic);
+  Handler h(rig.gpu, rig.config(), nic);
+  ASSERT_EQ(rig.store(h, {item("k0", "alpha")})->stored, 1u);
+  mem.agent->stop();
+  mem.agent.reset();
+  agent_config.rdma_connect_proofs = true;
+  mem.agent = std::make_unique<agent::Agent>(*mem.node, *mem.pool, *mem.nic, nullptr, agent_config);
+  ASSERT_TRUE(mem.agent->start().ok());
+  nic.break_all();
+  std::size_t stored = 0;
+  for (int i = 1; i < 6 && stored == 0; ++i) {
+    auto r = rig.store(h, {item("k" + std::to_string(i), "gamma")});
+    if (r.ok()) stored = r->stored;
+  }
+  EXPECT_EQ(stored, 1u);
+}
+
+// A NIC whose first `refusals` connects the peer refuses (a proof it does not take).
+class RefusingNic final : public rcxl::testing::ForwardingNic {
+ public:
+  RefusingNic(runtime::Nic& inner, int refusals) : ForwardingNic(inner), refusals_(refusals) {}
+  void connect_with_proof(const std::string& endpoint, runtime::Strand& strand, std::string proof,
+                          ConnectHandler done) override {
+    if (refusals_-- > 0) {
+      return strand.post([done] { done(Error(ErrorCode::kUnauthenticated, "proof refused")); });
+    }
+    inner_.connect_with_proof(endpoint, strand, std::move(proof), std::move(done));
+  }
+
+ private:
+  int refusals_;
+};
+
+// A refused connect means the agent does not know the control connection
+// whose proof it got (a half-open one, its peer restarted unseen): the client
+// starts that connection over, so the next connect has a live proof. Before,
+// a connection that stayed open was never found dead (diff review, session 26).
+TEST(Handler, R1_3_ARefusedConnectStartsTheControlConnectionOver) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem");
+  RefusingNic nic(rig.gpu_nic, 1);
+  Handler h(rig.gpu, rig.config(), nic);
+  auto refused = rig.store(h, {item("k0", "alpha")});
+  EXPECT_TRUE(!refused.ok() || refused->stored == 0u);
+  rig.world.run_for(10ms);
+  EXPECT_EQ(mem.agent->metrics().connections_closed, 1u);  // the map connection, given up
+  // Its holds went with it: the next store may meet its region's old rkey once.
+  std::size_t stored = 0;
+  for (int i = 1; i < 4 && stored == 0; ++i) {
+    auto r = rig.store(h, {item("k" + std::to_string(i), "beta")});
+    if (r.ok()) stored = r->stored;
+  }
+  EXPECT_EQ(stored, 1u);
+}
+
 // Own regions come from the pool round robin from `first_agent` (mod the
 // pool): clients with different starts spread their first regions.
 TEST(Handler, R1_6_FirstAgentSpreadsClientsOverThePool) {

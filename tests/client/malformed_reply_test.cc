@@ -75,6 +75,11 @@ class ScriptedAgent {
     delay_ = delay;
   }
   const std::vector<Json>& requests() const { return requests_; }
+  // From now on `op` gets `reply` (the ones before were well formed).
+  void override_from_now(std::string op, Json reply) {
+    override_op_ = std::move(op);
+    reply_ = std::move(reply);
+  }
 
  private:
   Json answer(const Json& request) {
@@ -265,7 +270,7 @@ TEST(MalformedReply, R1_2_AMalformedAgentReplyEndsTheCallAndCrashesNothing) {
 // and the region is freed (the free requests that name `region`, 0 any) and
 // not held.
 void expect_a_store_frees_the_region(const std::string& op, const Json& reply,
-                                     std::uint64_t region = 0) {
+                                     std::uint64_t region = 0, const std::string& handle = "") {
   SCOPED_TRACE(reply.dump());
   ClientRig rig;
   ScriptedAgent agent(rig, kGreeting, op, reply, kAllActions);
@@ -278,7 +283,8 @@ void expect_a_store_frees_the_region(const std::string& op, const Json& reply,
   rig.world.run_for(50ms);
   int frees = 0;
   for (const auto& r : agent.requests()) {
-    frees += r.value("op", "") == "free" && (region == 0 || r.value("region", 0u) == region);
+    frees += r.value("op", "") == "free" && (region == 0 || r.value("region", 0u) == region) &&
+             (handle.empty() || r.value("handle", "") == handle);
   }
   EXPECT_GE(frees, 1);
   EXPECT_TRUE(h.regions().own_regions().empty());
@@ -291,7 +297,7 @@ TEST(MalformedReply, R1_5_AnAllocReplyTheClientCannotUseFreesItsRegion) {
   for (const Json& reply :
        {Json{{"ok", true}, {"region", 7}, {"size", 0}, {"handle", "h7"}, {"read_handle", "r"}},
         Json{{"ok", true}, {"region", 7}, {"handle", "h7"}}}) {
-    expect_a_store_frees_the_region("alloc", reply, 7);
+    expect_a_store_frees_the_region("alloc", reply, 7, "h7");
   }
 }
 
@@ -305,6 +311,31 @@ TEST(MalformedReply, R1_2_AMapReplySmallerThanItsRegionGivesTheRegionUp) {
         Json{{"ok", true}, {"boot", "b1"}, {"addr", 0}, {"rkey", 1}}}) {
     expect_a_store_frees_the_region("map", reply);
   }
+}
+
+// The same for a region mapped before: a map again (a recheck after an RDMA
+// error, a reconnect) answered short gives the region up, handle and all.
+TEST(MalformedReply, R1_2_AShortMapReplyToAMappedRegionGivesItUp) {
+  ClientRig rig;
+  ScriptedAgent agent(rig, kGreeting, "", {}, kAllActions);
+  Config config = rig.config();
+  config.agents = {ScriptedAgent::address()};
+  config.reply_timeout = 200ms;
+  Handler& h = rig.handler(config);
+  ASSERT_EQ(rig.store(h, {item("k", "value")})->stored, 1u);
+  ASSERT_EQ(h.regions().own_regions().size(), 1u);
+  const OwnRegion own = h.regions().own_regions().begin()->second;
+  agent.override_from_now("map",
+                          {{"ok", true}, {"boot", "b1"}, {"addr", 0}, {"rkey", 1}, {"size", 4096}});
+  h.regions().recheck(ScriptedAgent::address().ToString(), own.region);
+  rig.world.run_for(50ms);
+  EXPECT_TRUE(h.regions().own_regions().empty());
+  int frees = 0;
+  for (const auto& r : agent.requests()) {
+    frees += r.value("op", "") == "free" && r.value("region", 0u) == own.region &&
+             r.value("handle", "") == own.handle;
+  }
+  EXPECT_EQ(frees, 1);
 }
 
 std::vector<StoreItem> items(const std::string& prefix, int n) {
