@@ -704,7 +704,7 @@ void Agent::handle_alloc(const SessionPtr& s, const Json& id, const protocol::Al
       region->recorded = config_.state_file.empty();
       if (r.token) {
         region->alloc_token = *r.token;
-        alloc_tokens_[*r.token] = region->info.region;
+        alloc_tokens_[token_key(*r.token)] = region->info.region;
       }
       reply = allocated_reply(id, *region);
       made = region->info.region;
@@ -733,7 +733,7 @@ void Agent::handle_alloc(const SessionPtr& s, const Json& id, const protocol::Al
       // found it waits for the same answer), and nothing changed.
       if (it != regions_.end()) {
         allocator_.release(it->second->info.pool_offset, it->second->info.size);
-        alloc_tokens_.erase(it->second->alloc_token);
+        alloc_tokens_.erase(token_key(it->second->alloc_token));
         regions_.erase(it);
       }
       // PROTOCOL.md has no code for the agent's own failures: the alloc cannot
@@ -750,9 +750,10 @@ std::optional<Json> Agent::answer_token_locked(const Json& id, const protocol::A
                                                std::optional<std::uint64_t>& unrecorded) {
   if (!r.token) return std::nullopt;
   const std::string& token = *r.token;
-  auto known = alloc_tokens_.find(token);
+  // Kept by digest: a lookup's time tells nothing of how close a guess came.
+  auto known = alloc_tokens_.find(token_key(token));
   if (known == alloc_tokens_.end()) {
-    if (!r.made_only && !withdrawn_tokens_.count(token)) return std::nullopt;
+    if (!r.made_only && !withdrawn_tokens_.count(token_key(token))) return std::nullopt;
     // The first alloc may still come (it waits on another connection): it
     // must not make a region nobody will ask about again.
     if (r.made_only) withdraw_token_locked(token);
@@ -773,9 +774,15 @@ std::optional<Json> Agent::answer_token_locked(const Json& id, const protocol::A
   return allocated_reply(id, region);
 }
 
+std::string Agent::token_key(const std::string& token) {
+  // An alloc token is a capability like a handle (docs/agent.md, *Alloc tokens*).
+  return token.empty() ? std::string() : protocol::sha256_hex(token);
+}
+
 void Agent::withdraw_token_locked(const std::string& token) {
-  if (token.empty() || !withdrawn_tokens_.insert(token).second) return;
-  withdrawn_order_.push_back(token);
+  const std::string key = token_key(token);
+  if (key.empty() || !withdrawn_tokens_.insert(key).second) return;
+  withdrawn_order_.push_back(key);
   if (withdrawn_order_.size() <= kMaxWithdrawnTokens) return;
   withdrawn_tokens_.erase(withdrawn_order_.front());
   withdrawn_order_.pop_front();
@@ -1009,7 +1016,7 @@ void Agent::handle_free(const SessionPtr& s, const Json& id, const protocol::Fre
     for (auto& waiter : region.map_waiters) sweep_strand_->post(waiter);
     retiring_[info.region] = info;
     // A first alloc of this token that comes after the free makes nothing.
-    alloc_tokens_.erase(region.alloc_token);
+    alloc_tokens_.erase(token_key(region.alloc_token));
     withdraw_token_locked(region.alloc_token);
     regions_.erase(it);
     return std::nullopt;
@@ -1105,7 +1112,7 @@ Status Agent::load_regions() {
         region->ever_mapped = r.mapped_before;
         region->alloc_token = r.alloc_token;
         region->recorded = true;
-        if (!r.alloc_token.empty()) alloc_tokens_[r.alloc_token] = r.region;
+        if (!r.alloc_token.empty()) alloc_tokens_[token_key(r.alloc_token)] = r.region;
         regions_[r.region] = std::move(region);
       }
       boot_.restore_unknown_periods(table->unknown_periods);  // SPEC R6.4

@@ -158,6 +158,8 @@ class Agent {
                                                     const protocol::AllocRequest& r,
                                                     std::optional<std::uint64_t>& unrecorded);
   void withdraw_token_locked(const std::string& token);
+  // The key an alloc token is kept under: its SHA-256 ("" for none).
+  static std::string token_key(const std::string& token);
   void handle_alloc(const SessionPtr& s, const protocol::Json& id, const protocol::AllocRequest& r);
   void handle_map(const SessionPtr& s, const protocol::Json& id, const protocol::MapRequest& r);
   void handle_release(const SessionPtr& s, const protocol::Json& id,
@@ -234,7 +236,7 @@ class Agent {
   std::map<std::uint64_t, std::unique_ptr<Region>> regions_;
   std::map<std::uint64_t, ext::RegionInfo> retiring_;
   // An alloc's token -> the region it made, while that region lives (docs/agent.md).
-  std::map<std::string, std::uint64_t> alloc_tokens_;
+  std::map<std::string, std::uint64_t> alloc_tokens_;  // by token_key
   // Tokens whose region was freed, or that a made_only ask found unused: an
   // alloc with one (a first alloc that came late) makes nothing. The newest
   // kMaxWithdrawnTokens, oldest forgotten first.

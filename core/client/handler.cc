@@ -26,6 +26,9 @@ struct Handler::LoadJob {
   std::string hint_name;     // R3.7, when this load hinted itself
   bool engine_hinted = false;
   bool boot_checked = false;  // a location's boot was asked about once
+  // Why the prefix ended at a location whose agent could not be asked (its
+  // map failed, not for a region or boot that is gone): a miss with a reason.
+  Status unreached;
   // The READs must end by then: past it the lease may be gone and the
   // pages written again for other keys (directory reclaim).
   std::optional<runtime::Instant> read_deadline;
@@ -705,8 +708,17 @@ void Handler::resolve_locations(std::shared_ptr<LoadJob> job, std::size_t index)
 void Handler::check_location_boot(std::shared_ptr<LoadJob> job, std::size_t index,
                                   const Result<Mapping>& mapping) {
   const auto& l = job->locations[index];
+  if (!mapping.ok()) {
+    const ErrorCode code = mapping.status().code();
+    // A region or boot that is gone is a plain miss; an agent not reached is not.
+    if (code != ErrorCode::kNotFound && code != ErrorCode::kBadRange &&
+        code != ErrorCode::kStaleEpoch && code != ErrorCode::kBootChanged) {
+      job->unreached = mapping.status();
+    }
+    return read_batches(job);
+  }
   // Only a boot mismatch is worth a question, and one per load.
-  if (!mapping.ok() || mapping->boot == l.boot || job->boot_checked) return read_batches(job);
+  if (mapping->boot == l.boot || job->boot_checked) return read_batches(job);
   job->boot_checked = true;
   std::weak_ptr<bool> alive = alive_;
   regions_->check_location_boot(l.agent, l.region, l.read_handle, l.boot,
@@ -843,6 +855,7 @@ void Handler::finish_load(std::shared_ptr<LoadJob> job) {
     }
     result.values.push_back(std::move(job->buffers[i]));
   }
+  if (result.stopped_by.ok()) result.stopped_by = job->unreached;
   job->done(std::move(result));
 }
 

@@ -48,7 +48,9 @@ struct StoreResult {
 struct LoadResult {
   std::vector<std::vector<std::byte>> values;  // the leading hits, in key order
   // Why the hits end at a key the directory had when its READ (or queue
-  // pair) failed; ok when they end at a plain miss or a gone boot's location.
+  // pair) failed, or its agent could not be asked for a mapping (unreachable,
+  // timed out); ok when they end at a plain miss or a gone region's or boot's
+  // location.
   Status stopped_by;
 };
 

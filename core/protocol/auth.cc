@@ -9,6 +9,23 @@
 
 namespace rcxl::protocol {
 
+namespace {
+
+// Lowercase hex of a SHA-256-sized digest; "" for anything else (a failure).
+std::string hex_of_digest(const unsigned char* digest, unsigned int length) {
+  if (length != 32) return {};
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(64);
+  for (unsigned int i = 0; i < length; ++i) {
+    hex.push_back(kDigits[digest[i] >> 4]);
+    hex.push_back(kDigits[digest[i] & 0xf]);
+  }
+  return hex;
+}
+
+}  // namespace
+
 std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
@@ -17,18 +34,17 @@ std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
   if (key.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
       HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
            reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest,
-           &length) == nullptr ||
-      length != 32) {
+           &length) == nullptr) {
     return {};
   }
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(std::size_t{2} * length);
-  for (unsigned int i = 0; i < length; ++i) {
-    hex.push_back(kDigits[digest[i] >> 4]);
-    hex.push_back(kDigits[digest[i] & 0xf]);
-  }
-  return hex;
+  return hex_of_digest(digest, length);
+}
+
+std::string sha256_hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1) return {};
+  return hex_of_digest(digest, length);
 }
 
 bool constant_time_equal(std::string_view a, std::string_view b) {

@@ -15,6 +15,9 @@ inline constexpr char kWrongAuth[] =
 
 // Lowercase hex of HMAC-SHA256(key, message).
 std::string hmac_sha256_hex(std::string_view key, std::string_view message);
+// Lowercase hex of SHA-256(data): a capability kept by its digest is looked
+// up in time that tells nothing of how close a guess came.
+std::string sha256_hex(std::string_view data);
 
 // Equality that takes the same time wherever the first difference is.
 bool constant_time_equal(std::string_view a, std::string_view b);

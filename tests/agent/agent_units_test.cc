@@ -113,6 +113,14 @@ TEST(Auth, R1_3_AnHmacThatFailsAuthenticatesNothing) {
   unsetenv("OPENSSL_CONF");
 }
 
+// Alloc tokens are kept by their SHA-256 (FIPS 180-2's "abc" vector): a
+// std::map lookup by the token itself took longer the more of a guess's
+// leading bytes matched a live token (review, session 26).
+TEST(Auth, R1_5_AllocTokensAreKeptByTheirDigest) {
+  EXPECT_EQ(protocol::sha256_hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
 // docs/agent.md, *RDMA connect proofs*: 16 characters of the challenge, then
 // 32 of HMAC-SHA256(secret, "rcxl-rdma-connect " + challenge); rdma_cm's zero
 // padding after it is taken, anything else is not.

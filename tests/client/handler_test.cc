@@ -762,6 +762,27 @@ TEST(Handler, R6_3_AnOwnersFailedReadMapsItsOwnRegionAgain) {
   EXPECT_TRUE(next->values.empty());
 }
 
+// A key the directory has on an agent the reader cannot reach read as a
+// plain miss: rcxl-kv printed "k: miss" with no reason (review, session 26).
+TEST(Handler, R6_1_AKeyOnAnAgentNotReachedIsAMissThatSaysWhy) {
+  ClientRig rig;
+  rig.add_memory("mem");
+  Config config = rig.config();
+  config.reply_timeout = 200ms;
+  Handler& writer = rig.handler(config);
+  Handler& reader = rig.handler(config);
+  ASSERT_EQ(rig.store(writer, {item("k", "v")})->stored, 1u);
+  rig.world.network().partition("mem");
+  auto loaded = rig.load(reader, {"k"});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_TRUE(loaded->values.empty());
+  EXPECT_FALSE(loaded->stopped_by.ok());
+  rig.world.network().heal("mem");
+  auto plain = rig.load(reader, {"nothing"});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->stopped_by.ok());  // a key nobody stored says nothing
+}
+
 // News of a boot that was already replaced (e.g. a reply another connection
 // got before the change, handled after it) changes nothing: no regions go back
 // and the directory is not told to drop the live boot's keys.
