@@ -1,5 +1,6 @@
 #include "apps/rcxl-kv/bench.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +54,7 @@ struct Phase {
   std::uint64_t mismatches = 0;
   std::uint64_t failures = 0;
   std::uint64_t retried_batches = 0;  // stored again after a failed WRITE
+  std::uint64_t present_before = 0;   // already_present at a batch's first attempt
 };
 
 // Stores keys [0, n) of `round`; failed items are retried (a boot change makes
@@ -73,6 +75,8 @@ Result<Phase> store_round(KvClient& writer, std::uint64_t n, int round, std::uin
       }
       auto r = writer.store(std::move(items));
       if (!r.ok()) return r.status();
+      // On a retry a key may be present from the attempt before; on the first, not.
+      if (attempt == 1) p.present_before += r->already_present;
       const std::uint64_t done = r->stored + r->already_present;
       if (r->failed == 0) {
         p.bytes += done * chunk;
@@ -141,8 +145,10 @@ Result<BenchTotals> run_bench(KvClient& writer, KvClient& reader, std::uint64_t 
   const std::uint64_t n = std::max<std::uint64_t>(1, (o.mib << 20) / chunk);
   BenchTotals t;
   const int rounds = o.between_rounds.empty() ? 1 : 2;
+  std::uint64_t boot_changes_before = 0;
   for (int round = 1; round <= rounds; ++round) {
     if (round == 2) {
+      boot_changes_before = reader.counts().boot_changes;
       out << "rcxl-kv bench: running between rounds: " << o.between_rounds << std::endl;
       if (int rc = std::system(o.between_rounds.c_str()); rc != 0) {
         return Error(ErrorCode::kIoError,
@@ -155,7 +161,13 @@ Result<BenchTotals> run_bench(KvClient& writer, KvClient& reader, std::uint64_t 
       auto old = load_round(reader, n, 1, chunk, o, /*engine_hints=*/false);
       if (!old.ok()) return old.status();
       t.misses_after_reset = old->misses;
-      if (o.expect_reset) t.stale_hits += old->hits + old->mismatches;
+      if (o.expect_reset) {
+        t.stale_hits += old->hits + old->mismatches;
+        // Misses alone prove no reset (a directory restart forgets keys too).
+        t.reset_not_seen = reader.counts().boot_changes == boot_changes_before;
+      } else {
+        t.mismatches += old->mismatches;  // no reset: the old keys keep their bytes
+      }
       out << "rcxl-kv bench round 1 keys after the command: hits " << old->hits << " misses "
           << old->misses << " mismatches " << old->mismatches << std::endl;
       print_counts(out, "reader", reader);
@@ -168,7 +180,8 @@ Result<BenchTotals> run_bench(KvClient& writer, KvClient& reader, std::uint64_t 
     auto loaded = load_round(reader, n, round, chunk, o);
     if (!loaded.ok()) return loaded.status();
     const double load_s = seconds_since(start);
-    t.keys_stored += stored->hits;
+    t.keys_stored += stored->hits - std::min(stored->hits, stored->present_before);
+    t.keys_present_before += stored->present_before;
     t.store_failures += stored->failures;
     t.hits += loaded->hits;
     t.misses += loaded->misses;
@@ -183,8 +196,26 @@ Result<BenchTotals> run_bench(KvClient& writer, KvClient& reader, std::uint64_t 
     // The directory dropped the old boot's locations: still misses, no stale bytes.
     auto old = load_round(reader, n, 1, chunk, o);
     if (!old.ok()) return old.status();
-    if (o.expect_reset) t.stale_hits += old->hits + old->mismatches;
+    if (o.expect_reset) {
+      t.stale_hits += old->hits + old->mismatches;
+    } else {
+      t.mismatches += old->mismatches;
+    }
     out << "rcxl-kv bench round 1 keys at the end: hits " << old->hits << " misses " << old->misses
+        << " mismatches " << old->mismatches << std::endl;
+  }
+  if (t.keys_present_before > 0) {
+    out << "rcxl-kv bench: " << t.keys_present_before
+        << " keys were in the directory before this run stored them (an earlier bench with "
+           "--seed "
+        << o.seed
+        << "?): their WRITEs were given back and the loads checked older bytes; give another "
+           "--seed"
+        << std::endl;
+  }
+  if (t.reset_not_seen) {
+    out << "rcxl-kv bench: --expect-reset, but the reader saw no boot change across the command: "
+           "its misses prove no reset (was the memory node reset?)"
         << std::endl;
   }
   print_counts(out, "writer", writer);
@@ -192,8 +223,8 @@ Result<BenchTotals> run_bench(KvClient& writer, KvClient& reader, std::uint64_t 
   out << "rcxl-kv bench totals: keys_stored=" << t.keys_stored << " hits=" << t.hits
       << " misses=" << t.misses << " mismatches=" << t.mismatches
       << " store_failures=" << t.store_failures << " misses_after_reset=" << t.misses_after_reset
-      << " stale_hits=" << t.stale_hits << " result=" << (t.ok() && t.misses == 0 ? "ok" : "FAILED")
-      << std::endl;
+      << " stale_hits=" << t.stale_hits << " keys_present_before=" << t.keys_present_before
+      << " result=" << (t.ok() && t.misses == 0 ? "ok" : "FAILED") << std::endl;
   return t;
 }
 

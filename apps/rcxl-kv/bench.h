@@ -31,7 +31,17 @@ struct BenchTotals {
   std::uint64_t stale_hits = 0;  // an old key that hit after the reset
   std::uint64_t store_failures = 0;
   std::uint64_t misses_after_reset = 0;
-  bool ok() const { return mismatches == 0 && stale_hits == 0 && store_failures == 0; }
+  // Keys the directory had before this run stored them (an earlier bench of
+  // the same --seed): their WRITEs were given back (first writer wins), so the
+  // loads checked the earlier run's bytes, not this run's.
+  std::uint64_t keys_present_before = 0;
+  // --expect-reset, and the reader saw no boot change across the command:
+  // its misses prove nothing about a reset.
+  bool reset_not_seen = false;
+  bool ok() const {
+    return mismatches == 0 && stale_hits == 0 && store_failures == 0 && keys_present_before == 0 &&
+           !reset_not_seen;
+  }
 };
 
 // Runs the bench; prints one line per phase and the counts to `out`.

@@ -197,8 +197,11 @@ Result<rcxl::client::Config> make_config(const Flags& f, bool needs_agents) {
   return c;
 }
 
-// The KEY FILE pairs read and checked before the NIC opens: keys non-empty
-// and distinct, each file a regular file of 1..chunk bytes.
+// NAME_MAX of Linux file systems: a longer key could be loaded but not written.
+constexpr std::size_t kMaxFileNameBytes = 255;
+
+// The KEY FILE pairs read and checked before the NIC opens: keys non-empty,
+// distinct and loadable (a file name each), each file a regular file of 1..chunk bytes.
 Result<std::vector<rcxl::client::StoreItem>> read_store_items(const Flags& f, std::uint64_t chunk) {
   std::vector<rcxl::client::StoreItem> items;
   for (std::size_t i = 0; i + 1 < f.store_pairs.size(); i += 2) {
@@ -207,6 +210,13 @@ Result<std::vector<rcxl::client::StoreItem>> read_store_items(const Flags& f, st
                          "store: a key is empty (pair " + std::to_string(i / 2 + 1) + ")");
     }
     // First writer wins: a second FILE for one key would be dropped unseen.
+    if (f.store_pairs[i].size() > kMaxFileNameBytes) {
+      return rcxl::Error(ErrorCode::kBadRequest,
+                         "store: key '" + f.store_pairs[i].substr(0, 32) + "...' is " +
+                             std::to_string(f.store_pairs[i].size()) +
+                             " bytes; rcxl-kv load writes each key to a file name of at most " +
+                             std::to_string(kMaxFileNameBytes));
+    }
     for (const auto& earlier : items) {
       if (earlier.key == f.store_pairs[i]) {
         return rcxl::Error(ErrorCode::kBadRequest, "store: key '" + f.store_pairs[i] +
@@ -226,9 +236,6 @@ Result<std::vector<rcxl::client::StoreItem>> read_store_items(const Flags& f, st
 // The most bytes one bench store or load call generates and compares at once
 // (--batch values of --chunk-size each): the largest batch of the default chunk.
 constexpr std::uint64_t kMaxBenchCallBytes = std::uint64_t{1} << 30;
-
-// NAME_MAX of Linux file systems: a longer key could be loaded but not written.
-constexpr std::size_t kMaxFileNameBytes = 255;
 
 // nullopt, or why the load's keys cannot each get their own file under --out:
 // '', '.' or '..', a name over NAME_MAX, two keys that map to one file name,

@@ -171,6 +171,18 @@ TEST(KvProcess, R4_3_AWriteWaitWithWriteHintsOffIsRefused) {
   }
 }
 
+// A key load cannot write (over NAME_MAX) was stored all the same, and could
+// never be loaded with rcxl-kv (review, session 26).
+TEST(KvProcess, R1_2_AKeyLongerThanAFileNameIsRefusedAtStore) {
+  ProcessRun r = run_kv(
+      "--directory 127.0.0.1:1 --agent 127.0.0.1:2 --nic verbs:no_such_dev0 "
+      "--auth none store " +
+      std::string(300, 'k') + " /etc/hostname");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "is 300 bytes; rcxl-kv load writes each key")) << r.output;
+  EXPECT_FALSE(contains(r.output, "no_such_dev0")) << r.output;  // before the NIC
+}
+
 // SPEC R3.4: read hints are on unless --no-read-hints; --help must not suggest otherwise.
 TEST(KvProcess, R3_4_HelpSaysReadHintsAreOnByDefault) {
   ProcessRun r = run_kv("--help");
