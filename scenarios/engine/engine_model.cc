@@ -111,6 +111,9 @@ void EngineModel::load_complete(std::uint64_t id, std::size_t loaded) {
   RequestRecord& rec = records_[r.record];
   rec.load_end = rt_.clock().now();
   rec.loaded_chunks = std::min(loaded, rec.hit_chunks);
+  // A short load's missing chunks are recomputed: the turn stores them again.
+  Conversation& conv = conversations_[static_cast<std::size_t>(r.spec.conversation)];
+  conv.stored_chunks = std::min(conv.stored_chunks, rec.loaded_chunks);
   r.load_finished = true;
   // vLLM reports finished_recving at a step's end; an idle engine sees it now.
   if (!gpu_busy_) {

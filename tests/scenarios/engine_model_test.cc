@@ -30,9 +30,13 @@ class IdealKv : public EngineKv {
     strand_->post_after(100us, [done, hits] { done(hits); });
   }
   void on_load_done(const KvRequest&) override { ++load_dones; }
-  void load(const KvRequest&, std::size_t chunks, LoadDone done) override {
+  void load(const KvRequest& r, std::size_t chunks, LoadDone done) override {
     const auto t = runtime::from_seconds(static_cast<double>(chunks * chunk_bytes_) / bw_);
-    strand_->post_after(t, [done, chunks] { done(chunks); });
+    // A short load: its last chunks went between the lookup and the load (a reset).
+    const std::size_t lost = std::min(chunks, lose_on_next_load);
+    lose_on_next_load -= lost;
+    for (std::size_t i = chunks - lost; i < chunks; ++i) stored_.erase(r.chunk_keys[i]);
+    strand_->post_after(t, [done, got = chunks - lost] { done(got); });
   }
   void store(const KvRequest& r, std::size_t first, std::size_t end, StoreDone done) override {
     std::vector<std::string> keys(r.chunk_keys.begin() + static_cast<long>(first),
@@ -47,6 +51,7 @@ class IdealKv : public EngineKv {
 
   int lookups = 0;
   int load_dones = 0;
+  std::size_t lose_on_next_load = 0;
 
  private:
   std::unique_ptr<runtime::Strand> strand_;
@@ -271,6 +276,29 @@ TEST(EngineModel, R8_AnArrivalDuringTheLookupsIsNotLeftBehindAnIdlePass) {
   ASSERT_EQ(recs[0].hit_chunks, 2u);
   EXPECT_GT(recs[0].ttft(), 1s);
   EXPECT_LT(recs[1].ttft(), 100ms);
+}
+
+// A load cut short recomputes its missing chunks; the turn then stores them
+// again. It stored only past the lookup's hits, so the gap stayed and the next
+// turn's lookup stopped at it (review, session 26).
+TEST(EngineModel, R8_ChunksAShortLoadMissedAreStoredAgain) {
+  sim::SimWorld world(1);
+  auto& gpu = world.add_node("gpu");
+  const EngineParams params;
+  IdealKv kv(gpu, 1e12, params.kv_bytes_per_token * params.chunk_tokens);
+  kv.lose_on_next_load = 2;
+  ConversationSpec conv;
+  conv.think_time = 1s;  // each turn's store has landed before the next lookup
+  const int chunk = params.chunk_tokens;
+  conv.turns = {{0, 1, 4 * chunk + 10, 1}, {0, 2, 20, 1}, {0, 3, 20, 1}};
+  EngineModel engine(gpu, kv, params, {conv});
+  engine.start();
+  ASSERT_TRUE(world.run_until([&] { return engine.done(); }).ok());
+  const auto& recs = engine.records();
+  ASSERT_EQ(recs.size(), 3u);
+  ASSERT_EQ(recs[1].hit_chunks, 4u);
+  ASSERT_EQ(recs[1].loaded_chunks, 2u);  // chunks 2 and 3 were lost
+  EXPECT_EQ(recs[2].hit_chunks, 4u);     // turn 2 stored them again
 }
 
 // SPEC R8, hunt H2: a conversation's context accumulates over its turns; in
