@@ -62,8 +62,71 @@ void EngineModel::kick() {
   if (!gpu_busy_ && !lookups_pending_) schedule_pass();
 }
 
+// A lookup's answer: a hit starts its load (the worker gets it with the
+// step's plan), a miss makes the request ready to prefill all of its context.
+void EngineModel::take_lookup(std::uint64_t id, std::size_t hits) {
+  Request& req = requests_.at(id);
+  RequestRecord& rec = records_[req.record];
+  rec.hit_chunks = std::min(hits, req.kv.chunk_keys.size());
+  // What was stored and is gone (a reset, a late store) is stored again.
+  Conversation& conv = conversations_[static_cast<std::size_t>(req.spec.conversation)];
+  conv.stored_chunks = std::min(conv.stored_chunks, rec.hit_chunks);
+  if (rec.hit_chunks > 0) {
+    req.phase = Phase::kLoading;
+    // The worker starts the load when it receives this step's plan.
+    strand_->post_after(params_.scheduler_to_worker, [this, id] {
+      Request& q = requests_.at(id);
+      RequestRecord& rc = records_[q.record];
+      rc.load_start = rt_.clock().now();
+      kv_.load(q.kv, rc.hit_chunks, [this, id](std::size_t loaded) {
+        strand_->post([this, id, loaded] { load_complete(id, loaded); });
+      });
+    });
+  } else {
+    req.phase = Phase::kReady;
+    req.prefill_left = req.context_tokens;
+  }
+}
+
+// vLLM V1's order (EngineParams::lookup_on_admission): the running requests
+// take the step's tokens first; waiting ones are reached in arrival order
+// while tokens and sequence slots are left, and each is looked up (a
+// synchronous RPC) only when reached. A hit loads asynchronously and takes
+// neither tokens nor a slot until its load is done.
+void EngineModel::admission_pass() {
+  int budget = params_.max_batched_tokens;
+  int running = 0;
+  for (auto& [id, r] : requests_) {
+    if (r.phase != Phase::kRunning) continue;
+    ++running;
+    budget -= r.prefill_left == 0
+                  ? 1
+                  : static_cast<int>(std::min<std::int64_t>(std::max(budget, 0), r.prefill_left));
+  }
+  for (auto& [id, r] : requests_) {
+    if (budget <= 0 || running >= params_.max_running) break;
+    if (r.phase == Phase::kReady) {
+      budget -= static_cast<int>(std::min<std::int64_t>(budget, r.prefill_left));
+      ++running;
+    } else if (r.phase == Phase::kWaiting) {
+      lookups_pending_ = true;
+      r.phase = Phase::kLookingUp;
+      kv_.lookup(r.kv, [this, id = id](std::size_t hits) {
+        strand_->post([this, id, hits] {
+          take_lookup(id, hits);
+          lookups_pending_ = false;
+          admission_pass();  // on from the start: the budget left may have changed
+        });
+      });
+      return;
+    }
+  }
+  run_step();
+}
+
 // The scheduler's lookups are synchronous RPCs in vLLM: the pass waits for them.
 void EngineModel::schedule_pass() {
+  if (params_.lookup_on_admission) return admission_pass();
   std::vector<std::uint64_t> waiting;
   for (auto& [id, r] : requests_) {
     if (r.phase == Phase::kWaiting) waiting.push_back(id);
@@ -76,27 +139,7 @@ void EngineModel::schedule_pass() {
     r.phase = Phase::kLookingUp;
     kv_.lookup(r.kv, [this, id, remaining](std::size_t hits) {
       strand_->post([this, id, remaining, hits] {
-        Request& req = requests_.at(id);
-        RequestRecord& rec = records_[req.record];
-        rec.hit_chunks = std::min(hits, req.kv.chunk_keys.size());
-        // What was stored and is gone (a reset, a late store) is stored again.
-        Conversation& conv = conversations_[static_cast<std::size_t>(req.spec.conversation)];
-        conv.stored_chunks = std::min(conv.stored_chunks, rec.hit_chunks);
-        if (rec.hit_chunks > 0) {
-          req.phase = Phase::kLoading;
-          // The worker starts the load when it receives this step's plan.
-          strand_->post_after(params_.scheduler_to_worker, [this, id] {
-            Request& q = requests_.at(id);
-            RequestRecord& rc = records_[q.record];
-            rc.load_start = rt_.clock().now();
-            kv_.load(q.kv, rc.hit_chunks, [this, id](std::size_t loaded) {
-              strand_->post([this, id, loaded] { load_complete(id, loaded); });
-            });
-          });
-        } else {
-          req.phase = Phase::kReady;
-          req.prefill_left = req.context_tokens;
-        }
+        take_lookup(id, hits);
         if (--*remaining == 0) {
           lookups_pending_ = false;
           run_step();
@@ -140,7 +183,21 @@ void EngineModel::run_step() {
   }
   budget -= decodes;
   int prefill = 0;
+  // vLLM V1 gives the running requests' prefill chunks the budget before any
+  // waiting request (lookup_on_admission); the session-25 model, request order.
+  std::vector<Request*> order;
   for (auto& [id, r] : requests_) {
+    if (r.phase == Phase::kRunning && r.prefill_left > 0) order.push_back(&r);
+  }
+  for (auto& [id, r] : requests_) {
+    if (r.phase == Phase::kReady) order.push_back(&r);
+  }
+  if (!params_.lookup_on_admission) {
+    order.clear();
+    for (auto& [id, r] : requests_) order.push_back(&r);
+  }
+  for (Request* rp : order) {
+    Request& r = *rp;
     if (budget <= 0) break;
     const bool admitted = r.phase == Phase::kRunning && r.prefill_left > 0;
     if (!admitted && r.phase != Phase::kReady) continue;

@@ -77,6 +77,8 @@ class EngineModel {
   void arrive(int conversation, int turn);
   void kick();  // runs a schedule pass if the GPU is idle
   void schedule_pass();
+  void admission_pass();
+  void take_lookup(std::uint64_t id, std::size_t hits);
   void run_step();
   void end_step();
   void finish_request(Request& r);

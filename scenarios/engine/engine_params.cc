@@ -52,6 +52,10 @@ const std::map<std::string, EngineField>& engine_fields() {
       {"store_prompt_after_prefill",
        {0, 1, true, [](EngineParams& p, double v) { p.store_prompt_after_prefill = v != 0; },
         " (0: a turn's KV is stored when it finishes; 1: the prompt's once its prefill is done)"}},
+      {"lookup_on_admission",
+       {0, 1, true, [](EngineParams& p, double v) { p.lookup_on_admission = v != 0; },
+        " (1: vLLM V1's order, a waiting request is looked up only when the step has tokens and "
+        "a slot for it; 0: every waiting request at each pass)"}},
   };
   return kFields;
 }

@@ -32,6 +32,12 @@ struct EngineParams {
   // the output is stored as part of the next turn's prompt). See
   // docs/reproduce.md, *When a turn's KV is stored*.
   bool store_prompt_after_prefill = true;
+  // vLLM V1's scheduler order: running requests' prefill first, then waiting
+  // requests in arrival order while tokens and sequence slots are left, each
+  // looked up (its load and hint started) only when reached. False: every
+  // waiting request is looked up at each pass and admission is in request
+  // order (the model through session 25). docs/reproduce.md.
+  bool lookup_on_admission = false;
 };
 
 Result<EngineParams> engine_params_from_json(const nlohmann::json& j);

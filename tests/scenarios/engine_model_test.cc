@@ -301,6 +301,37 @@ TEST(EngineModel, R8_ChunksAShortLoadMissedAreStoredAgain) {
   EXPECT_EQ(recs[2].hit_chunks, 4u);     // turn 2 stored them again
 }
 
+// vLLM V1 reaches a waiting request (and looks it up, starting its load and
+// hint) only when the step has tokens left for it; the session-25 model looks
+// every waiting request up at once (engine.lookup_on_admission, review, session 26).
+TEST(EngineModel, R8_WithLookupOnAdmissionAWaitingRequestIsLookedUpWhenTheBudgetReachesIt) {
+  auto load_start = [](bool on_admission) {
+    sim::SimWorld world(1);
+    auto& gpu = world.add_node("gpu");
+    EngineParams params;
+    params.lookup_on_admission = on_admission;
+    IdealKv kv(gpu, 1e12, params.kv_bytes_per_token * params.chunk_tokens);
+    kv.preload("conv1/chunk0");
+    kv.preload("conv1/chunk1");
+    ConversationSpec busy;  // 10 steps of a full 2048-token budget
+    busy.turns = {{0, 1, 20000, 1}};
+    ConversationSpec loads;
+    loads.start = 1ms;
+    loads.turns = {{1, 1, 2 * params.chunk_tokens + 1, 1}};
+    EngineModel engine(gpu, kv, params, {busy, loads});
+    engine.start();
+    EXPECT_TRUE(world.run_until([&] { return engine.done(); }).ok());
+    const auto& recs = engine.records();
+    EXPECT_EQ(recs.size(), 2u);
+    EXPECT_EQ(recs.back().hit_chunks, 2u);
+    return recs.back().load_start;
+  };
+  // Looked up at the pass after the step it arrived in (~205 ms), budget or not.
+  EXPECT_LT(load_start(false), runtime::Instant(300ms));
+  // The 10th step is the first with tokens left (20000 - 9 x 2048 < 2048).
+  EXPECT_GT(load_start(true), runtime::Instant(1500ms));
+}
+
 // SPEC R8, hunt H2: a conversation's context accumulates over its turns; in
 // int it wrapped past 2^31 tokens (negative prefill). Counted in 64 bits.
 TEST(EngineModel, R8_ContextPastIntMaxIsCountedIn64Bits) {
