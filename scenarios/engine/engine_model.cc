@@ -287,7 +287,9 @@ void EngineModel::finish_request(Request& r) {
   conv.context_tokens = r.context_tokens + r.spec.output_tokens;
   // A connector that saves during the forward pass stores no decode KV: the
   // output reaches storage as part of the next turn's prompt.
-  if (!params_.store_prompt_after_prefill) store_context(r, conv.context_tokens);
+  // The last sampled token never ran through the model: its KV does not
+  // exist (vLLM stores num_computed_tokens = prompt + output - 1).
+  if (!params_.store_prompt_after_prefill) store_context(r, conv.context_tokens - 1);
   ++finished_turns_;
   const int next = r.spec.turn + 1;
   if (next <= static_cast<int>(conv.spec.turns.size())) {

@@ -332,6 +332,25 @@ TEST(EngineModel, R8_WithLookupOnAdmissionAWaitingRequestIsLookedUpWhenTheBudget
   EXPECT_GT(load_start(true), runtime::Instant(1500ms));
 }
 
+// Stored at the finish, a turn's KV ends one token before its context: the
+// last sampled token was never run through the model. A context of exactly
+// one chunk stored a chunk whose last token's KV did not exist (review, session 26).
+TEST(EngineModel, R8_AStoreAtTheFinishLeavesOutTheLastSampledToken) {
+  sim::SimWorld world(1);
+  auto& gpu = world.add_node("gpu");
+  EngineParams params;
+  params.store_prompt_after_prefill = false;
+  IdealKv kv(gpu, 1e12, params.kv_bytes_per_token * params.chunk_tokens);
+  ConversationSpec conv;
+  conv.think_time = 1s;
+  conv.turns = {{0, 1, params.chunk_tokens - 56, 56}, {0, 2, 300, 1}};
+  EngineModel engine(gpu, kv, params, {conv});
+  engine.start();
+  ASSERT_TRUE(world.run_until([&] { return engine.done(); }).ok());
+  ASSERT_EQ(engine.records().size(), 2u);
+  EXPECT_EQ(engine.records()[1].hit_chunks, 0u);
+}
+
 // SPEC R8, hunt H2: a conversation's context accumulates over its turns; in
 // int it wrapped past 2^31 tokens (negative prefill). Counted in 64 bits.
 TEST(EngineModel, R8_ContextPastIntMaxIsCountedIn64Bits) {
