@@ -289,22 +289,27 @@ int run_load(rcxl::kv::KvClient& kv, const Flags& f) {
     std::cerr << "rcxl-kv: load: the hits end at key " << f.load_keys[r->values.size()]
               << ", stored but not read: " << r->stopped_by.ToString() << std::endl;
   }
+  int rc = r->values.size() == f.load_keys.size() ? 0 : kExitMiss;
   for (std::size_t i = 0; i < f.load_keys.size(); ++i) {
     // Keys may hold '/': the file name is the key with those made '_'.
     std::string name = f.load_keys[i];
     std::replace(name.begin(), name.end(), '/', '_');
+    const auto path = std::filesystem::path(f.out_dir) / name;
     if (i >= r->values.size()) {
-      std::cout << f.load_keys[i] << ": miss" << std::endl;
+      // An older file of this key would read as its value: it goes.
+      const bool removed = rcxl::kv::remove_stale_value_file(path.string());
+      std::cout << f.load_keys[i] << ": miss" << (removed ? " (removed an older " : "")
+                << (removed ? path.string() + ")" : "") << std::endl;
       continue;
     }
-    const auto path = std::filesystem::path(f.out_dir) / name;
     if (rcxl::Status s = rcxl::kv::write_value_file(path.string(), r->values[i]); !s.ok()) {
-      return fail(s.message());
+      rc = fail(s.message());  // the other keys are still written and reported
+      continue;
     }
     std::cout << f.load_keys[i] << ": " << r->values[i].size() << " bytes -> " << path.string()
               << std::endl;
   }
-  return r->values.size() == f.load_keys.size() ? 0 : kExitMiss;
+  return rc;
 }
 
 }  // namespace

@@ -47,6 +47,29 @@ TEST(KvValueFile, R1_2_AValueIsWrittenWholeAndAMissingDirectoryIsNamed) {
   std::filesystem::remove_all(dir);
 }
 
+// A value is written aside and renamed into place: a symlink at its name was
+// followed (the load wrote through it, anywhere), and a failed write left half
+// a value where an older whole one had been (review, session 26).
+TEST(KvValueFile, R1_2_AValueReplacesItsFileWholeAndNeverFollowsASymlink) {
+  const auto dir = rcxl::testing::fresh_dir("kv_value_file", "rename");
+  std::ofstream(dir / "victim") << "keep";
+  std::filesystem::create_symlink(dir / "victim", dir / "k");
+  const std::vector<std::byte> value(10, std::byte{'v'});
+  ASSERT_TRUE(write_value_file((dir / "k").string(), value).ok());
+  EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::symlink_status(dir / "k")));
+  std::ifstream victim(dir / "victim");
+  std::string kept;
+  std::getline(victim, kept);
+  EXPECT_EQ(kept, "keep");
+  EXPECT_EQ(std::filesystem::file_size(dir / "k"), 10u);
+  EXPECT_FALSE(std::filesystem::exists(dir / "k.rcxl-kv-partial"));
+  // A miss removes an older file of the key.
+  EXPECT_TRUE(remove_stale_value_file((dir / "k").string()));
+  EXPECT_FALSE(std::filesystem::exists(dir / "k"));
+  EXPECT_FALSE(remove_stale_value_file((dir / "k").string()));
+  std::filesystem::remove_all(dir);
+}
+
 // rcxl-kv bench --between-rounds: std::system's wait status said "exited 256"
 // for a command that exited 1.
 TEST(KvCommandStatus, R1_2_TheBetweenRoundsCommandsEndIsSaidInWords) {
