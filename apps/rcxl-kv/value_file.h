@@ -2,10 +2,14 @@
 // bytes, so every value is checked before the NIC opens; a load writes one.
 #pragma once
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -30,45 +34,75 @@ inline Result<std::string> read_value_file(const std::string& key, const std::st
   return std::move(file->contents);
 }
 
-// Writes a loaded value to `path`. The close is checked: a small value sits in
-// the stream's buffer until then, so a full disk shows only there. A regular
-// file (or none) is written aside and renamed over `path`: a failed or cut
-// write never leaves half a value, and a symlink there is replaced, not
-// followed. Anything else (a device, a FIFO) is written in place.
+// "cannot write PATH: WHY", with the likely fix where it is one.
+inline Status value_write_error(const std::string& path, int err) {
+  // The hint only where it is the likely cause (not for a missing directory).
+  const bool space = err == ENOSPC || err == EROFS || err == EDQUOT || err == EIO;
+  return Error(ErrorCode::kIoError,
+               "cannot write " + path + ": " + std::strerror(err) +
+                   (space ? " (is --out on a full or read-only file system?)" : ""));
+}
+
+// Writes a loaded value to `path`. A regular file (or none) is written to a
+// new file of its own beside it (mkstemp: O_EXCL, so no symlink or other
+// load's file is written through) and renamed over `path`: a failed or cut
+// write never leaves half a value, and a symlink at `path` is replaced, not
+// followed. Anything else there (a device, a FIFO) is written in place, its
+// close checked: a full disk may show only there.
 inline Status write_value_file(const std::string& path, std::span<const std::byte> value) {
   std::error_code ec;
   const auto st = std::filesystem::symlink_status(path, ec);
   const bool in_place = !ec && std::filesystem::exists(st) &&
                         !std::filesystem::is_regular_file(st) && !std::filesystem::is_symlink(st);
-  const std::string target = in_place ? path : path + ".rcxl-kv-partial";
-  errno = 0;
-  std::ofstream out(target, std::ios::binary | std::ios::trunc);
-  if (out) {
-    out.write(reinterpret_cast<const char*>(value.data()),
-              static_cast<std::streamsize>(value.size()));
-    out.close();
+  if (in_place) {
+    errno = 0;
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (out) {
+      out.write(reinterpret_cast<const char*>(value.data()),
+                static_cast<std::streamsize>(value.size()));
+      out.close();
+    }
+    if (!out) return value_write_error(path, errno ? errno : EIO);
+    return {};
   }
-  int err = out ? 0 : (errno ? errno : EIO);
-  if (!out && !in_place) std::filesystem::remove(target, ec);
-  if (out && !in_place && std::rename(target.c_str(), path.c_str()) != 0) {
-    err = errno;
-    std::filesystem::remove(target, ec);
+  // A short name: a key's own name may already be NAME_MAX long.
+  const auto dir = std::filesystem::path(path).parent_path();
+  std::string temp =
+      ((dir.empty() ? std::filesystem::path(".") : dir) / ".rcxl-kv-XXXXXX").string();
+  const int fd = ::mkstemp(temp.data());
+  if (fd < 0) return value_write_error(path, errno);
+  int err = 0;
+  for (std::size_t done = 0; done < value.size() && err == 0;) {
+    const ssize_t n = ::write(fd, value.data() + done, value.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      err = n < 0 ? errno : EIO;
+    else
+      done += static_cast<std::size_t>(n);
   }
+  if (::close(fd) != 0 && err == 0) err = errno;
+  // mkstemp's 0600: a loaded value reads as any file the user writes would.
+  if (err == 0) {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    if (::chmod(temp.c_str(), 0666 & ~mask) != 0) err = errno;
+  }
+  if (err == 0 && std::rename(temp.c_str(), path.c_str()) != 0) err = errno;
   if (err != 0) {
-    // The hint only where it is the likely cause (not for a missing directory).
-    const bool space = err == ENOSPC || err == EROFS || err == EDQUOT || err == EIO;
-    return Error(ErrorCode::kIoError, "cannot write " + path + ": " + std::strerror(err) +
-                                          (space ? " (is --out on a full or read-only file "
-                                                   "system?)"
-                                                 : ""));
+    std::filesystem::remove(temp, ec);
+    return value_write_error(path, err);
   }
   return {};
 }
 
-// A key that missed: an older file of it under --out would read as this
-// load's value. True when one was removed.
+// A key that missed: an older value file of it under --out would read as
+// this load's value. Only a regular file (or a symlink) goes; true when one did.
 inline bool remove_stale_value_file(const std::string& path) {
   std::error_code ec;
+  const auto st = std::filesystem::symlink_status(path, ec);
+  if (ec || !(std::filesystem::is_regular_file(st) || std::filesystem::is_symlink(st))) {
+    return false;
+  }
   return std::filesystem::remove(path, ec);
 }
 

@@ -776,7 +776,11 @@ std::optional<Json> Agent::answer_token_locked(const Json& id, const protocol::A
 
 std::string Agent::token_key(const std::string& token) {
   // An alloc token is a capability like a handle (docs/agent.md, *Alloc tokens*).
-  return token.empty() ? std::string() : protocol::sha256_hex(token);
+  if (token.empty()) return {};
+  std::string digest = protocol::sha256_hex(token);
+  // Without SHA-256 (a crypto provider missing) every token would share the
+  // key "": the token itself, marked, keeps them apart (only the timing is lost).
+  return digest.empty() ? "raw:" + token : digest;
 }
 
 void Agent::withdraw_token_locked(const std::string& token) {

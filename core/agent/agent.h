@@ -77,6 +77,8 @@ struct AgentConfig {
 
 class Agent {
  public:
+  // The key an alloc token is kept under: its SHA-256 ("" for none).
+  static std::string token_key(const std::string& token);
   Agent(runtime::Runtime& runtime, runtime::MemoryPool& pool, runtime::Nic& nic,
         std::unique_ptr<ext::RegionExtension> extension, AgentConfig config);
   ~Agent();
@@ -158,8 +160,6 @@ class Agent {
                                                     const protocol::AllocRequest& r,
                                                     std::optional<std::uint64_t>& unrecorded);
   void withdraw_token_locked(const std::string& token);
-  // The key an alloc token is kept under: its SHA-256 ("" for none).
-  static std::string token_key(const std::string& token);
   void handle_alloc(const SessionPtr& s, const protocol::Json& id, const protocol::AllocRequest& r);
   void handle_map(const SessionPtr& s, const protocol::Json& id, const protocol::MapRequest& r);
   void handle_release(const SessionPtr& s, const protocol::Json& id,

@@ -705,16 +705,20 @@ void Handler::resolve_locations(std::shared_ptr<LoadJob> job, std::size_t index)
                          });
 }
 
+void Handler::note_unreached(LoadJob& job, const Status& map_failure) {
+  const ErrorCode code = map_failure.code();
+  // A region or boot that is gone is a plain miss; an agent not reached is not.
+  if (code != ErrorCode::kNotFound && code != ErrorCode::kBadRange &&
+      code != ErrorCode::kStaleEpoch && code != ErrorCode::kBootChanged) {
+    job.unreached = map_failure;
+  }
+}
+
 void Handler::check_location_boot(std::shared_ptr<LoadJob> job, std::size_t index,
                                   const Result<Mapping>& mapping) {
   const auto& l = job->locations[index];
   if (!mapping.ok()) {
-    const ErrorCode code = mapping.status().code();
-    // A region or boot that is gone is a plain miss; an agent not reached is not.
-    if (code != ErrorCode::kNotFound && code != ErrorCode::kBadRange &&
-        code != ErrorCode::kStaleEpoch && code != ErrorCode::kBootChanged) {
-      job->unreached = mapping.status();
-    }
+    note_unreached(*job, mapping.status());
     return read_batches(job);
   }
   // Only a boot mismatch is worth a question, and one per load.
@@ -728,6 +732,7 @@ void Handler::check_location_boot(std::shared_ptr<LoadJob> job, std::size_t inde
                                   if (current.ok() && accept_location(*job, index, current)) {
                                     return resolve_locations(job, index + 1);
                                   }
+                                  if (!current.ok()) note_unreached(*job, current.status());
                                   read_batches(job);
                                 });
 }

@@ -160,6 +160,8 @@ class Handler {
   // is told), then go on or end the prefix there.
   void check_location_boot(std::shared_ptr<LoadJob> job, std::size_t index,
                            const Result<Mapping>& mapping);
+  // The prefix ends at a location whose map failed: why, unless its region or boot is gone.
+  void note_unreached(LoadJob& job, const Status& map_failure);
   void read_batches(std::shared_ptr<LoadJob> job);
   void finish_load(std::shared_ptr<LoadJob> job);
   void gated_reads(const std::string& agent, std::shared_ptr<runtime::QueuePair> qp,

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "core/agent/agent.h"
 #include "core/agent/agent_metrics.h"
 #include "core/agent/boot_tracker.h"
 #include "core/agent/region_allocator.h"
@@ -119,6 +120,33 @@ TEST(Auth, R1_3_AnHmacThatFailsAuthenticatesNothing) {
 TEST(Auth, R1_5_AllocTokensAreKeptByTheirDigest) {
   EXPECT_EQ(protocol::sha256_hex("abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Agent::token_key("abc"), protocol::sha256_hex("abc"));
+  EXPECT_EQ(Agent::token_key(""), "");
+}
+
+// In a process without SHA-256 (checked: 2 if it has it): 0 when two tokens
+// still get two non-empty keys, else 1.
+int tokens_without_sha256_exit_code() {
+  if (!protocol::sha256_hex("a").empty()) return 2;
+  const std::string a = Agent::token_key("a");
+  const std::string b = Agent::token_key("b");
+  return !a.empty() && !b.empty() && a != b ? 0 : 1;
+}
+
+// Without SHA-256 every token's digest was "": two clients' tokens shared one
+// key and the second alloc got the first one's region and owner handle
+// (diff review, session 26). Tokens stay apart.
+TEST(Auth, R1_5_WithoutSha256TwoTokensStillHaveTwoKeys) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string conf = ::testing::TempDir() + "rcxl-openssl-null-tokens.cnf";
+  {
+    std::ofstream out(conf);
+    out << "openssl_conf = init\n[init]\nproviders = providers\n"
+           "[providers]\nnull = null_provider\n[null_provider]\nactivate = 1\n";
+  }
+  ASSERT_EQ(setenv("OPENSSL_CONF", conf.c_str(), 1), 0);
+  EXPECT_EXIT(std::exit(tokens_without_sha256_exit_code()), ::testing::ExitedWithCode(0), "");
+  unsetenv("OPENSSL_CONF");
 }
 
 // docs/agent.md, *RDMA connect proofs*: 16 characters of the challenge, then

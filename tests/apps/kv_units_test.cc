@@ -1,6 +1,7 @@
 // rcxl-kv's helpers: a load's value file write is checked through its close;
 // a --between-rounds command's end is said in words.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstddef>
 #include <cstdlib>
@@ -62,11 +63,21 @@ TEST(KvValueFile, R1_2_AValueReplacesItsFileWholeAndNeverFollowsASymlink) {
   std::getline(victim, kept);
   EXPECT_EQ(kept, "keep");
   EXPECT_EQ(std::filesystem::file_size(dir / "k"), 10u);
-  EXPECT_FALSE(std::filesystem::exists(dir / "k.rcxl-kv-partial"));
-  // A miss removes an older file of the key.
+  // A miss removes an older file of the key, never a FIFO or a directory.
   EXPECT_TRUE(remove_stale_value_file((dir / "k").string()));
   EXPECT_FALSE(std::filesystem::exists(dir / "k"));
   EXPECT_FALSE(remove_stale_value_file((dir / "k").string()));
+  ASSERT_EQ(mkfifo((dir / "fifo").c_str(), 0600), 0);
+  EXPECT_FALSE(remove_stale_value_file((dir / "fifo").string()));
+  EXPECT_TRUE(std::filesystem::exists(dir / "fifo"));
+  // A key name of NAME_MAX bytes: its file is written under a short temporary name.
+  const std::string longest(255, 'n');
+  EXPECT_TRUE(write_value_file((dir / longest).string(), value).ok());
+  EXPECT_EQ(std::filesystem::file_size(dir / longest), 10u);
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().filename().string().rfind(".rcxl-kv-", 0), std::string::npos)
+        << "a temporary file is left: " << entry.path();
+  }
   std::filesystem::remove_all(dir);
 }
 
