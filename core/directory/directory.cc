@@ -4,6 +4,8 @@
 #include <functional>
 #include <set>
 
+#include "core/protocol/messages.h"
+
 namespace rcxl::directory {
 
 std::optional<Location> Directory::find(const std::string& key) const {
@@ -417,7 +419,10 @@ Result<std::size_t> Directory::boot_changed(const std::string& agent, const std:
   } else {
     if (known != boots_.end() && known->second.current == boot) return std::size_t{0};
     if (retired(boot)) {
-      return Error(ErrorCode::kStaleEpoch, "boot " + boot + " of agent " + agent + " is gone");
+      // Quoted short: the reply must stay far below the frame its request filled.
+      return Error(ErrorCode::kStaleEpoch, "boot " + protocol::quote_client_text(boot) +
+                                               " of agent " + protocol::quote_client_text(agent) +
+                                               " is gone");
     }
   }
   // Records forgotten on the way erase only other agents' entries: this one stays.

@@ -4,6 +4,7 @@
 // LRU eviction over a key capacity. Pure state: time comes in as arguments.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -34,6 +35,10 @@ struct DirectoryOptions {
   // forgotten (an owner that never asks, e.g. one that exited, cannot stop
   // the others' reuse).
   std::size_t max_reclaimable = 1u << 20;
+  // The first lease id (then one up per lease). The server draws it at random:
+  // a release a client sends after the directory restarted must not name
+  // another reader's lease of the new process (ids restarting at 1 did).
+  std::uint64_t first_lease = 1;
 };
 
 // One region of one agent as its owner knows it (the read handle tells a
@@ -58,7 +63,8 @@ enum class RegisterOutcome { kRegistered, kAlreadyPresent };
 
 class Directory {
  public:
-  explicit Directory(DirectoryOptions options = {}) : options_(options) {}
+  explicit Directory(DirectoryOptions options = {})
+      : options_(options), next_lease_(std::max<std::uint64_t>(options.first_lease, 1)) {}
 
   // First writer wins: a later register of the key changes nothing and says so.
   // A boot reported gone (boot_changed) is stale_epoch; any other is taken.
@@ -215,7 +221,7 @@ class Directory {
   std::map<std::uint64_t, BootRecord> boot_records_;  // oldest first
   std::uint64_t next_boot_record_ = 1;
   std::uint64_t use_clock_ = 0;
-  std::uint64_t next_lease_ = 1;
+  std::uint64_t next_lease_;
   std::uint64_t evictions_ = 0;
   std::size_t doomed_ = 0;  // entries with doomed set
 };

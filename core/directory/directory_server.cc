@@ -15,7 +15,12 @@ DirectoryServer::DirectoryServer(runtime::Runtime& rt, runtime::Strand& strand,
     : rt_(rt),
       strand_(strand),
       options_(std::move(options)),
-      directory_(options_.directory),
+      // Lease ids start anywhere in [1, 2^62]: unique to this process in practice.
+      directory_([&] {
+        DirectoryOptions d = options_.directory;
+        d.first_lease = 1 + (rt.random("directory-leases")->next_u64() >> 2);
+        return d;
+      }()),
       random_(rt.random("directory-challenge")),
       log_(rt.log_sink(), "directory") {}
 
@@ -113,6 +118,18 @@ Result<std::string> string_field(const Json& message, const char* name) {
     return Error(ErrorCode::kBadRequest, std::string(name) + " must be a non-empty string");
   }
   return message[name].get<std::string>();
+}
+
+// An agent or boot no location can name (kMaxLocationJsonBytes) is refused: a
+// boot report that stored one would grow the directory without end.
+Result<std::string> name_field(const Json& message, const char* name) {
+  auto text = string_field(message, name);
+  if (text.ok() && text->size() > kMaxLocationJsonBytes) {
+    return Error(ErrorCode::kBadRequest, std::string(name) + " is at most " +
+                                             std::to_string(kMaxLocationJsonBytes) +
+                                             " bytes (no location names a longer one)");
+  }
+  return text;
 }
 
 // An optional field: absent or null (as the agent reads them) is not given.
@@ -316,14 +333,14 @@ Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& messa
                                                    read_handle)}};
   }
   if (op == "boot_changed") {
-    auto agent = string_field(message, "agent");
+    auto agent = name_field(message, "agent");
     if (!agent.ok()) return agent.status();
-    auto boot = string_field(message, "boot");
+    auto boot = name_field(message, "boot");
     if (!boot.ok()) return boot.status();
     // `from` (optional): the boot the reporter saw `boot` replace.
     std::string from;
     if (present(message, "from")) {
-      auto f = string_field(message, "from");
+      auto f = name_field(message, "from");
       if (!f.ok()) return f.status();
       from = *f;
     }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 
 #include "backends/sim/sim_network.h"
 #include "backends/sim/sim_world.h"
@@ -487,6 +488,49 @@ TEST(DirectoryServer, R1_1_ALeaseThatCameTooLateIsReleased) {
   rig.world.run_for(500ms);  // the reply comes at 1.4 s; the release goes at once
   EXPECT_EQ(rig.server.directory().open_leases(), 0u);  // not held for the 5 s TTL
   EXPECT_EQ(rig.server.directory().size(), 1u);
+}
+
+// boot_changed stored agent, boot and from of any length (the record bound
+// counts boots, not bytes): 50 reports of 340 KiB grew the directory by
+// 120 MB. A name no location can hold is refused, nothing retired (review, session 26).
+TEST(DirectoryServer, R1_2_ABootReportNamingMoreThanALocationHoldsIsRefused) {
+  Rig rig;
+  const std::string huge(2000, 'b');
+  for (const auto& [agent, boot, from] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"mem:9000", huge, "boot1"}, {"mem:9000", "boot2", huge}, {huge, "boot2", "boot1"}}) {
+    std::optional<Result<std::size_t>> r;
+    rig.client->boot_changed(agent, boot, from, [&](auto x) { r = std::move(x); });
+    const auto st = rig.wait(r).status();
+    EXPECT_EQ(st.code(), ErrorCode::kBadRequest) << st.ToString();
+    EXPECT_NE(st.message().find("at most 1000 bytes"), std::string::npos) << st.message();
+  }
+  // Nothing was retired: a register under boot1 still goes.
+  std::optional<Result<std::vector<bool>>> reg;
+  rig.client->register_keys({{"k", loc(0, "boot1")}}, [&](auto x) { reg = std::move(x); });
+  auto registered = rig.wait(reg);
+  ASSERT_TRUE(registered.ok()) << registered.status().ToString();
+  EXPECT_EQ(*registered, std::vector<bool>{true});
+}
+
+// Lease ids restarted at 1 in every directory process: a release a reader
+// sent after a restart freed another reader's lease 1 of the new process (its
+// keys evictable, their pages reclaimable while it read). The server draws
+// the first id from its seeded stream (review, session 26).
+TEST(DirectoryServer, R1_1_LeaseIdsDoNotRestartAtOne) {
+  Rig rig;
+  std::optional<Result<std::vector<bool>>> reg;
+  rig.client->register_keys({{"k", loc(0)}}, [&](auto x) { reg = std::move(x); });
+  ASSERT_TRUE(rig.wait(reg).ok());
+  std::optional<Result<LookupReply>> look;
+  rig.client->lookup({"k"}, [&](auto x) { look = std::move(x); });
+  auto reply = rig.wait(look);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  ASSERT_EQ(reply->leases.size(), 1u);
+  EXPECT_GT(reply->leases[0], 1u);
+  // A directory of another first id refuses the release of this one's lease.
+  Directory other({.first_lease = reply->leases[0] + 1000});
+  EXPECT_EQ(other.release(reply->leases[0]).code(), ErrorCode::kNotFound);
 }
 
 // A connect that completes after the handshake timed out is aborted: the
