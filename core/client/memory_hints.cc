@@ -176,12 +176,13 @@ void MemoryHints::send_read_hint(const std::string& request, RangesByAgent range
                                           const Status& status) {
     const ErrorCode code = status.code();
     // Certainly not open at the agent: its connection went (R6.6 ended it
-    // there), extension_failed (the agent closes it), or a refusal of a hint
-    // sent as one message (it opened nothing). A timeout, or a refused later
-    // piece of a longer hint, may leave it open: the end still goes.
-    const bool gone = code == ErrorCode::kClosed || code == ErrorCode::kUnavailable ||
-                      code == ErrorCode::kExtensionFailed ||
-                      (pieces == 1 && unseen_by_extension(code));
+    // there), or a hint sent as one message was refused or failed (it opened
+    // nothing, or the agent closed it). A timeout, or a failed piece of a
+    // longer hint, may leave it open (a later piece opens it again): the end
+    // still goes.
+    const bool gone =
+        code == ErrorCode::kClosed || code == ErrorCode::kUnavailable ||
+        (pieces == 1 && (code == ErrorCode::kExtensionFailed || unseen_by_extension(code)));
     if (gone) forget_open(request, seq, agent);
   };
   send_ranged(

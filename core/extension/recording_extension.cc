@@ -79,13 +79,20 @@ Result<RecordingConfig> RecordingConfig::FromJson(const Json& config) {
       if (!is_count(value)) return bad(key + " must be an unsigned integer");
       (key == "retire_refusals" ? out.retire_refusals : out.write_wait_delay_ms) =
           value.get<std::uint64_t>();
+    } else if (key == "fail_first_read_hint_of") {
+      if (!value.is_array()) return bad(key + " must be an array of request names");
+      for (const Json& name : value) {
+        if (!name.is_string()) return bad(key + " must be an array of request names");
+        out.fail_first_read_hint_of.insert(name.get<std::string>());
+      }
     } else if (key == "write_wait_result") {
       if (!value.is_object() && !value.is_null()) return bad("write_wait_result must be an object");
       out.write_wait_result = value;
     } else {
       return bad("unknown key '" + runtime::printable(key) +
                  "'; it takes actions, generation_file, log, refuse_regions, "
-                 "fail_mapped_regions, retire_refusals, write_wait_delay_ms, write_wait_result");
+                 "fail_mapped_regions, fail_first_read_hint_of, retire_refusals, "
+                 "write_wait_delay_ms, write_wait_result");
     }
   }
   return out;
@@ -141,6 +148,13 @@ Status RecordingExtension::hint(const Hint& hint) {
   line[hint.action == "write_hint" ? "token" : "request"] = hint.request;
   line["ranges"] = ranges_line(hint.ranges);
   record(line);
+  if (hint.action == "read_hint" && config_.fail_first_read_hint_of.count(hint.request)) {
+    std::lock_guard lock(mu_);
+    if (failed_read_hints_.insert(hint.request).second) {
+      return Error(ErrorCode::kInternal, "recording: the first read_hint of '" + hint.request +
+                                             "' fails (fail_first_read_hint_of)");
+    }
+  }
   return {};
 }
 

@@ -24,6 +24,9 @@ struct RecordingConfig {
   std::uint64_t retire_refusals = 0;  // per region
   Json write_wait_result = nullptr;
   std::uint64_t write_wait_delay_ms = 0;
+  // Request names whose first read_hint fails (extension_failed at the
+  // agent); their later ones are taken: a client's split hints under test.
+  std::set<std::string> fail_first_read_hint_of;
 
   // Unknown keys and mistyped values are bad_request.
   static Result<RecordingConfig> FromJson(const Json& config);
@@ -55,6 +58,7 @@ class RecordingExtension final : public RegionExtension {
   RecordingConfig config_;
   std::unique_ptr<runtime::Strand> timer_strand_;  // write_wait_delay_ms, never blocking
   std::mutex mu_;
+  std::set<std::string> failed_read_hints_;                // of fail_first_read_hint_of, under mu_
   std::map<std::uint64_t, std::uint64_t> retire_refused_;  // region -> refusals so far
 };
 

@@ -376,6 +376,27 @@ TEST(MemoryHints, R3_6_ARefusedLaterPieceKeepsTheRequestOpenUntilItsEnd) {
   EXPECT_EQ(mem.agent->metrics().open_hint_requests, 0u);
 }
 
+// A split hint whose first piece the extension failed: the agent closed it,
+// but the next piece opened it again. The client forgot it at the failure, so
+// its end never went and the request stayed open at the agent, one of its
+// 4096 slots, until the connection closed (review, session 26).
+TEST(MemoryHints, R3_3_APieceAfterAFailedPieceIsStillEnded) {
+  ClientRig rig;
+  auto& mem = rig.add_memory(
+      "mem", {{"actions", kAllActions}, {"fail_first_read_hint_of", Json::array({"split"})}});
+  Config c = hinting(rig);
+  c.region_size_bytes = 64ull << 20;
+  Handler& h = rig.handler(c);
+  RangesByAgent ranges = stored_page(rig, h, mem, "", 5000);  // two pieces
+  h.hints().read_hint_ranges("split", ranges);
+  rig.settle(h);
+  ASSERT_EQ(mem.log("hint", "read_hint").size(), 2u);
+  ASSERT_EQ(mem.agent->metrics().open_hint_requests, 1u);  // the second piece opened it
+  h.hints().end_read_hint("split");
+  rig.settle(h);
+  EXPECT_EQ(mem.agent->metrics().open_hint_requests, 0u);
+}
+
 // An end after the hint connection dropped is not sent: the agent ended the
 // request when the connection closed (R6.6), and sending it would only start
 // a reconnect that later hints then wait on. It is forgotten here all the same.
