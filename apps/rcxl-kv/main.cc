@@ -27,7 +27,7 @@ using rcxl::ErrorCode;
 using rcxl::Result;
 
 // Exit codes (docs/hardware.md): usage and setup errors 1, a key missed 3,
-// bench bytes wrong or stale 4.
+// a bench that could not verify what it claims 4.
 constexpr int kExitError = 1;
 constexpr int kExitMiss = 3;
 constexpr int kExitVerify = 4;
@@ -317,9 +317,9 @@ int run_load(rcxl::kv::KvClient& kv, const Flags& f) {
 int main(int argc, char** argv) {
   CLI::App app{
       "rcxl-kv: store and load KV chunks through rcxl (directory + agents over RDMA).\n"
-      "Exit codes: 0 ok, 1 usage/setup error, 3 a key missed (load, or a bench round), 4 bench "
-      "bytes wrong "
-      "or stale"};
+      "Exit codes: 0 ok, 1 usage/setup error (or a store whose WRITE failed), 3 a key missed\n"
+      "(load, or a bench round), 4 a bench not verified (bytes wrong or stale, stores failed,\n"
+      "keys there before the run, or --expect-reset with no boot change seen)"};
   rcxl::apps::add_version_flag(app, "rcxl-kv", RCXL_VERSION);
   app.footer(
       "Needs --directory, --nic and one of --secret-file PATH or --auth none; store and bench\n"
