@@ -173,16 +173,15 @@ void MemoryHints::send_read_hint(const std::string& request, RangesByAgent range
     add_open(request, seq, agent);
   };
   callbacks.failed = [this, request, seq](const std::string& agent, std::size_t pieces,
-                                          const Status& status) {
+                                          const Status& status, bool every_piece_unseen) {
     const ErrorCode code = status.code();
     // Certainly not open at the agent: its connection went (R6.6 ended it
-    // there), or a hint sent as one message was refused or failed (it opened
-    // nothing, or the agent closed it). A timeout, or a failed piece of a
-    // longer hint, may leave it open (a later piece opens it again): the end
-    // still goes.
-    const bool gone =
-        code == ErrorCode::kClosed || code == ErrorCode::kUnavailable ||
-        (pieces == 1 && (code == ErrorCode::kExtensionFailed || unseen_by_extension(code)));
+    // there), every piece was refused before the extension saw it (it opened
+    // nothing), or a hint sent as one message failed (the agent closed it). A
+    // timeout, or a failed piece of a longer hint, may leave it open (a later
+    // piece opens it again): the end still goes.
+    const bool gone = code == ErrorCode::kClosed || code == ErrorCode::kUnavailable ||
+                      every_piece_unseen || (pieces == 1 && code == ErrorCode::kExtensionFailed);
     if (gone) forget_open(request, seq, agent);
   };
   send_ranged(
@@ -262,8 +261,13 @@ void MemoryHints::send_ranged(const std::string& action, const char* name_field,
         if (callbacks.sending) callbacks.sending(agent);
         std::function<void(const Status&)> failed;
         if (callbacks.failed) {
-          failed = [failed_cb = callbacks.failed, agent, n = pieces.size()](const Status& s) {
-            failed_cb(agent, n, s);
+          // Refusals the extension never saw, counted: when every piece got one,
+          // the agent opened nothing.
+          auto unseen = std::make_shared<std::size_t>(0);
+          failed = [failed_cb = callbacks.failed, agent, n = pieces.size(),
+                    unseen](const Status& s) {
+            if (unseen_by_extension(s.code())) ++*unseen;
+            failed_cb(agent, n, s, *unseen == n);
           };
         }
         for (const auto& piece : pieces) {

@@ -124,7 +124,8 @@ class MemoryHints {
   // `failed(agent, pieces, status)` for each of its `pieces` messages that fails.
   struct RangedCallbacks {
     std::function<void(const std::string&)> sending;
-    std::function<void(const std::string&, std::size_t, const Status&)> failed;
+    // (agent, pieces, status, every piece so far refused unseen by the extension).
+    std::function<void(const std::string&, std::size_t, const Status&, bool)> failed;
   };
   void send_ranged(const std::string& action, const char* name_field, const std::string& name,
                    RangesByAgent ranges, std::function<void(std::set<std::string>)> done,

@@ -269,16 +269,23 @@ TEST(MemoryHints, R3_6_AtMost4096HintedRequestsOpenTheOldestEnded) {
 // A read_hint the agent refuses (here bad_range: a handle that is not the
 // region's) opens nothing there, so it takes none of the client's R3.6 slots:
 // before, two refused hints pushed the live request out (force-ended).
-TEST(MemoryHints, R3_6_ARefusedReadHintTakesNoOpenSlot) {
+// The same for a hint split into pieces: every piece refused before the
+// extension saw it opens nothing, yet it kept a slot (only one-message hints
+// gave theirs back) and ended a live request at the bound (review, session 26).
+void expect_refused_hints_take_no_slot(std::uint64_t pages) {
+  SCOPED_TRACE(pages);
   ClientRig rig;
   auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
   Config c = hinting(rig);
   c.max_open_hint_requests = 2;
+  c.region_size_bytes = 64ull << 20;
   Handler& h = rig.handler(c);
   const RangesByAgent good = stored_page(rig, h, mem);
   RangesByAgent bogus;
   const auto& region = h.regions().own_regions().begin()->second;
-  bogus[mem.key()].add({region.region, 0, 4096}, "not-the-handle");
+  for (std::uint64_t i = 0; i < pages; ++i) {
+    bogus[mem.key()].add({region.region, i * 4096, 4096}, "not-the-handle");
+  }
   h.hints().read_hint_ranges("live", good);
   rig.settle(h);
   for (int i = 0; i < 2; ++i) {
@@ -291,6 +298,11 @@ TEST(MemoryHints, R3_6_ARefusedReadHintTakesNoOpenSlot) {
   EXPECT_EQ(stats.forced_ends, 0u);
   EXPECT_EQ(stats.open_requests, 2u);  // live and second
   EXPECT_TRUE(mem.log("hint", "read_hint_end").empty());
+}
+
+TEST(MemoryHints, R3_6_ARefusedReadHintTakesNoOpenSlot) {
+  expect_refused_hints_take_no_slot(1);     // one message
+  expect_refused_hints_take_no_slot(5000);  // two pieces, both refused
 }
 
 // A hint that opens nothing (its agent is unreachable or takes no read hints)
