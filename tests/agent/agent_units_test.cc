@@ -91,11 +91,10 @@ TEST(Auth, R1_3_HmacSha256MatchesRfc4231) {
   EXPECT_FALSE(protocol::constant_time_equal("abc", "abd"));
 }
 
-// R1.3: an HMAC that fails (here OpenSSL loads only its null provider, so
-// SHA-256 is missing) gave an empty digest, and an empty `auth` matched it:
-// the hello authenticated with no secret at all (review, session 26). Run in
-// a fresh process so OpenSSL reads OPENSSL_CONF at its first use.
-TEST(Auth, R1_3_AnHmacThatFailsAuthenticatesNothing) {
+// Death tests run in a fresh process (threadsafe style) that reads
+// OPENSSL_CONF at its first use of OpenSSL: this one loads only the null
+// provider, so SHA-256 and HMAC are missing there. The caller unsets it after.
+void use_only_the_null_openssl_provider() {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   const std::string conf = ::testing::TempDir() + "rcxl-openssl-null.cnf";
   {
@@ -104,6 +103,14 @@ TEST(Auth, R1_3_AnHmacThatFailsAuthenticatesNothing) {
            "[providers]\nnull = null_provider\n[null_provider]\nactivate = 1\n";
   }
   ASSERT_EQ(setenv("OPENSSL_CONF", conf.c_str(), 1), 0);
+}
+
+// R1.3: an HMAC that fails (here OpenSSL loads only its null provider, so
+// SHA-256 is missing) gave an empty digest, and an empty `auth` matched it:
+// the hello authenticated with no secret at all (review, session 26). Run in
+// a fresh process so OpenSSL reads OPENSSL_CONF at its first use.
+TEST(Auth, R1_3_AnHmacThatFailsAuthenticatesNothing) {
+  use_only_the_null_openssl_provider();
   // Exit 2 says the setup did not break HMAC (the test would prove nothing).
   EXPECT_EXIT(
       {
@@ -137,14 +144,7 @@ int tokens_without_sha256_exit_code() {
 // key and the second alloc got the first one's region and owner handle
 // (diff review, session 26). Tokens stay apart.
 TEST(Auth, R1_5_WithoutSha256TwoTokensStillHaveTwoKeys) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const std::string conf = ::testing::TempDir() + "rcxl-openssl-null-tokens.cnf";
-  {
-    std::ofstream out(conf);
-    out << "openssl_conf = init\n[init]\nproviders = providers\n"
-           "[providers]\nnull = null_provider\n[null_provider]\nactivate = 1\n";
-  }
-  ASSERT_EQ(setenv("OPENSSL_CONF", conf.c_str(), 1), 0);
+  use_only_the_null_openssl_provider();
   EXPECT_EXIT(std::exit(tokens_without_sha256_exit_code()), ::testing::ExitedWithCode(0), "");
   unsetenv("OPENSSL_CONF");
 }
