@@ -751,9 +751,10 @@ std::optional<Json> Agent::answer_token_locked(const Json& id, const protocol::A
   if (!r.token) return std::nullopt;
   const std::string& token = *r.token;
   // Kept by digest: a lookup's time tells nothing of how close a guess came.
-  auto known = alloc_tokens_.find(token_key(token));
+  const std::string key = token_key(token);
+  auto known = alloc_tokens_.find(key);
   if (known == alloc_tokens_.end()) {
-    if (!r.made_only && !withdrawn_tokens_.count(token_key(token))) return std::nullopt;
+    if (!r.made_only && !withdrawn_tokens_.count(key)) return std::nullopt;
     // The first alloc may still come (it waits on another connection): it
     // must not make a region nobody will ask about again.
     if (r.made_only) withdraw_token_locked(token);

@@ -185,16 +185,13 @@ void EngineModel::run_step() {
   int prefill = 0;
   // vLLM V1 gives the running requests' prefill chunks the budget before any
   // waiting request (lookup_on_admission); the session-25 model, request order.
+  const bool running_first = params_.lookup_on_admission;
   std::vector<Request*> order;
   for (auto& [id, r] : requests_) {
-    if (r.phase == Phase::kRunning && r.prefill_left > 0) order.push_back(&r);
+    if (!running_first || (r.phase == Phase::kRunning && r.prefill_left > 0)) order.push_back(&r);
   }
   for (auto& [id, r] : requests_) {
-    if (r.phase == Phase::kReady) order.push_back(&r);
-  }
-  if (!params_.lookup_on_admission) {
-    order.clear();
-    for (auto& [id, r] : requests_) order.push_back(&r);
+    if (running_first && r.phase == Phase::kReady) order.push_back(&r);
   }
   for (Request* rp : order) {
     Request& r = *rp;
