@@ -1150,6 +1150,12 @@ Status Agent::persist_regions() {
   return write_regions_locked();
 }
 
+void Agent::rewrite_unwritten_table() {
+  if (config_.state_file.empty()) return;
+  std::lock_guard writing(state_mu_);
+  if (table_unwritten_) (void)write_regions_locked();
+}
+
 Status Agent::write_regions_locked() {
   if (config_.state_file.empty()) return {};
   std::string text;
@@ -1165,6 +1171,7 @@ Status Agent::write_regions_locked() {
     text = encode_region_table(table);
   }
   Status st = rt_.file_system().write_file(config_.state_file, text);
+  table_unwritten_ = !st.ok();
   if (!st.ok()) {
     log_.error("cannot write the region table ", config_.state_file, ": ", st.message());
     return Error(ErrorCode::kIoError, "cannot write the region table --state-file " +
@@ -1524,6 +1531,7 @@ void Agent::sweep() {
     closed = take_reapable_locked();
   }
   retire_outside_lock(candidates);
+  rewrite_unwritten_table();
   const std::size_t ending = closed.size();
   closed.clear();  // their strands end here, never on themselves
   std::lock_guard lock(mu_);

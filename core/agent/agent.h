@@ -194,6 +194,8 @@ class Agent {
   std::optional<std::string> keep_unknown_until_recorded(std::optional<std::string> generation);
   // persist_regions with state_mu_ already held.
   Status write_regions_locked();
+  // The sweep's retry of a state-file write that failed.
+  void rewrite_unwritten_table();
   RegionTable snapshot_locked() const;
   void schedule_poll(runtime::Strand& strand);
   void schedule_sweep(runtime::Strand& strand);
@@ -255,6 +257,9 @@ class Agent {
   // SPEC R6.4: the `~n` count the state file holds (mu_); an unknown period
   // whose count is not on disk does not end (a restart would go back a boot).
   std::uint64_t recorded_unknown_periods_ = 0;
+  // The last state-file write failed: the sweep writes again, so a free it
+  // missed does not come back live after a restart (docs/agent.md).
+  bool table_unwritten_ = false;                     // state_mu_
   std::optional<runtime::Instant> next_record_try_;  // generation_mu_
   // Spare simdjson parsers (each keeps buffers sized to the largest frame it saw).
   std::mutex decoders_mu_;

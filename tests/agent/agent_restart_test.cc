@@ -185,6 +185,27 @@ TEST(AgentRestart, R7_AnAllocTheStateFileCannotRecordIsUndoneWithNoSpace) {
   EXPECT_EQ(rig.agent->metrics().regions, 2u);
 }
 
+// A free whose state-file write failed is written by a later sweep once the
+// file takes writes again; before, a restart brought the region back live
+// under its old handles (its owner had forgotten it: a leak until reboot).
+TEST(AgentRestart, R7_AFreeTheStateFileMissedIsWrittenByALaterSweep) {
+  RestartRig rig;
+  ASSERT_TRUE(rig.start_agent().ok());
+  auto owner = rig.hello_client();
+  auto a = owner->alloc();
+  rig.mem.files().set_unwritable(kStateFile, true);
+  ASSERT_EQ(
+      code_of(owner->call({{"op", "free"}, {"id", 5}, {"region", a.region}, {"handle", a.handle}})),
+      "ok");
+  rig.mem.files().set_unwritable(kStateFile, false);
+  rig.run_for(2s);  // a sweep
+  owner.reset();
+  rig.kill_agent();
+  ASSERT_TRUE(rig.start_agent().ok());
+  EXPECT_EQ(rig.agent->metrics().regions, 0u);
+  EXPECT_EQ(code_of(rig.hello_client()->map(a.region, a.handle)), "not_found");
+}
+
 TEST(AgentRestart, R7_CorruptOrUnreadableStateFileFailsTheStart) {
   const std::vector<std::string> corrupt = {
       "{",
