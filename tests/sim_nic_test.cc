@@ -419,6 +419,54 @@ TEST(SimNic, R6_3_FlushedWritesHoldNoPort) {
   EXPECT_LT(*other_done, 100e-6 + wire * 1.2) << *other_done;
 }
 
+// A WRITE refused partway through (its registration went, or the peer's
+// process ended) sends nothing more: before, its remaining data stayed booked
+// on both ports, so the next op on its QP waited ~2.7 ms and another GPU's
+// WRITE to the node took 2.6x its wire time (session 27 review).
+TEST(SimNic, R6_3_AWriteRefusedMidStreamStopsSending) {
+  for (const bool process_ends : {false, true}) {
+    SCOPED_TRACE(process_ends);
+    Rig rig;
+    SimMemoryPool pool(64 << 20);
+    auto reg = rig.expose_all(pool);
+    auto gpu2 = rig.second_gpu("gpu2");
+    const auto wire = [&](double bytes) { return bytes / rig.fabric.params().bytes_per_second; };
+    std::vector<std::byte> big(32 << 20), small(4096), other(4 << 20);
+    std::optional<std::vector<Status>> first;
+    rig.qp->post({{RdmaOp::Kind::kWrite, big, reg.addr, reg.rkey}},
+                 [&](std::vector<Status> st) { first = std::move(st); });
+    rig.world.run_for(100us);
+    if (process_ends) {
+      rig.mem_nic.end_process();
+    } else {
+      ASSERT_TRUE(rig.mem_nic.deregister(reg).ok());
+    }
+    ASSERT_TRUE(rig.world.run_until([&] { return first.has_value(); }).ok());
+    EXPECT_FALSE((*first)[0].ok());
+    if (!process_ends) {
+      reg = rig.mem_nic
+                .register_memory(pool, 0, pool.size(),
+                                 runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite)
+                .value();
+    }
+    // gpu2's QP went with the process too: its first post reconnects (~4 latencies).
+    const double reconnect = runtime::to_seconds(rig.fabric.params().latency) * 4;
+    auto t0 = rig.world.loop().now();
+    std::optional<std::vector<Status>> second;
+    gpu2.qp->post({{RdmaOp::Kind::kWrite, other, reg.addr + (32 << 20), reg.rkey}},
+                  [&](std::vector<Status> st) { second = std::move(st); });
+    ASSERT_TRUE(rig.world.run_until([&] { return second.has_value(); }).ok());
+    EXPECT_TRUE((*second)[0].ok()) << (*second)[0].ToString();
+    const double other_took = runtime::to_seconds(rig.world.loop().now() - t0);
+    EXPECT_LT(other_took, reconnect + wire(4 << 20) + 20e-6) << other_took;
+    t0 = rig.world.loop().now();
+    const auto st = rig.post({{RdmaOp::Kind::kWrite, small, reg.addr, reg.rkey}});
+    EXPECT_TRUE(st[0].ok()) << st[0].ToString();
+    const double next_took = runtime::to_seconds(rig.world.loop().now() - t0);
+    EXPECT_LT(next_took, 50e-6) << next_took;
+  }
+}
+
 // A failure found late (a READ whose registration went while its response
 // streamed) flushes only what went out on its own connection: ops posted
 // after the QP reconnected (after an earlier op's failure) still run.
@@ -800,6 +848,51 @@ TEST(PortTimeline, R8_AZeroLengthBookingKeepsThePortFree) {
   port.book(at(10), 0ns, at(0));
   EXPECT_EQ(port.intervals(), 0u);
   EXPECT_EQ(port.first_fit(at(5), 10ns), at(5));
+}
+
+// A refused WRITE's unsent segments give their time back: the middle of a
+// joined interval splits, its ends shrink, and a stretch never booked as one
+// interval is left alone.
+TEST(PortTimeline, AReleasedStretchIsFreeAgain) {
+  using runtime::Instant;
+  auto at = [](int us) { return Instant(std::chrono::microseconds(us)); };
+  PortTimeline port;
+  port.book(at(100), 30us, at(0));  // [100, 130)
+  port.release(at(110), 10us);      // [100, 110) [120, 130)
+  EXPECT_EQ(port.intervals(), 2u);
+  EXPECT_EQ(port.first_fit(at(100), 10us), at(110));
+  EXPECT_EQ(port.first_fit(at(100), 11us), at(130));
+  port.release(at(120), 10us);  // [100, 110)
+  port.release(at(100), 5us);   // [105, 110)
+  EXPECT_EQ(port.intervals(), 1u);
+  EXPECT_EQ(port.first_fit(at(100), 5us), at(100));
+  EXPECT_EQ(port.first_fit(at(101), 5us), at(110));
+  port.release(at(108), 10us);  // reaches past the booking: refused, nothing freed
+  EXPECT_EQ(port.first_fit(at(108), 1us), at(110));
+  port.release(at(50), 10us);  // never booked
+  EXPECT_EQ(port.intervals(), 1u);
+}
+
+// Every work request pays the NIC's per-op cost in posting order, READ
+// requests as WRITEs do: a batch of READs paid it once (session 27 review).
+TEST(SimNic, EachWorkRequestPaysPerOpInPostingOrder) {
+  Rig rig;
+  NicParams params;
+  params.per_op = 10us;
+  rig.fabric.set_params(params);
+  SimMemoryPool pool(1 << 20);
+  const auto reg = rig.expose_all(pool);
+  std::vector<std::vector<std::byte>> bufs(8, std::vector<std::byte>(64));
+  for (const auto kind : {RdmaOp::Kind::kRead, RdmaOp::Kind::kWrite}) {
+    std::vector<RdmaOp> ops;
+    for (std::size_t i = 0; i < bufs.size(); ++i) {
+      ops.push_back({kind, bufs[i], reg.addr + i * 64, reg.rkey});
+    }
+    const auto t0 = rig.world.loop().now();
+    for (const auto& st : rig.post(ops)) EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_GE(rig.world.loop().now() - t0, 80us)
+        << (kind == RdmaOp::Kind::kRead ? "read" : "write");
+  }
 }
 
 }  // namespace

@@ -51,6 +51,24 @@ class PortTimeline {
     busy_[start] = end;
   }
 
+  // Frees [start, start + length), which book() booked and nothing else holds:
+  // a transfer that will not be sent (its WRITE was refused) gives its time back.
+  void release(runtime::Instant start, runtime::Duration length) {
+    if (length <= runtime::Duration(0)) return;
+    const runtime::Instant end = start + length;
+    auto it = busy_.upper_bound(start);
+    if (it == busy_.begin()) return;
+    --it;
+    if (it->second < end) return;  // not booked as one: nothing of it is ours to free
+    const runtime::Instant was_end = it->second;
+    if (it->first == start) {
+      busy_.erase(it);
+    } else {
+      it->second = start;
+    }
+    if (was_end > end) busy_[end] = was_end;
+  }
+
   std::size_t intervals() const { return busy_.size(); }
 
   // Transfers streaming on this port (a QP's WRITE data or READ responses):

@@ -91,6 +91,7 @@ class SimQueuePair final : public runtime::QueuePair,
     std::shared_ptr<Batch> batch;
     std::size_t index = 0;
     std::uint64_t sent = 0;         // bytes booked on the wire
+    std::vector<Instant> starts;    // per booked segment: when it starts on the sender's TX
     std::vector<Instant> arrivals;  // per booked segment: its last byte at the responder
     bool failed = false;            // refused where it arrived: nothing more is sent
     bool abandoned = false;         // failed or flushed: the sender stopped booking it
@@ -168,6 +169,7 @@ class SimQueuePair final : public runtime::QueuePair,
       Send& s = sends_.front();
       if (!s.write) {
         const Instant tx_start = std::max(now, write_tx_free_) + params().per_op;
+        write_tx_free_ = tx_start;  // each work request pays per_op in posting order
         loop().schedule_at(tx_start + params().latency,
                            [self, op = s.op, batch = std::move(s.batch), index = s.index] {
                              self->read_arrived(op, batch, index);
@@ -210,6 +212,7 @@ class SimQueuePair final : public runtime::QueuePair,
         const Instant tx = book_both(local_.tx(), remote_.rx(), earliest, wire, now);
         write_tx_free_ = tx + wire;
         earliest = write_tx_free_;
+        w.starts.push_back(tx);
         w.arrivals.push_back(write_tx_free_ + params().latency);
         w.sent += len;
         booked += len;
@@ -224,7 +227,7 @@ class SimQueuePair final : public runtime::QueuePair,
         apply_writes();
       }
       if (w.sent < total) {
-        loop().schedule_at(write_tx_free_, [self] { self->send_next(); });
+        wake_sender_at(write_tx_free_);
         return;
       }
       write_streaming(false);
@@ -310,7 +313,7 @@ class SimQueuePair final : public runtime::QueuePair,
     const auto* exposed =
         check(stream->op, runtime::kAccessRemoteWrite, stream->batch, stream->index);
     if (!exposed) {
-      stream->failed = true;
+      stop_sending(*stream);
       return;
     }
     const std::uint64_t offset =
@@ -358,6 +361,7 @@ class SimQueuePair final : public runtime::QueuePair,
               ? std::max(now, timing->access_ready(w.offset + w.next, len, true, now))
               : now;
       last_write_applied_ = ready;
+      if (!accepted) stop_sending(*w.stream);
       w.next = accepted ? w.next + len : op.wire_length();
       if (w.next >= op.wire_length()) {
         finish_write(std::move(w), ready);
@@ -365,6 +369,40 @@ class SimQueuePair final : public runtime::QueuePair,
       }
     }
     write_applying_ = false;
+  }
+
+  // A WRITE refused at the responder (RC: a NAK; the QP goes to the error
+  // state): the sender learns it one latency later and sends nothing more, so
+  // its segments booked to start after that give their port time back.
+  void stop_sending(WriteStream& w) {
+    if (w.failed) return;
+    w.failed = true;
+    const Instant nak = loop().now() + params().latency;
+    std::size_t kept = w.starts.size();
+    while (kept > 0 && w.starts[kept - 1] >= nak) --kept;
+    if (kept == w.starts.size()) return;
+    const Instant booked_end = w.arrivals.back() - params().latency;
+    for (std::size_t k = kept; k < w.starts.size(); ++k) {
+      const Duration len = w.arrivals[k] - params().latency - w.starts[k];
+      local_.tx().release(w.starts[k], len);
+      remote_.rx().release(w.starts[k], len);
+    }
+    // Nothing of this QP was booked behind it: its send queue is free at the NAK.
+    if (write_tx_free_ == booked_end) {
+      write_tx_free_ = kept > 0 ? std::max(nak, w.arrivals[kept - 1] - params().latency) : nak;
+      if (sending_ && !sends_.empty() && sends_.front().write.get() == &w) {
+        wake_sender_at(write_tx_free_);
+      }
+    }
+  }
+
+  // One wake of send_next pending at a time: a newer one replaces it.
+  void wake_sender_at(Instant at) {
+    auto self = shared_from_this();
+    const std::uint64_t wake = ++sender_wake_;
+    loop().schedule_at(at, [self, wake] {
+      if (wake == self->sender_wake_) self->send_next();
+    });
   }
 
   void finish_write(PendingWrite w, Instant applied) {
@@ -550,6 +588,7 @@ class SimQueuePair final : public runtime::QueuePair,
   bool write_waits_for_sender_ = false;  // apply_writes needs a segment not yet booked
   std::deque<Send> sends_;               // requests not yet (fully) on the wire
   bool sending_ = false;
+  std::uint64_t sender_wake_ = 0;  // the pending wake of send_next that counts
   // What a transfer alone on its ports books at once (one event per this much).
   static constexpr std::uint64_t kBookAhead = std::uint64_t{4} << 20;
   std::uint64_t writes_accepted_ = 0;  // WRITEs that reached the responder
