@@ -254,6 +254,39 @@ TEST(SimNic, R6_3_AQueuePairEndsWithItsPeersProcess) {
   EXPECT_EQ(rig.fabric.remote_access_errors(), 0u);
 }
 
+// A reconnect sends the connect's proof again, as verbs sends its stored
+// private data: after the agent restarted with new proofs, the QP's ops fail
+// unauthenticated (the client then connects anew with the live hello's proof)
+// and it stays broken. Before, the sim reconnected without asking.
+TEST(SimNic, R1_3_AReconnectWhosePeerNoLongerTakesItsProofIsUnauthenticated) {
+  Rig rig;
+  SimMemoryPool pool(1 << 20);
+  auto reg = rig.mem_nic.register_memory(pool, 0, pool.size(), runtime::kAccessRemoteRead).value();
+  std::string wanted = "A";
+  rig.mem_nic.check_connects(
+      [&wanted](std::string_view proof) { return proof.substr(0, proof.find('\0')) == wanted; });
+  rig.gpu_nic.connect_with_proof("mem", *rig.strand, "A",
+                                 [&](Result<std::shared_ptr<runtime::QueuePair>> r) {
+                                   ASSERT_TRUE(r.ok()) << r.status().ToString();
+                                   rig.qp = r.value();
+                                 });
+  ASSERT_TRUE(rig.world.run_until([&] { return rig.qp != nullptr; }).ok());
+  std::vector<std::byte> buf(64);
+  const RdmaOp read{RdmaOp::Kind::kRead, buf, reg.addr, reg.rkey};
+  ASSERT_TRUE(rig.post({read})[0].ok());
+  rig.mem_nic.end_process();
+  wanted = "B";
+  rig.world.run_for(1ms);  // the DREQ arrived: the next post reconnects
+  for (int i = 0; i < 2; ++i) {
+    const auto st = rig.post({read, read});
+    EXPECT_EQ(st[0].code(), ErrorCode::kUnauthenticated) << st[0].ToString();
+    EXPECT_EQ(st[1].code(), ErrorCode::kUnauthenticated) << st[1].ToString();
+  }
+  wanted = "A";  // taken again: the next post reconnects
+  EXPECT_TRUE(rig.post({read})[0].ok());
+  EXPECT_EQ(rig.fabric.remote_access_errors(), 0u);
+}
+
 // An op in flight on the old connection when the peer's process ended is
 // judged by that connection, not by the one a later post reconnected: a long
 // READ still streaming came back ok from a process that no longer existed

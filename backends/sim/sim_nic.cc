@@ -32,11 +32,12 @@ Duration wire_time(std::uint64_t bytes, double bytes_per_second) {
 class SimQueuePair final : public runtime::QueuePair,
                            public std::enable_shared_from_this<SimQueuePair> {
  public:
-  SimQueuePair(SimNic& local, SimNic& remote, SimStrand& strand)
+  SimQueuePair(SimNic& local, SimNic& remote, SimStrand& strand, std::string proof)
       : local_(local),
         remote_(remote),
         strand_(strand),
         alive_(strand.alive_token()),
+        proof_(std::move(proof)),
         remote_process_(remote.process_count()) {}
 
   std::string peer() const override { return remote_.node(); }
@@ -61,6 +62,20 @@ class SimQueuePair final : public runtime::QueuePair,
       broken_ = true;
     }
     if (broken_) {
+      // A reconnect sends the connect's proof again (verbs: the stored private
+      // data): a peer that no longer takes it rejects the connect, every op
+      // fails, and the QP stays broken.
+      if (!remote_.accepts_proof(proof_)) {
+        const Instant at = loop().now() + params().latency * 4;
+        for (std::size_t i = 0; i < ops.size(); ++i) {
+          finish_op(batch, i,
+                    Error(ErrorCode::kUnauthenticated,
+                          "the RDMA peer at '" + remote_.node() +
+                              "' rejected the reconnect: no valid proof (it restarted?)"),
+                    at);
+        }
+        return;
+      }
       // The QP left the error state: reconnecting (rdma_cm) takes ~2 round trips.
       broken_ = false;
       remote_process_ = remote_.process_count();
@@ -580,6 +595,7 @@ class SimQueuePair final : public runtime::QueuePair,
   SimNic& remote_;
   SimStrand& strand_;
   std::shared_ptr<bool> alive_;
+  std::string proof_;             // the connect's private data, sent again on a reconnect
   std::uint64_t remote_process_;  // the peer's process the current connection was made with
   Instant write_tx_free_{0};
   Instant last_write_applied_{0};    // when the last segment asked of the device is in
@@ -708,7 +724,7 @@ void SimNic::connect_with_proof(const std::string& endpoint, runtime::Strand& st
       });
       return;
     }
-    auto qp = std::make_shared<SimQueuePair>(*this, *remote, sim_strand);
+    auto qp = std::make_shared<SimQueuePair>(*this, *remote, sim_strand, proof);
     sim_strand.run_inline([done, qp] { done(std::shared_ptr<runtime::QueuePair>(qp)); });
   });
 }

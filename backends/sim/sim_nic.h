@@ -82,6 +82,10 @@ class SimNic final : public runtime::Nic {
     return true;
   }
 
+  // Whether a connect carrying `proof` (padded as rdma_cm pads it) is accepted.
+  bool accepts_proof(std::string_view proof) const {
+    return !connect_check_ || connect_check_(proof);
+  }
   // The registration `rkey` names, if it covers [addr, addr + length) with `access`.
   const Exposed* find(std::uint32_t rkey, std::uint64_t addr, std::uint64_t length,
                       unsigned access) const;
