@@ -82,9 +82,18 @@ Result<sockaddr_storage> parse_endpoint(const std::string& text, std::uint16_t d
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* info = nullptr;
-  if (host.empty() || port.empty() || getaddrinfo(host.c_str(), port.c_str(), &hints, &info) != 0 ||
-      !info) {
+  if (host.empty() || port.empty()) {
     return Error(ErrorCode::kBadRequest, "bad RDMA endpoint '" + text + "'");
+  }
+  if (const int err = getaddrinfo(host.c_str(), port.c_str(), &hints, &info); err != 0 || !info) {
+    // A name that does not resolve (now) is an unreachable peer, as on the sim;
+    // only a malformed address is the caller's mistake.
+    const bool lookup_failed = !numeric_only && (err == EAI_NONAME || err == EAI_AGAIN ||
+                                                 err == EAI_FAIL || err == EAI_NODATA);
+    if (info) freeaddrinfo(info);
+    return Error(lookup_failed ? ErrorCode::kUnavailable : ErrorCode::kBadRequest,
+                 "bad RDMA endpoint '" + text + "'" +
+                     (err != 0 ? std::string(": ") + gai_strerror(err) : std::string()));
   }
   sockaddr_storage out{};
   std::memcpy(&out, info->ai_addr, info->ai_addrlen);
@@ -172,6 +181,8 @@ struct WorkItem {
   std::uint64_t seq = 0;
   bool bounced = false;
   std::uint64_t bounce_offset = 0;
+  // Batches with no work request posted behind it: reported right after it.
+  std::vector<std::shared_ptr<Batch>> then;
 };
 
 // Initiator side of one queue pair. Touched only on the event thread.
@@ -935,7 +946,15 @@ void NicCore::submit(std::uint64_t token, std::vector<RdmaOp> ops,
   }
   batch->remaining_wrs = items.size();
   if (items.empty()) {
-    conn.poster([batch] { batch->done(batch->statuses); });
+    // Reported in its turn, after the ops posted before it (as on the sim).
+    WorkItem* last = !conn.pending.empty()  ? &conn.pending.back()
+                     : !conn.posted.empty() ? &conn.posted.back()
+                                            : nullptr;
+    if (last) {
+      last->then.push_back(std::move(batch));
+    } else {
+      conn.poster([batch] { batch->done(batch->statuses); });
+    }
     return;
   }
   for (auto& item : items) conn.pending.push_back(std::move(item));
@@ -1016,7 +1035,6 @@ void NicCore::on_completion_events() {
       for (int i = 0; i < n && conn.cq == cq; ++i) on_work_completion(conn, wcs[i]);
     }
     if (conn.state == Connection::State::kReady) pump(conn);
-    if (conn.state == Connection::State::kBroken && !conn.pending.empty()) start_connect(conn);
   }
 }
 
@@ -1041,11 +1059,10 @@ void NicCore::on_work_completion(Connection& conn, const ibv_wc& wc) {
                                  "); the queue pair reconnects on the next post");
     destroy_queue_pair(conn);
     conn.state = Connection::State::kBroken;
-    while (!conn.posted.empty()) {
-      WorkItem rest = std::move(conn.posted.front());
-      conn.posted.pop_front();
-      finish_item(conn, rest, why);
-    }
+    // Every op posted so far is behind it (the sim flushes the same): ops
+    // waiting for send-queue or staging room never run, and an op split into
+    // work requests is never half-run. The next post reconnects.
+    fail_all(conn, why);
   }
 }
 
@@ -1061,6 +1078,8 @@ void NicCore::finish_item(Connection& conn, WorkItem& item, const Status& status
   if (--batch.remaining_wrs == 0) {
     conn.poster([batch = item.batch] { batch->done(batch->statuses); });
   }
+  for (auto& empty : item.then) conn.poster([empty] { empty->done(empty->statuses); });
+  item.then.clear();
 }
 
 void NicCore::fail_all(Connection& conn, const Status& why) {

@@ -165,6 +165,59 @@ TEST_F(VerbsNicTest, R6_3_OpsBehindAFailedOpAreNotExecuted) {
   EXPECT_TRUE(statuses[0].ok()) << statuses[0].ToString();
 }
 
+// Ops still waiting for send-queue room behind a failed op never run either
+// (the sim flushes them too): before, they ran on a new connection, and an
+// op split into work requests could be half-run (session 27 review).
+TEST_F(VerbsNicTest, R6_3_OpsWaitingForRoomBehindAFailedOpAreNotExecuted) {
+  VerbsNicOptions small;
+  small.max_send_wr = 4;
+  open_client(small);
+  auto kept = memory_nic_->register_memory(*pool_, 0, 65536, kReadWrite);
+  auto gone = memory_nic_->register_memory(*pool_, 65536, 65536, kReadWrite);
+  ASSERT_TRUE(kept.ok() && gone.ok());
+  ASSERT_TRUE(memory_nic_->deregister(*gone).ok());
+  auto qp = connect_to_memory();
+  ASSERT_TRUE(qp);
+  std::vector<std::vector<std::byte>> bufs(8, std::vector<std::byte>(4096));
+  std::vector<RdmaOp> ops = {op(RdmaOp::Kind::kRead, bufs[0], *gone)};
+  for (std::size_t i = 1; i < bufs.size(); ++i)
+    ops.push_back(op(RdmaOp::Kind::kRead, bufs[i], *kept));
+  auto statuses = post(*qp, ops);
+  ASSERT_EQ(statuses.size(), 8u);
+  EXPECT_EQ(statuses[0].code(), ErrorCode::kRemoteAccess) << statuses[0].ToString();
+  for (std::size_t i = 1; i < statuses.size(); ++i) {
+    EXPECT_EQ(statuses[i].code(), ErrorCode::kUnavailable) << i << ": " << statuses[i].ToString();
+  }
+  EXPECT_TRUE(post(*qp, {op(RdmaOp::Kind::kRead, bufs[1], *kept)})[0].ok());
+}
+
+// An empty batch is reported in its turn, after the ops posted before it, as
+// on the sim; before, it was reported at once, ahead of them.
+TEST_F(VerbsNicTest, R1_6_AnEmptyBatchIsReportedAfterTheOpsPostedBeforeIt) {
+  auto reg = memory_nic_->register_memory(*pool_, 0, kPoolBytes, kReadWrite);
+  ASSERT_TRUE(reg.ok());
+  auto qp = connect_to_memory();
+  ASSERT_TRUE(qp);
+  std::vector<std::byte> big(kPoolBytes);  // several work requests
+  std::vector<std::string> order;          // touched on strand_ only
+  std::promise<void> both;
+  auto record = [&](const char* what) {
+    order.push_back(what);
+    if (order.size() == 2) both.set_value();
+  };
+  qp->post({op(RdmaOp::Kind::kRead, big, *reg)}, [&](std::vector<Status> st) {
+    EXPECT_TRUE(st[0].ok()) << st[0].ToString();
+    record("read");
+  });
+  qp->post({}, [&](std::vector<Status> st) {
+    EXPECT_TRUE(st.empty());
+    record("empty");
+  });
+  auto done = both.get_future();
+  get_or_abort(done, "both batches");
+  EXPECT_EQ(order, (std::vector<std::string>{"read", "empty"}));
+}
+
 // Registrations carry exactly the access asked for.
 TEST_F(VerbsNicTest, R1_6_WriteToReadOnlyRegistrationFails) {
   auto reg = memory_nic_->register_memory(*pool_, 0, 4096, runtime::kAccessRemoteRead);
@@ -260,6 +313,11 @@ TEST_F(VerbsNicTest, R1_6_ConnectToNoListenerIsUnavailable) {
     ASSERT_FALSE(bad.ok()) << bad_endpoint;
     EXPECT_EQ(bad.status().code(), ErrorCode::kBadRequest) << bad_endpoint;
   }
+  // A name that does not resolve is an unreachable peer (as on the sim), not
+  // a malformed endpoint: a DNS outage must not read as the caller's mistake.
+  auto unresolved = connect("no-such-host.invalid");
+  ASSERT_FALSE(unresolved.ok());
+  EXPECT_EQ(unresolved.status().code(), ErrorCode::kUnavailable) << unresolved.status().ToString();
 }
 
 // The client knows the agent's host, not a port: a host alone means the default port.
