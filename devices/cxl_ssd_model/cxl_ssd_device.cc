@@ -236,13 +236,14 @@ Instant CxlSsdDevice::fill_in_slot(std::vector<Instant>& slots, Page page, Insta
 }
 
 Instant CxlSsdDevice::fill_page(Page page, Instant start) {
-  make_room(start);
+  // The flash read goes ahead; its data lands once the victim's frame is free.
+  const Instant frame = make_room(start);
   PageTable::Flags& f = table_.flags_mut(page);
-  Instant in = start;
+  Instant in = std::max(start, frame);
   if (f & PageTable::kTrimmed) {
     ++counters_.zero_fills;
   } else {
-    in = flash_.read_page(page, start);
+    in = std::max(flash_.read_page(page, start), frame);
     ++counters_.fills;
   }
   f |= PageTable::kResident;
@@ -262,31 +263,40 @@ Instant CxlSsdDevice::fill_contents(Page page, Instant start) {
   return in;
 }
 
-void CxlSsdDevice::make_room(Instant at) {
+Instant CxlSsdDevice::make_room(Instant at) {
+  Instant free = at;
   while (resident_pages_ >= capacity_pages_) {
     const Page victim = table_.lru_pop_back();
     if (victim == PageTable::kNone) {
       ++counters_.overflows;  // everything resident is pinned
-      return;
+      return free;
     }
-    evict(victim, at);
+    free = std::max(free, evict(victim, at));
   }
+  return free;
 }
 
-void CxlSsdDevice::evict(Page page, Instant at) {
+Instant CxlSsdDevice::evict(Page page, Instant at) {
   PageTable::Flags& f = table_.flags_mut(page);
   leave_dirty_queue(page, f);
+  Instant free = at;
   if (f & PageTable::kDirty) {
-    write_back(page, at);
+    free = write_back(page, at);
     ++counters_.write_backs;
+    // Its newest bytes are still only in DRAM until then: a reset loses them.
+    while (!leaving_dram_.empty() && leaving_dram_.front().first <= now()) {
+      leaving_dram_.pop_front();
+    }
+    if (free > now()) leaving_dram_.emplace_back(free, page);
   }
   // Written back if dirty (which clears its bytes); else the bit is kNoContents.
   f &= static_cast<PageTable::Flags>(~(PageTable::kResident | PageTable::kNoContents));
   --resident_pages_;
   ++counters_.evictions;
+  return free;
 }
 
-void CxlSsdDevice::write_back(Page page, Instant at) {
+Instant CxlSsdDevice::write_back(Page page, Instant at) {
   PageTable::Flags& f = table_.flags_mut(page);
   const std::uint64_t base = std::uint64_t{page} * page_bytes();
   if (f & PageTable::kHasBytes) {
@@ -302,10 +312,11 @@ void CxlSsdDevice::write_back(Page page, Instant at) {
     flash_bytes_.drop(base, page_bytes());  // never-stored bytes stay zeros on flash
     f &= static_cast<PageTable::Flags>(~PageTable::kFlashBytes);
   }
-  flash_.program_page(page, at);
+  const Instant out = flash_.program_page(page, at);
   // Flash has a copy now.
   f &= static_cast<PageTable::Flags>(
       ~(PageTable::kTrimmed | PageTable::kDirty | PageTable::kHasBytes));
+  return out;
 }
 
 void CxlSsdDevice::write_back_idle(Instant until) {
@@ -430,11 +441,11 @@ void CxlSsdDevice::prepare_write_range(Tag tag, const PoolRange& r, bool missing
   }
   for (Page p = whole_first; p < whole_end; ++p) {
     if (table_.flags(p) & PageTable::kResident) continue;
-    // A page wholly overwritten needs no flash read: a frame is enough.
-    make_room(now());
+    // A page wholly overwritten needs no flash read: a frame is enough, once free.
+    const Instant frame = make_room(now());
     PageTable::Flags& f = table_.flags_mut(p);
     f |= PageTable::kResident | PageTable::kNoContents;  // not resident, so not dirty
-    table_.set_ready_at(p, now().count());
+    table_.set_ready_at(p, frame.count());
     ++resident_pages_;
     if (table_.pins(p) == 0) table_.lru_push_front(p);
     counters_.hinted_bytes_prepared += page_bytes();
@@ -662,7 +673,15 @@ void CxlSsdDevice::reset() {
   write_back_idle(now());  // what the idle channels wrote back before the reset survives it
   // Without poison handling a lost page silently reads as its older flash copy.
   table_.drop_all_frames(params_.poison_lost_pages);
-  if (params_.poison_lost_pages) any_poisoned_ = true;
+  if (params_.poison_lost_pages) {
+    any_poisoned_ = true;
+    // Evicted, but their write-back had not taken their bytes out of DRAM yet.
+    for (const auto& [out, page] : leaving_dram_) {
+      PageTable::Flags& f = table_.flags_mut(page);
+      if (out > now() && !(f & PageTable::kTrimmed)) f |= PageTable::kPoisoned;
+    }
+  }
+  leaving_dram_.clear();
   for (auto& queue : dirty_queues_) queue.clear();
   left_queue_entries_.clear();
   dirty_queued_ = 0;

@@ -176,11 +176,15 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   }
   // A miss that waits for one of `slots` (outstanding misses of its kind).
   Instant fill_in_slot(std::vector<Instant>& slots, Page page, Instant at);
-  void make_room(Instant at);
-  // Frees the frame of `page`, already taken off the LRU (writing it back if dirty).
-  void evict(Page page, Instant at);
-  // Programs dirty `page` to flash from `at` (bytes too); it stays resident, clean.
-  void write_back(Page page, Instant at);
+  // Frees frames until one is free for a new page at `at`; returns when the
+  // last one freed is (a dirty victim's frame once its data left for flash).
+  Instant make_room(Instant at);
+  // Frees the frame of `page`, already taken off the LRU (writing it back if
+  // dirty); returns when the frame can take other data.
+  Instant evict(Page page, Instant at);
+  // Programs dirty `page` to flash from `at` (bytes too); it stays resident,
+  // clean. Returns when its data has left DRAM.
+  Instant write_back(Page page, Instant at);
   // A write made `page` dirty at `at`; with idle_write_back it joins its channel's queue.
   void mark_dirty(Page page, Instant at);
   // Writes queued dirty pages back in the idle time of their channels before
@@ -246,6 +250,10 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   // page's entries sit in one channel's queue in order, so its oldest are these.
   std::map<Page, std::uint32_t> left_queue_entries_;
   Instant written_back_until_{0};
+  // Evicted dirty pages whose data had not left DRAM when they were evicted,
+  // with when it will have (in eviction order; not sorted): a reset before
+  // then loses their newest bytes, as it does a dirty frame's.
+  std::deque<std::pair<Instant, Page>> leaving_dram_;
 };
 
 // Per written page, inline: a store marks every page of its WRITEs.

@@ -18,7 +18,11 @@ class FlashArray {
 
   // Reads page `page` into DRAM starting no earlier than `t`; returns when it is in.
   Instant read_page(std::uint64_t page, Instant t);
-  // Writes back one dirty page (its share of a program unit); returns when programmed.
+  // Writes back one dirty page (its share of a program unit) from `t`; returns
+  // when its data has left DRAM (its frame is free). The transfer waits for
+  // the channel and for the die's page buffer: at most one program unit
+  // queued beyond the one programming (cache program), as for idle write-back,
+  // so evictions are held to the die's program throughput.
   // Reads suspend programs (ONFI program suspend): they wait only for reads.
   Instant program_page(std::uint64_t page, Instant t);
   // When an idle-time write-back of `page` wanting to start at `t` could take
@@ -97,10 +101,13 @@ inline FlashArray::Instant FlashArray::read_page(std::uint64_t page, Instant t) 
 inline FlashArray::Instant FlashArray::program_page(std::uint64_t page, Instant t) {
   Instant& program = program_[unit_of(page)];
   Instant& channel = channel_[channel_of(page)];
-  const Instant in_end = std::max(t, channel) + transfer_;
-  channel = in_end;
-  program = std::max(in_end, program) + program_per_page_;
-  return program;
+  // The channel time is charged in order (a busy-until channel cannot book a
+  // transfer later without holding the gap before it from reads).
+  const Instant moved = std::max(t, channel) + transfer_;
+  channel = moved;
+  const Instant out = std::max(moved, program - program_unit_ + transfer_);
+  program = std::max(out, program) + program_per_page_;
+  return out;
 }
 
 }  // namespace rcxl::device

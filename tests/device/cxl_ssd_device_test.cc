@@ -102,9 +102,52 @@ TEST(CxlSsdDevice, DirtyPagesAreWrittenBackOnEviction) {
   for (std::uint64_t p = 1; p <= 4; ++p) (void)d.access_ready(p * kPage, kPage, false, Instant{0});
   EXPECT_EQ(d.counters().write_backs, 1u);
   EXPECT_FALSE(d.page_state(0).resident);
+  loop.run_for(1ms);
   // The write-back reached flash: a reset (DRAM lost) still reads them.
   d.reset();
   EXPECT_EQ(read_string(d, 0, 11), "dirty-bytes");
+}
+
+// An evicted dirty page's bytes stay in DRAM until its write-back has moved
+// them to the die: a reset before then loses them, as it does a dirty
+// frame's (poisoned). Before, they counted as on flash the moment the
+// eviction was decided (session 27 review).
+TEST(CxlSsdDevice, R6_AResetBeforeAnEvictedPagesWriteBackLeftDramPoisonsIt) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  ASSERT_TRUE(d.write(0, bytes_of("dirty-bytes")).ok());
+  for (std::uint64_t p = 1; p <= 4; ++p) (void)d.access_ready(p * kPage, kPage, false, Instant{0});
+  EXPECT_EQ(d.counters().write_backs, 1u);
+  EXPECT_FALSE(d.page_state(0).resident);
+  d.reset();  // at t=0: the write-back's transfer ends later
+  EXPECT_TRUE(d.page_state(0).poisoned);
+  std::vector<std::byte> out(11);
+  EXPECT_FALSE(d.read(0, out).ok());
+}
+
+// Evictions are held to the dies' program throughput: a dirty victim's frame
+// is free only once its die's page buffer takes the page (one program unit
+// beyond the one programming). Before, tPROG changed no eviction's timing:
+// 10 ms and 100 us gave the same ready times (session 27 review).
+TEST(CxlSsdDevice, R8_DirtyEvictionsAreHeldToTheProgramThroughput) {
+  std::vector<Instant> last_ready;
+  for (const auto t_prog : {std::chrono::nanoseconds(100us), std::chrono::nanoseconds(10ms)}) {
+    sim::EventLoop loop;
+    auto params = small_params();  // 4 frames, 8 dies
+    params.flash_program = t_prog;
+    CxlSsdDevice d(loop, params);
+    Instant ready{0};
+    for (std::uint64_t p = 0; p < 64; ++p) {
+      ready = std::max(ready, d.access_ready(p * kPage, kPage, true, Instant{0}));
+      d.accessed(p * kPage, kPage, true, Instant{0});
+    }
+    EXPECT_EQ(d.counters().write_backs, 60u);
+    last_ready.push_back(ready);
+  }
+  // 60 write-backs on 8 dies, 4 pages per program unit: ~7 pages a die, of
+  // which all but one unit's wait for the programs before them.
+  EXPECT_GT(last_ready[1], Instant(10ms / 4 * 3));
+  EXPECT_LT(last_ready[0], Instant(1ms));
 }
 
 // A write-back occupies its die for its share of tPROG, but a read on that die
@@ -297,8 +340,10 @@ TEST(CxlSsdDevice, R6_ResetKeepsWhatIdleWriteBackWroteAndDropsTheRest) {
 TEST(FlashArray, ProgramsOnOneDieSerialize) {
   auto params = small_params();
   FlashArray flash(params);
-  const Instant first = flash.program_page(0, Instant{0});
-  const Instant second = flash.program_page(8, Instant{0});  // same die
+  (void)flash.program_page(0, Instant{0});
+  const Instant first = flash.program_done_at(0);
+  (void)flash.program_page(8, Instant{0});  // same die
+  const Instant second = flash.program_done_at(8);
   EXPECT_GE(second - first, params.flash_program / 4);
   // Reads of that die are not held behind the programs.
   EXPECT_LT(flash.read_page(16, Instant{0}), first);
