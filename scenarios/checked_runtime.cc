@@ -14,7 +14,9 @@ namespace {
 class CheckedConn final : public runtime::Conn {
  public:
   CheckedConn(std::shared_ptr<runtime::Conn> inner, InvariantMonitor& monitor)
-      : inner_(std::move(inner)), monitor_(monitor), in_(std::make_shared<Inbound>(monitor)) {}
+      : inner_(std::move(inner)),
+        monitor_(monitor),
+        in_(std::make_shared<Inbound>(monitor, inner_->id())) {}
 
   std::uint64_t id() const override { return inner_->id(); }
   runtime::Address peer() const override { return inner_->peer(); }
@@ -24,13 +26,15 @@ class CheckedConn final : public runtime::Conn {
     inner_->start(
         strand,
         [in = in_, on_data = std::move(on_data)](std::string_view bytes) {
-          for (const auto& frame : frames(in->decoder, bytes)) in->monitor.on_agent_frame_in(frame);
+          for (const auto& frame : frames(in->decoder, bytes)) {
+            in->monitor.on_agent_frame_in(in->conn, frame);
+          }
           on_data(bytes);
         },
         std::move(on_close));
   }
   void send(std::string bytes) override {
-    for (const auto& frame : frames(out_, bytes)) monitor_.on_agent_frame_out(frame);
+    for (const auto& frame : frames(out_, bytes)) monitor_.on_agent_frame_out(inner_->id(), frame);
     inner_->send(std::move(bytes));
   }
   void close() override { inner_->close(); }
@@ -50,8 +54,9 @@ class CheckedConn final : public runtime::Conn {
 
   // The agent reads frames of any size it accepts; the watch must not cut them.
   struct Inbound {
-    explicit Inbound(InvariantMonitor& m) : monitor(m) {}
+    Inbound(InvariantMonitor& m, std::uint64_t c) : monitor(m), conn(c) {}
     InvariantMonitor& monitor;
+    std::uint64_t conn;
     protocol::FrameDecoder decoder{UINT32_MAX};
   };
 

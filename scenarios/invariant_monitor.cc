@@ -31,7 +31,7 @@ void InvariantMonitor::on_mapped(const ext::RegionInfo& region, bool fresh, bool
     violate("fresh reached the extension on a later map (SPEC R5.2)",
             "region " + std::to_string(region.region));
   }
-  if (fresh && !fresh_owner_maps_.count(region.region)) {
+  if (fresh && !fresh_licences_.count(region.region)) {
     violate(
         "fresh reached the extension without a map asking for it under the owner handle "
         "(SPEC R5.2)",
@@ -41,7 +41,7 @@ void InvariantMonitor::on_mapped(const ext::RegionInfo& region, bool fresh, bool
 }
 
 // Only maps and messages with ranges matter here: other frames are not parsed.
-void InvariantMonitor::on_agent_frame_in(std::string_view payload) {
+void InvariantMonitor::on_agent_frame_in(std::uint64_t conn, std::string_view payload) {
   // A range is at least `[r,o,l]` and a comma: shorter frames cannot break R3.4.
   const bool ranges = payload.size() >= 8 * (std::size_t{limits_.max_ranges_per_message} + 1) &&
                       payload.find("\"ranges\"") != std::string_view::npos;
@@ -63,20 +63,35 @@ void InvariantMonitor::on_agent_frame_in(std::string_view payload) {
   if (!region.is_number_unsigned() || !handle.is_string()) return;
   const auto owner = owner_handles_.find(region.get<std::uint64_t>());
   if (owner != owner_handles_.end() && owner->second == handle.get<std::string>()) {
-    fresh_owner_maps_.insert(owner->first);
+    const std::string id = j.value("id", nlohmann::json()).dump();
+    if (fresh_owner_maps_[conn].emplace(id, owner->first).second) ++fresh_licences_[owner->first];
   }
 }
 
-void InvariantMonitor::on_agent_frame_out(std::string_view payload) {
-  if (payload.find("\"read_handle\"") == std::string_view::npos) return;
+void InvariantMonitor::on_agent_frame_out(std::uint64_t conn, std::string_view payload) {
+  const auto pending = fresh_owner_maps_.find(conn);
+  const bool answers_map = pending != fresh_owner_maps_.end();
+  if (!answers_map && payload.find("\"read_handle\"") == std::string_view::npos) return;
   const auto j = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || j.value("ok", nlohmann::json()) != true) return;
+  if (!j.is_object()) return;
+  if (answers_map) {
+    // The map is answered: the extension heard of it before (R5.2), or never will.
+    auto map = pending->second.find(j.value("id", nlohmann::json()).dump());
+    if (map != pending->second.end()) {
+      auto licence = fresh_licences_.find(map->second);
+      if (licence != fresh_licences_.end() && --licence->second == 0) {
+        fresh_licences_.erase(licence);
+      }
+      pending->second.erase(map);
+      if (pending->second.empty()) fresh_owner_maps_.erase(pending);
+    }
+  }
+  if (j.value("ok", nlohmann::json()) != true) return;
   const auto region = j.value("region", nlohmann::json());
   const auto handle = j.value("handle", nlohmann::json());
   if (region.is_number_unsigned() && handle.is_string()) {
-    // A new region: no map has asked for it yet.
+    // A new region.
     owner_handles_[region.get<std::uint64_t>()] = handle.get<std::string>();
-    fresh_owner_maps_.erase(region.get<std::uint64_t>());
   }
 }
 
@@ -122,16 +137,22 @@ void InvariantMonitor::on_extension_closed() {
 
 // The agent ends the requests a boot change closed at the extension (PROTOCOL
 // Boot), each on its connection's strand just after: none may be left open here.
+// SPEC R6.3: a boot change drops every registration, so RDMA posted through
+// one since must fail, whether or not the agent called deregister for it.
 void InvariantMonitor::on_boot_change(const std::string& boot) {
   on_boot(boot);
+  for (const std::uint32_t rkey : live_rkeys_) dropped_rkeys_[rkey] = clock_.now();
+  live_rkeys_.clear();
 }
 
 void InvariantMonitor::on_register(const runtime::Registration& registration) {
   dropped_rkeys_.erase(registration.rkey);  // a key may be handed out again
+  live_rkeys_.insert(registration.rkey);
 }
 
 void InvariantMonitor::on_deregister(const runtime::Registration& registration) {
   dropped_rkeys_[registration.rkey] = clock_.now();
+  live_rkeys_.erase(registration.rkey);
 }
 
 // An op posted after its registration was dropped can never have reached it in time.

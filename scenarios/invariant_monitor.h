@@ -37,9 +37,10 @@ class InvariantMonitor {
   // The agent stopped: its connections (and their hint requests) are gone.
   void on_extension_closed();
 
-  // --- the agent's wire (CheckedRuntime): each frame it read, and each it sent
-  void on_agent_frame_in(std::string_view payload);
-  void on_agent_frame_out(std::string_view payload);
+  // --- the agent's wire (CheckedRuntime): each frame it read, and each it
+  // sent, on connection `conn`
+  void on_agent_frame_in(std::uint64_t conn, std::string_view payload);
+  void on_agent_frame_out(std::uint64_t conn, std::string_view payload);
 
   // --- NIC calls (CheckedNic)
   void on_register(const runtime::Registration& registration);
@@ -49,7 +50,8 @@ class InvariantMonitor {
 
   // --- the agent's advertised boot, sampled
   void on_boot(const std::string& boot);
-  // The agent's boot changed (R6.3/R6.4): it dropped every open hint request.
+  // The agent's boot changed (R6.3/R6.4): it dropped every open hint request
+  // and every registration.
   void on_boot_change(const std::string& boot);
 
   // --- end of run
@@ -78,9 +80,13 @@ class InvariantMonitor {
   InvariantLimits limits_;
   std::set<std::uint64_t> mapped_regions_;              // every region id mapped so far
   std::map<std::uint64_t, std::string> owner_handles_;  // region -> handle its alloc gave
-  std::set<std::uint64_t> fresh_owner_maps_;  // regions a map asked fresh for, owner's handle
+  // Maps asking fresh under the owner handle, not answered yet: conn -> id -> region.
+  // Only such a map may bring fresh to the extension (a refused one licenses nothing).
+  std::map<std::uint64_t, std::map<std::string, std::uint64_t>> fresh_owner_maps_;
+  std::map<std::uint64_t, std::uint32_t> fresh_licences_;    // region -> such maps
   std::map<std::uint64_t, std::set<std::string>> open_;      // conn -> open hint requests
   std::map<std::uint32_t, runtime::Instant> dropped_rkeys_;  // rkey -> deregistered at
+  std::set<std::uint32_t> live_rkeys_;                       // registered, not dropped
   std::vector<std::string> boots_;                           // distinct, in order
   bool after_unknown_ = false;
   std::uint64_t connection_closed_calls_ = 0;

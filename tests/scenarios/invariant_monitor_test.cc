@@ -38,10 +38,10 @@ ext::Hint hint(std::uint64_t conn, std::string action, std::string request,
 // What the agent's wire shows the monitor: region `region`'s alloc reply, then
 // a map asking fresh under `handle`.
 void alloc_then_map(InvariantMonitor& m, std::uint64_t region, const std::string& map_handle) {
-  m.on_agent_frame_out(R"({"id":1,"ok":true,"region":)" + std::to_string(region) +
-                       R"(,"size":4096,"handle":"own","read_handle":"rd"})");
-  m.on_agent_frame_in(R"({"id":2,"op":"map","region":)" + std::to_string(region) +
-                      R"(,"handle":")" + map_handle + R"(","epoch":"b:1","fresh":true})");
+  m.on_agent_frame_out(1, R"({"id":1,"ok":true,"region":)" + std::to_string(region) +
+                              R"(,"size":4096,"handle":"own","read_handle":"rd"})");
+  m.on_agent_frame_in(1, R"({"id":2,"op":"map","region":)" + std::to_string(region) +
+                             R"(,"handle":")" + map_handle + R"(","epoch":"b:1","fresh":true})");
 }
 
 TEST(Invariants, R5_2_FreshOnlyOnTheFirstMapOfARegion) {
@@ -74,15 +74,35 @@ TEST(Invariants, R5_2_FreshAskedUnderTheReadHandleMustNotReachTheExtension) {
   EXPECT_NE(m.violations()[0].find("under the owner handle (SPEC R5.2)"), std::string::npos);
 }
 
+// A fresh map under the owner handle that the agent refused (here by its
+// epoch) licenses nothing: a reader's later map that reached the extension
+// as fresh is a violation. Before, the licence outlived the refusal.
+TEST(Invariants, R5_2_ARefusedOwnerMapDoesNotLicenseALaterFresh) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  alloc_then_map(m, 5, "own");
+  m.on_agent_frame_out(1, R"({"id":2,"ok":false,"error":{"code":"stale_epoch","message":"x"}})");
+  m.on_agent_frame_in(2, R"({"id":2,"op":"map","region":5,"handle":"rd","epoch":"b:1"})");
+  m.on_mapped({5, 0, 4096}, /*fresh=*/true, true);
+  ASSERT_EQ(m.violations().size(), 1u);
+  EXPECT_NE(m.violations()[0].find("under the owner handle"), std::string::npos);
+  // The same id answered on another connection does not end this one's licence.
+  InvariantMonitor legal(clock, {});
+  alloc_then_map(legal, 6, "own");
+  legal.on_agent_frame_out(2, R"({"id":2,"ok":false,"error":{"code":"bad_range","message":"x"}})");
+  legal.on_mapped({6, 0, 4096}, /*fresh=*/true, true);
+  EXPECT_EQ(legal.violation_count(), 0u);
+}
+
 TEST(Invariants, R5_2_FreshNobodyAskedForIsAViolation) {
   FixedClock clock;
   InvariantMonitor m(clock, {});
   // The region's alloc went out, but no map asked fresh (or one asked for another region).
   m.on_agent_frame_out(
-      R"({"id":1,"ok":true,"region":5,"size":4096,"handle":"own","read_handle":"rd"})");
+      1, R"({"id":1,"ok":true,"region":5,"size":4096,"handle":"own","read_handle":"rd"})");
   m.on_agent_frame_in(
-      R"({"id":2,"op":"map","region":6,"handle":"own","epoch":"b:1","fresh":true})");
-  m.on_agent_frame_in(R"({"id":3,"op":"map","region":5,"handle":"own","epoch":"b:1"})");
+      1, R"({"id":2,"op":"map","region":6,"handle":"own","epoch":"b:1","fresh":true})");
+  m.on_agent_frame_in(1, R"({"id":3,"op":"map","region":5,"handle":"own","epoch":"b:1"})");
   m.on_mapped({5, 0, 4096}, /*fresh=*/true, true);
   EXPECT_EQ(m.violation_count(), 1u);
 }
@@ -90,10 +110,10 @@ TEST(Invariants, R5_2_FreshNobodyAskedForIsAViolation) {
 TEST(Invariants, R5_2_FramesThatAreNotJsonOrNotMapsAreIgnored) {
   FixedClock clock;
   InvariantMonitor m(clock, {});
-  m.on_agent_frame_in("{\"op\":\"map\"");  // truncated: the agent refuses it
-  m.on_agent_frame_in("[\"map\"]");
-  m.on_agent_frame_out("{\"read_handle\": 1}");
-  m.on_agent_frame_in(R"({"op":"map","region":-1,"handle":"own","fresh":true})");
+  m.on_agent_frame_in(1, "{\"op\":\"map\"");  // truncated: the agent refuses it
+  m.on_agent_frame_in(1, "[\"map\"]");
+  m.on_agent_frame_out(1, "{\"read_handle\": 1}");
+  m.on_agent_frame_in(1, R"({"op":"map","region":-1,"handle":"own","fresh":true})");
   EXPECT_EQ(m.violation_count(), 0u);
   m.on_mapped({1, 0, 4096}, /*fresh=*/true, true);  // still nobody asked for region 1
   EXPECT_EQ(m.violation_count(), 1u);
@@ -263,9 +283,9 @@ TEST(Invariants, R3_4_AClientsMessageOfTooManyRangesIsCaughtOnTheWire) {
     for (std::size_t i = 0; i < n; ++i) j["ranges"].push_back({1, i * 4096, 4096});
     return j.dump();
   };
-  m.on_agent_frame_in(frame(4096));
+  m.on_agent_frame_in(1, frame(4096));
   EXPECT_EQ(m.violation_count(), 0u);
-  m.on_agent_frame_in(frame(4097));
+  m.on_agent_frame_in(1, frame(4097));
   ASSERT_EQ(m.violations().size(), 1u);
   EXPECT_NE(m.violations()[0].find("4097 ranges"), std::string::npos) << m.violations()[0];
 }
@@ -345,6 +365,29 @@ TEST(Invariants, R6_3_RdmaThroughADroppedRegistrationIsCaughtOnALyingNic) {
   EXPECT_EQ(m.violation_count(), 0u);  // registered: a success is right
   ASSERT_TRUE(nic.deregister(*reg).ok());
   ASSERT_TRUE(post_one(nic, *strand, *reg, buf, nullptr).has_value());
+  ASSERT_EQ(m.violations().size(), 1u);
+  EXPECT_NE(m.violations()[0].find("dropped registration"), std::string::npos);
+}
+
+// SPEC R6.3: a boot change drops every registration. RDMA posted through one
+// since that succeeds is a violation even when the agent never called
+// deregister for it (before, only a deregister marked a key dropped).
+TEST(Invariants, R6_3_ABootChangeDropsEveryLiveRegistration) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  std::vector<std::byte> buf(64);
+  const runtime::Registration old_reg{0x1000, 7, 4096};
+  m.on_register(old_reg);
+  clock.t = runtime::Instant(5ms);
+  const RdmaOp read{RdmaOp::Kind::kRead, buf, 0x1000, 7};
+  m.on_completion(read, runtime::Instant(4ms), Status());  // posted before the change
+  m.on_boot_change("n:2");
+  const runtime::Registration new_reg{0x2000, 8, 4096};
+  m.on_register(new_reg);  // a map under the new boot
+  clock.t = runtime::Instant(10ms);
+  m.on_completion({RdmaOp::Kind::kRead, buf, 0x2000, 8}, runtime::Instant(9ms), Status());
+  EXPECT_EQ(m.violation_count(), 0u);
+  m.on_completion(read, runtime::Instant(9ms), Status());
   ASSERT_EQ(m.violations().size(), 1u);
   EXPECT_NE(m.violations()[0].find("dropped registration"), std::string::npos);
 }
