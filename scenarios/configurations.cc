@@ -40,9 +40,10 @@ Result<Configuration> find_configuration(const std::string& name) {
 
 Json client_json(const ClientSettings& client) {
   Json j = {{"read_hints", client.read_hints},
-            {"write_wait_ms", client.write_wait_ms},
             {"read_hint_on_arrival", client.read_hint_on_arrival},
             {"gate_reads", client.gate_reads}};
+  // A wait is a write hint that waits: without write hints it asks nothing.
+  if (client.write_hints.value_or(client.read_hints)) j["write_wait_ms"] = client.write_wait_ms;
   if (client.write_hints) j["write_hints"] = *client.write_hints;
   if (client.read_promotes) j["read_promotes"] = *client.read_promotes;
   return j;

@@ -625,6 +625,14 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
       if (!s.ok()) return s;
     }
     sc.client.write_wait_ms = static_cast<std::uint32_t>(wait);
+    // R4.3: a write wait is a write hint that waits; with write hints off none is asked.
+    if (wait > 0 && j["client"].contains("write_wait_ms") &&
+        !sc.client.write_hints.value_or(sc.client.read_hints)) {
+      return c.fail("/write_wait_ms",
+                    "a write wait is a write hint that waits, and write hints are off (they "
+                    "follow read_hints unless write_hints is given), so no store would wait; "
+                    "set \"write_hints\": true, or drop write_wait_ms");
+    }
     // R3.8: hints on arrival are the scheduler's read hints; alone they send nothing.
     if (sc.client.read_hint_on_arrival && !sc.client.read_hints) {
       return c.fail("/read_hint_on_arrival",

@@ -205,6 +205,10 @@ Json fault(Json f) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, ScenarioFileRefusals,
     ::testing::Values(
+        Refusal{"write_wait_without_write_hints",  // no store would wait (session 27)
+                {{"client", {{"read_hints", false}, {"write_wait_ms", 500}}}},
+                "/client/write_wait_ms",
+                "set \"write_hints\": true"},
         Refusal{"boot_not_a_regex",
                 {{"expect", {{"boots", Json::array({"(("})}}}},
                 "/expect/boots/0",

@@ -78,12 +78,13 @@ TEST(TopologyProperty, R8_RandomTopologiesAndFaultsKeepEveryInvariant) {
               {"seed", seed},
               {"client",
                {{"read_hints", read_hints},
-                {"write_wait_ms", write_wait_ms},
                 {"read_hint_on_arrival", on_arrival && read_hints},
                 {"gate_reads", gate_reads}}},
               {"topology", {{"gpu_nodes", gpus}, {"memory_nodes", mems}}},
               {"workload", {{"conversations", 6}, {"turns", 3}, {"start_window_s", 0.3}}},
               {"time_limit_s", 300}};
+    // A wait needs write hints (R4.3), which follow read hints here.
+    if (read_hints) j["client"]["write_wait_ms"] = write_wait_ms;
     j["faults"] = Json::array();
     const int faults = static_cast<int>(rnd() % 4);
     for (int i = 0; i < faults; ++i) j["faults"].push_back(random_fault(rnd, gpus, mems));
