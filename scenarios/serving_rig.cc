@@ -326,6 +326,7 @@ class Deployment {
           return engines_done();
         },
         runtime::Instant(sc_.time_limit));
+    out.workload_seconds = runtime::to_seconds(world_.loop().now());
     // Let ends, closes and write-backs settle before the end-of-run checks.
     if (out.status.ok()) world_.run_for(50ms);
     out.wall_seconds =

@@ -86,6 +86,8 @@ struct RunResult {
   nlohmann::json counters;              // device, agent, client counters
   std::string trace_hash;
   double virtual_seconds = 0;
+  // When the workload's last turn was answered (before the run's 50 ms settle).
+  double workload_seconds = 0;
   double wall_seconds = 0;
 };
 

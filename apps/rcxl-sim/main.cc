@@ -224,9 +224,9 @@ std::vector<std::string> faults_that_never_happened(const rcxl::scenarios::Scena
           run.stores_started >= f.during_store ? " and ended before after_ms passed" : "");
     } else {
       std::snprintf(line, sizeof line,
-                    "/faults/%zu (%s at %g s): the run ended at %.3g s, before it; move at_s "
-                    "earlier or lengthen the workload",
-                    i, kind.c_str(), rcxl::runtime::to_seconds(f.at), run.virtual_seconds);
+                    "/faults/%zu (%s at %.9g s): the workload's last turn was answered at "
+                    "%.6f s, before it; move at_s earlier or lengthen the workload",
+                    i, kind.c_str(), rcxl::runtime::to_seconds(f.at), run.workload_seconds);
     }
     out.emplace_back(line);
   }
