@@ -85,8 +85,18 @@ Status check_scenario_extension(const std::string& name, const Json& config,
   auto check = config_checks().find(name);
   if (check == config_checks().end()) return {};  // the factory checks it when the agent starts
   if (Status s = check->second(config); !s.ok()) {
-    return Error(ErrorCode::kBadRequest, origin +
-                                             ": /extension/config: " + printable(s.message(), 400) +
+    // Name the key at fault: the first one its parser refuses alone.
+    std::string pointer = "/extension/config";
+    if (config.is_object()) {
+      for (const auto& [key, value] : config.items()) {
+        if (!check->second(Json{{key, value}}).ok()) {
+          pointer += "/" + pointer_token(key);
+          break;
+        }
+      }
+    }
+    return Error(ErrorCode::kBadRequest, origin + ": " + pointer + ": " +
+                                             printable(s.message(), 400) +
                                              " (docs/scenarios.md lists each extension's keys)");
   }
   return {};

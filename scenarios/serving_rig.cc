@@ -33,8 +33,9 @@ Status attach_memory_profiles(const std::string& profiles_dir, const Scenario& s
   profile.memory_devices.clear();
   const auto& names = scenario.topology.memory_profiles;
   for (std::size_t i = 0; i < names.size(); ++i) {
-    const std::string where = "/topology/memory_profiles/" + std::to_string(i) + " ('" + names[i] +
-                              "', " + memory_node_name(static_cast<int>(i)) + ")";
+    const std::string where = "/topology/memory_profiles/" + std::to_string(i) + " ('" +
+                              printable(names[i]) + "', " + memory_node_name(static_cast<int>(i)) +
+                              ")";
     auto node = load_profile(profiles_dir, names[i]);
     if (!node.ok()) {
       profile.memory_devices.clear();
@@ -136,6 +137,14 @@ Result<Json> unwrap_sourced(const Json& section, const std::string& pointer) {
                    pointer + "/" + pointer_token(key) +
                        ": expected {\"value\": ..., \"source\": \"where it comes from\"}");
     }
+    // A mistyped key beside them (a "vlaue" override) would be dropped silently.
+    for (const auto& [inner, unused] : v.items()) {
+      if (inner != "value" && inner != "source") {
+        return Error(ErrorCode::kBadRequest, pointer + "/" + pointer_token(key) +
+                                                 ": unknown key '" + printable(inner) +
+                                                 "'; expected only value and source");
+      }
+    }
     out[key] = v["value"];
   }
   return out;
@@ -172,8 +181,10 @@ Result<Json> load_profile_document(const std::string& profiles_dir, const std::s
                                    std::string* origin_out) {
   std::string text;
   std::string origin;
+  // Names and paths reach messages escaped (one line each); files open by the raw path.
+  constexpr std::size_t kWholePath = 4096;
   if (profiles_dir.empty()) {
-    origin = "profiles/" + name + ".json (built in)";
+    origin = "profiles/" + printable(name, kWholePath) + ".json (built in)";
     auto embedded = embedded_file("profiles/" + name + ".json");
     if (!embedded) {
       std::string known;
@@ -181,14 +192,21 @@ Result<Json> load_profile_document(const std::string& profiles_dir, const std::s
         if (f.path.rfind("profiles/", 0) == 0)
           known += (known.empty() ? "" : ", ") + std::string(f.path);
       }
-      return Error(ErrorCode::kNotFound, "no built-in profile '" + name + "' (have: " + known +
+      return Error(ErrorCode::kNotFound, "no built-in profile '" + printable(name, kWholePath) +
+                                             "' (have: " + known +
                                              "); pass --profiles DIR for your own");
     }
     text = std::string(*embedded);
   } else {
-    origin = profiles_dir + "/" + name + ".json";
-    auto read = read_document_file(origin);
-    if (!read.ok()) return read.status();
+    const std::string path = profiles_dir + "/" + name + ".json";
+    origin = printable(path, kWholePath);
+    auto read = read_document_file(path);
+    if (!read.ok()) {
+      // Its message starts with the path (read_document_file).
+      const std::string& m = read.status().message();
+      return Error(read.status().code(),
+                   origin + (m.rfind(path, 0) == 0 ? m.substr(path.size()) : ": " + m));
+    }
     text = std::move(read).value();
   }
   auto j = parse_json_document(text, origin);

@@ -91,6 +91,15 @@ Result<EngineParams> engine_params_from_json(const nlohmann::json& j) {
                                    " (it counts whole tokens, bytes, sequences or ns), not " +
                                    value.dump());
     }
+    // The simulator keeps whole nanoseconds: a fraction would be rounded away
+    // silently (0.0004 us ran as 0, and two sweep values as one point).
+    if (!f.integer) {
+      const double ns = v * 1000;
+      if (std::fabs(ns - std::round(ns)) > 1e-9 * std::max(1.0, std::fabs(ns))) {
+        return engine_error(key, "expected whole nanoseconds (a multiple of 0.001 us), not " +
+                                     value.dump() + "; the simulator keeps time in ns");
+      }
+    }
     f.set(p, v);
   }
   return p;

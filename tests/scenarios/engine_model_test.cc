@@ -407,6 +407,16 @@ TEST(EngineModel, R8_EngineParamsRefuseFractionsAndBooleans) {
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->prefill_per_token, std::chrono::nanoseconds(1500));
   EXPECT_EQ(p->chunk_tokens, 16);
+  // A fraction of a nanosecond is refused, not rounded away: 0.0004 us ran as
+  // 0, and two sweep values as the same point (session 27 review).
+  for (const double us : {0.0004, 1.0000001}) {
+    auto fraction = engine_params_from_json({{"scheduler_to_worker_us", us}});
+    ASSERT_FALSE(fraction.ok()) << us;
+    EXPECT_NE(fraction.status().message().find("whole nanoseconds"), std::string::npos)
+        << fraction.status().message();
+  }
+  EXPECT_TRUE(engine_params_from_json({{"scheduler_to_worker_us", 0.3}}).ok());
+  EXPECT_TRUE(engine_params_from_json({{"step_base_us", 12345.678}}).ok());
   // The store-timing switch is 0 or 1.
   EXPECT_TRUE(
       engine_params_from_json({{"store_prompt_after_prefill", 1}})->store_prompt_after_prefill);

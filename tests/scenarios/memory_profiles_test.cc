@@ -83,6 +83,32 @@ TEST(MemoryProfiles, R8_AnEngineWhoseChunksCannotBeStoredIsRefused) {
   EXPECT_TRUE(profile_from_json(j, "odd.json").ok());
 }
 
+// A mistyped key beside value and source is refused: a "vlaue" override was
+// dropped silently while the same typo under control_link was refused
+// (session 27 review).
+TEST(MemoryProfiles, R8_AnEngineFieldWithAKeyBesideValueAndSourceIsRefused) {
+  Json j = Json::parse(*embedded_file("profiles/cxl_ssd_default.json"));
+  j["engine"]["chunk_tokens"]["vlaue"] = 512;
+  auto p = profile_from_json(j, "odd.json");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().message().rfind("odd.json: /engine/chunk_tokens: unknown key 'vlaue'", 0),
+            0u)
+      << p.status().message();
+}
+
+// A profile name or path with control characters is named on one line
+// (session 27 review: "x\ny" printed a three-line error).
+TEST(MemoryProfiles, R8_AProfileNameIsEscapedInItsMessages) {
+  for (const std::string& dir : {std::string(), std::string("/nonexistent-dir")}) {
+    auto p = load_profile(dir, "x\ny\x1b[2J");
+    ASSERT_FALSE(p.ok());
+    const std::string& m = p.status().message();
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    EXPECT_EQ(m.find('\x1b'), std::string::npos) << m;
+    EXPECT_NE(m.find("x\\ny"), std::string::npos) << m;
+  }
+}
+
 // A key the profile does not take is named one line, escaped: a message drives
 // no terminal (session-24 review: ESC and newline came through raw).
 TEST(MemoryProfiles, R8_AnUnknownKeyIsEscapedInTheMessage) {
