@@ -200,6 +200,15 @@ Result<rcxl::client::Config> make_config(const Flags& f, bool needs_agents) {
 // NAME_MAX of Linux file systems: a longer key could be loaded but not written.
 constexpr std::size_t kMaxFileNameBytes = 255;
 
+// The file name `rcxl-kv load` writes `key` to ('/' becomes '_'), or empty
+// when it names none ('', '.', '..').
+std::string key_file_name(const std::string& key) {
+  std::string name = key;
+  std::replace(name.begin(), name.end(), '/', '_');
+  if (name == "." || name == "..") return {};
+  return name;
+}
+
 // The KEY FILE pairs read and checked before the NIC opens: keys non-empty,
 // distinct and loadable (a file name each), each file a regular file of 1..chunk bytes.
 Result<std::vector<rcxl::client::StoreItem>> read_store_items(const Flags& f, std::uint64_t chunk) {
@@ -208,6 +217,12 @@ Result<std::vector<rcxl::client::StoreItem>> read_store_items(const Flags& f, st
     if (f.store_pairs[i].empty()) {
       return rcxl::Error(ErrorCode::kBadRequest,
                          "store: a key is empty (pair " + std::to_string(i / 2 + 1) + ")");
+    }
+    // Loaded, it would name no file: stored, it could never be loaded with rcxl-kv.
+    if (key_file_name(f.store_pairs[i]).empty()) {
+      return rcxl::Error(ErrorCode::kBadRequest,
+                         "store: key '" + f.store_pairs[i] +
+                             "' names no file for rcxl-kv load; give a key other than '.' or '..'");
     }
     // First writer wins: a second FILE for one key would be dropped unseen.
     if (f.store_pairs[i].size() > kMaxFileNameBytes) {
@@ -244,9 +259,8 @@ std::optional<std::string> load_keys_problem(const Flags& f) {
   if (f.load_keys.empty()) return "name at least one KEY: rcxl-kv load --out DIR KEY [KEY ...]";
   std::map<std::string, std::string> key_of_file;
   for (const auto& key : f.load_keys) {
-    std::string name = key;
-    std::replace(name.begin(), name.end(), '/', '_');
-    if (name.empty() || name == "." || name == "..") {
+    const std::string name = key_file_name(key);
+    if (name.empty()) {
       return "key '" + key + "' names no file under --out; give a key other than '', '.' or '..'";
     }
     if (name.size() > kMaxFileNameBytes) {
@@ -260,9 +274,18 @@ std::optional<std::string> load_keys_problem(const Flags& f) {
              " ('/' becomes '_'); load them in separate runs";
     }
   }
+  if (f.out_dir.empty()) return "--out is empty; name the directory the values go to";
+  // It is made after the NIC opens: whatever would stop that is named now.
   std::error_code ec;
-  if (std::filesystem::exists(f.out_dir, ec) && !std::filesystem::is_directory(f.out_dir, ec)) {
-    return "--out " + f.out_dir + " exists and is not a directory";
+  for (std::filesystem::path p = f.out_dir;; p = p.parent_path()) {
+    if (std::filesystem::exists(std::filesystem::status(p, ec))) {
+      if (std::filesystem::is_directory(p, ec)) break;
+      return p == std::filesystem::path(f.out_dir)
+                 ? "--out " + f.out_dir + " exists and is not a directory"
+                 : "--out " + f.out_dir + ": " + p.string() +
+                       " is not a directory, so no directory can be made under it";
+    }
+    if (!p.has_parent_path() || p.parent_path() == p) break;
   }
   return std::nullopt;
 }
@@ -285,6 +308,8 @@ int run_load(rcxl::kv::KvClient& kv, const Flags& f) {
   if (ec) return fail("--out " + f.out_dir + ": " + ec.message());
   auto r = kv.load(f.load_keys, f.client_name + "-load");
   if (!r.ok()) return fail("load: " + r.status().ToString());
+  // A signal while a value is written leaves no hidden partial file behind.
+  rcxl::kv::remove_partial_values_on_signals();
   if (!r->stopped_by.ok()) {
     std::cerr << "rcxl-kv: load: the hits end at key " << f.load_keys[r->values.size()]
               << ", stored but not read: " << r->stopped_by.ToString() << std::endl;
@@ -292,8 +317,7 @@ int run_load(rcxl::kv::KvClient& kv, const Flags& f) {
   int rc = r->values.size() == f.load_keys.size() ? 0 : kExitMiss;
   for (std::size_t i = 0; i < f.load_keys.size(); ++i) {
     // Keys may hold '/': the file name is the key with those made '_'.
-    std::string name = f.load_keys[i];
-    std::replace(name.begin(), name.end(), '/', '_');
+    const std::string name = key_file_name(f.load_keys[i]);
     const auto path = std::filesystem::path(f.out_dir) / name;
     if (i >= r->values.size()) {
       // An older file of this key would read as its value: it goes.
@@ -319,7 +343,8 @@ int main(int argc, char** argv) {
       "rcxl-kv: store and load KV chunks through rcxl (directory + agents over RDMA).\n"
       "Exit codes: 0 ok, 1 usage/setup error (or a store whose WRITE failed), 3 a key missed\n"
       "(load, or a bench round), 4 a bench not verified (bytes wrong or stale, stores failed,\n"
-      "keys there before the run, or --expect-reset with no boot change seen)"};
+      "keys there before the run, or --expect-reset with no boot change seen); a signal ends it\n"
+      "as the signal does (130 for Ctrl-C), removing a value file a load was writing"};
   rcxl::apps::add_version_flag(app, "rcxl-kv", RCXL_VERSION);
   app.footer(
       "Needs --directory, --nic and one of --secret-file PATH or --auth none; store and bench\n"

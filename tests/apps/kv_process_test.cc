@@ -183,6 +183,19 @@ TEST(KvProcess, R1_2_AKeyLongerThanAFileNameIsRefusedAtStore) {
   EXPECT_FALSE(contains(r.output, "no_such_dev0")) << r.output;  // before the NIC
 }
 
+// Keys load cannot write ('.', '..') are refused at store too, before the
+// NIC: stored, they could never be loaded with rcxl-kv (session 27 review).
+TEST(KvProcess, R1_2_AKeyLoadCannotWriteIsRefusedAtStore) {
+  for (const char* key : {".", ".."}) {
+    ProcessRun r = run_kv(
+        "--directory 127.0.0.1:1 --agent 127.0.0.1:2 --nic verbs:no_such_dev0 --auth none store " +
+        std::string(key) + " /etc/hostname");
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_TRUE(contains(r.output, "names no file for rcxl-kv load")) << r.output;
+    EXPECT_FALSE(contains(r.output, "no_such_dev0")) << r.output;
+  }
+}
+
 // SPEC R3.4: read hints are on unless --no-read-hints; --help must not suggest otherwise.
 TEST(KvProcess, R3_4_HelpSaysReadHintsAreOnByDefault) {
   ProcessRun r = run_kv("--help");
@@ -292,6 +305,10 @@ TEST(KvProcess, R1_2_LoadKeysEachNeedTheirOwnFileUnderOut) {
       {"load a/b a_b" + out, "keys 'a/b' and 'a_b' would both be written to --out/a_b"},
       {"load " + std::string(300, 'k') + out, "its file name under --out holds at most 255"},
       {"load k --out " + odd.plain, "--out " + odd.plain + " exists and is not a directory"},
+      // Before the NIC too (session 27 review): these failed only after it opened.
+      {"load k --out ''", "--out is empty"},
+      {"load k --out " + odd.plain + "/sub/dir",
+       odd.plain + " is not a directory, so no directory"},
   };
   for (const auto& [args, says] : cases) {
     ProcessRun r = run_kv(std::string(kBase) + kNoDevice + "--auth none " + args);

@@ -1,14 +1,21 @@
 // rcxl-kv's helpers: a load's value file write is checked through its close;
 // a --between-rounds command's end is said in words.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "apps/rcxl-kv/command_status.h"
@@ -78,6 +85,55 @@ TEST(KvValueFile, R1_2_AValueReplacesItsFileWholeAndNeverFollowsASymlink) {
     EXPECT_EQ(entry.path().filename().string().rfind(".rcxl-kv-", 0), std::string::npos)
         << "a temporary file is left: " << entry.path();
   }
+  std::filesystem::remove_all(dir);
+}
+
+// A FIFO at --out/KEY with no reader is refused at once; before, the load
+// blocked in open() forever (--timeout-s covers only the calls). With a
+// reader it is written in place (session 27 review).
+TEST(KvValueFile, R1_2_AFifoWithNoReaderIsRefusedNotWaitedOn) {
+  const auto dir = rcxl::testing::fresh_dir("kv_value_file", "fifo");
+  const std::string fifo = (dir / "k").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::vector<std::byte> value(10, std::byte{'f'});
+  // Should the write block, a reader comes after 10 s and the check below fails.
+  std::thread rescue([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+  });
+  rescue.detach();
+  Status alone = write_value_file(fifo, value);
+  ASSERT_FALSE(alone.ok());
+  EXPECT_NE(alone.message().find("a FIFO with no reader"), std::string::npos) << alone.message();
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  ASSERT_TRUE(write_value_file(fifo, value).ok());
+  char back[16] = {};
+  EXPECT_EQ(::read(reader, back, sizeof back), 10);
+  EXPECT_EQ(std::string(back, 10), std::string(10, 'f'));
+  ::close(reader);
+}
+
+// A signal while a value is written removes its temporary file and ends the
+// process as the signal does: a hidden partial .rcxl-kv-* file was left.
+TEST(KvValueFile, R1_2_ASignalMidWriteLeavesNoPartialFile) {
+  const auto dir = rcxl::testing::fresh_dir("kv_value_file", "signal");
+  const std::string temp = (dir / ".rcxl-kv-partial").string();
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::ofstream(temp) << "half a value";
+    std::memcpy(detail::interrupted_temp, temp.c_str(), temp.size() + 1);
+    detail::temp_in_use = 1;
+    remove_partial_values_on_signals();
+    std::raise(SIGINT);
+    std::_Exit(0);  // not reached: the signal ends it
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+  EXPECT_FALSE(std::filesystem::exists(temp));
   std::filesystem::remove_all(dir);
 }
 
