@@ -6,15 +6,18 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "apps/cli_checks.h"
 #include "apps/rcxl-agent/agent_flag_checks.h"
 #include "apps/rcxl-agent/none_nic.h"
+#include "apps/rcxl-agent/state_file_lock.h"
 #include "apps/secret_file.h"
 #include "backends/verbs/open_memory_pool.h"
 #include "backends/verbs/plugin_loader.h"
@@ -29,6 +32,7 @@ namespace {
 
 // How long a clean stop may take (packaging/rcxl-agent.service promises 5 s).
 constexpr std::chrono::seconds kStopLimit{5};
+constexpr std::chrono::milliseconds kSameStop{1000};  // a signal this soon after: the same stop
 
 using rcxl::ErrorCode;
 using rcxl::Result;
@@ -243,6 +247,13 @@ Result<rcxl::verbs::MemorySpec> memory_spec(const Flags& f) {
     return bad("--state-file needs memory that outlives the process (file: or dax:), not " +
                f.memory);
   }
+  std::error_code ec;
+  if (!f.state_file.empty() &&
+      (spec->path == f.state_file || std::filesystem::equivalent(spec->path, f.state_file, ec))) {
+    return bad("--state-file " + f.state_file +
+               " is the --memory pool's own file; give the "
+               "region table a file of its own (e.g. /var/lib/rcxl-agent/regions.json)");
+  }
   return spec;
 }
 
@@ -352,6 +363,14 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // Before the pool: a second agent on this state file must not touch its pool either.
+  std::optional<rcxl::apps::agent::StateFileLock> state_lock;
+  if (!f.state_file.empty()) {
+    auto lock = rcxl::apps::agent::StateFileLock::take(f.state_file);
+    if (!lock.ok()) return fail(lock.status().message());
+    state_lock.emplace(std::move(lock).value());
+  }
+
   rcxl::verbs::ThreadRuntime rt(rcxl::verbs::ThreadRuntime::Options{setup->log_level});
   // A created or grown file: pool goes back to how it was if the start fails.
   rcxl::verbs::PoolFileUndo opened_file;
@@ -411,8 +430,11 @@ int main(int argc, char** argv) {
   // A stop that hangs (an extension hook that never returns) must still end:
   // a second SIGTERM/SIGINT, or kStopLimit before agent->stop() returned,
   // exits at once with 1. The teardown after stop() (NIC, pool) is not timed.
+  // A second signal within kSameStop of the first is the same request sent
+  // twice (timeout(1) or a terminal signals the child, then its group).
   static std::atomic<bool> stop_returned{false};
-  std::thread([signals] {
+  const auto first_signal_at = std::chrono::steady_clock::now();
+  std::thread([signals, first_signal_at] {
     const auto deadline = std::chrono::steady_clock::now() + kStopLimit;
     for (;;) {
       const auto left = deadline - std::chrono::steady_clock::now();
@@ -422,7 +444,10 @@ int main(int argc, char** argv) {
                     static_cast<long>(std::chrono::nanoseconds(left - s).count())};
       siginfo_t info{};
       const int got = sigtimedwait(&signals, &info, &wait);
-      if (got == SIGTERM || got == SIGINT) break;
+      if ((got == SIGTERM || got == SIGINT) &&
+          std::chrono::steady_clock::now() - first_signal_at >= kSameStop) {
+        break;
+      }
     }
     if (std::chrono::steady_clock::now() >= deadline && stop_returned) return;
     std::fprintf(stderr,
