@@ -554,9 +554,17 @@ void CxlSsdDevice::release(Tag tag) {
 void CxlSsdDevice::pump() {
   write_back_idle(now());
   const Instant limit = now() + params_.prefetch_horizon;
+  frame_wait_until_ = Instant{0};
   while (!queue_.empty() && issue_front(limit, true)) {
   }
-  if (!queue_.empty()) schedule_pump();
+  if (!queue_.empty()) schedule_pump(frame_wait_until_ - params_.prefetch_horizon);
+}
+
+Instant CxlSsdDevice::next_frame_free_at() const {
+  if (resident_pages_ < capacity_pages_) return now();
+  const Page victim = table_.lru_back();
+  if (victim == PageTable::kNone || !(table_.flags(victim) & PageTable::kDirty)) return now();
+  return flash_.write_back_out_at(victim, now());
 }
 
 bool CxlSsdDevice::issue_front(Instant limit, bool whole_span) {
@@ -579,6 +587,14 @@ bool CxlSsdDevice::issue_front(Instant limit, bool whole_span) {
       if (!(f & PageTable::kTrimmed) &&
           (flash_.die_free_at(p) > limit || flash_.backend_free_at() > limit)) {
         return false;
+      }
+      // Its data would wait outside DRAM for a frame: committed that early, it
+      // would only hold the channel and the die from demand misses.
+      if (!(f & PageTable::kResident) && limit != Instant::max()) {
+        if (const Instant frame = next_frame_free_at(); frame > limit) {
+          frame_wait_until_ = frame;
+          return false;
+        }
       }
       if (f & PageTable::kResident) [[unlikely]] {
         fill_contents(p, now());  // a write hint's frame: counted as prepared then
@@ -614,9 +630,10 @@ bool CxlSsdDevice::pull_forward(Page page) {
   return true;
 }
 
-void CxlSsdDevice::schedule_pump() {
+void CxlSsdDevice::schedule_pump(Instant not_before) {
   if (pump_event_) return;
-  pump_event_ = loop_.schedule_after(params_.prefetch_horizon / 2, [this] {
+  const Instant at = std::max(now() + params_.prefetch_horizon / 2, not_before);
+  pump_event_ = loop_.schedule_at(at, [this] {
     pump_event_.reset();
     pump();
   });

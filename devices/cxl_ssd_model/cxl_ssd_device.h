@@ -198,13 +198,18 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   void admit_waiting();
   void pump();
   // Issues the front page of the queue (with `whole_span`, then the rest of its
-  // span in order) unless its die or the backend is busy past `limit`; false
-  // when it stopped there.
+  // span in order) unless its die or the backend is busy past `limit`, or the
+  // frame it would take is not free by then (a dirty victim whose write-back
+  // waits for its die); false when it stopped there.
   bool issue_front(Instant limit, bool whole_span);
+  // When the frame a fill now would take is free: now, or a dirty LRU
+  // victim's write-back's end.
+  Instant next_frame_free_at() const;
   // A READ missed `page` of the request being prefetched now: the prefetcher
   // commits its queue through that page at once (same order, same flash).
   bool pull_forward(Page page);
-  void schedule_pump();
+  // The next pump: in prefetch_horizon / 2, or not before `not_before`.
+  void schedule_pump(Instant not_before = Instant{0});
   std::uint64_t span_bytes(const PageSpan& s) const {
     return static_cast<std::uint64_t>(s.end - s.first) * page_bytes();
   }
@@ -238,6 +243,7 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   std::uint64_t queued_pages_ = 0;
   std::uint64_t pinned_bytes_ = 0;
   std::optional<sim::EventLoop::EventId> pump_event_;
+  Instant frame_wait_until_{0};  // the pump stopped for a frame free only then
 
   // Idle write-back: per flash channel, dirty pages in the order they became dirty.
   struct DirtyPage {

@@ -39,6 +39,12 @@ class FlashArray {
   Instant die_free_at(std::uint64_t page) const { return die_[unit_of(page)]; }
   // When the die holding `page` has finished its queued programs.
   Instant program_done_at(std::uint64_t page) const { return program_[unit_of(page)]; }
+  // When a write-back of `page` from `t` would have its data out of DRAM
+  // (program_page's answer, without booking it).
+  Instant write_back_out_at(std::uint64_t page, Instant t) const {
+    return std::max(std::max(t, channel_[channel_of(page)]) + transfer_,
+                    program_[unit_of(page)] - program_unit_ + transfer_);
+  }
   Instant backend_free_at() const { return backend_; }
   // Per-page costs (for docs, tests and the P4 derivation).
   runtime::Duration page_transfer() const { return transfer_; }
@@ -91,9 +97,11 @@ inline FlashArray::Instant FlashArray::read_page(std::uint64_t page, Instant t) 
   channel = out_end;
   die = out_end;
   // Program suspend: a read does not wait for a program on its die; the program
-  // resumes after it, later by the time the read held the die.
+  // resumes after it, later by the time the read needs the die (tR and its
+  // transfer): a controller senses so the data is ready when the channel is,
+  // so a wait for the channel is not the die's (it is charged to the channel).
   Instant& program = program_[unit];
-  if (program > start) program += out_end - start;
+  if (program > start) program += read_ + transfer_;
   backend_ = std::max(backend_, out_start) + backend_per_page_;
   return std::max(out_end, backend_);
 }
@@ -103,9 +111,8 @@ inline FlashArray::Instant FlashArray::program_page(std::uint64_t page, Instant 
   Instant& channel = channel_[channel_of(page)];
   // The channel time is charged in order (a busy-until channel cannot book a
   // transfer later without holding the gap before it from reads).
-  const Instant moved = std::max(t, channel) + transfer_;
-  channel = moved;
-  const Instant out = std::max(moved, program - program_unit_ + transfer_);
+  const Instant out = write_back_out_at(page, t);
+  channel = std::max(t, channel) + transfer_;
   program = std::max(out, program) + program_per_page_;
   return out;
 }

@@ -349,6 +349,54 @@ TEST(FlashArray, ProgramsOnOneDieSerialize) {
   EXPECT_LT(flash.read_page(16, Instant{0}), first);
 }
 
+// A read suspends a program for the time it needs the die (tR and its
+// transfer), not for its wait for the channel: that wait is the channel's,
+// and was charged to every waiting die's programs too (session 27 review:
+// 10.24 us pushed where the read needs 6.41).
+TEST(FlashArray, AReadSuspendsAProgramOnlyForItsOwnDieTime) {
+  auto params = small_params();
+  params.channels = 1;
+  params.ways = 2;
+  FlashArray flash(params);
+  (void)flash.program_page(0, Instant{0});
+  (void)flash.read_page(1, Instant{0});  // the other die: holds the channel
+  const Instant before = flash.program_done_at(0);
+  (void)flash.read_page(0, Instant{0});  // waits for the channel
+  EXPECT_EQ(flash.program_done_at(0) - before, flash.uncontended_read());
+}
+
+// The prefetcher commits a fill only when the frame it takes is free within
+// its horizon: behind dirty victims whose write-backs wait for their dies,
+// fills were committed tens of ms ahead, holding channels and dies from
+// demand misses (session 27 review).
+TEST(CxlSsdDevice, R8_PrefetchWaitsForAFrameInsteadOfCommittingFarAhead) {
+  sim::EventLoop loop;
+  auto params = small_params();  // 8 dies
+  params.dram_cache_bytes = 16 * kPage;
+  params.flash_program = 10ms;  // 2.5 ms of program per page
+  CxlSsdDevice d(loop, params);
+  const std::vector<std::byte> page(kPage, std::byte{1});
+  for (std::uint64_t p = 0; p < 80; ++p) ASSERT_TRUE(d.write(p * kPage, page).ok());
+  EXPECT_EQ(d.counters().write_backs, 64u);  // 8 a die: ~20 ms of programs queued
+  loop.run_for(1ms);                         // the dies' reads are done; their programs are not
+  const PoolRange r{100 * kPage, 8 * kPage};
+  ASSERT_TRUE(d.prefetch(1, std::span(&r, 1), true).ok());
+  EXPECT_EQ(d.fill_queue_pages(), 8u);  // none committed yet: no frame is free in time
+  for (std::uint64_t p = 100; p < 108; ++p) {
+    const PageState st = d.page_state(p * kPage);
+    if (st.resident) {
+      EXPECT_LE(st.ready_at, loop.now() + 1ms) << p;
+    }
+  }
+  // They come as frames free: each within a horizon of its frame.
+  loop.run_for(200ms);
+  for (std::uint64_t p = 100; p < 108; ++p) {
+    EXPECT_TRUE(d.page_state(p * kPage).resident) << p;
+    EXPECT_LE(d.page_state(p * kPage).ready_at, loop.now()) << p;
+  }
+  d.release(1);
+}
+
 TEST(CxlSsdDevice, PinnedPagesAreNeverEvicted) {
   sim::EventLoop loop;
   CxlSsdDevice d(loop, small_params());
