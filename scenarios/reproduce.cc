@@ -188,6 +188,19 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
       return Error(ErrorCode::kBadRequest, "--set (profile " + name + "): " + s.message());
     }
   }
+  // P4 stores 64 chunks into one device: a capacity below that measures nothing.
+  {
+    const Profile& ssd = profiles.at("cxl_ssd_default");
+    const std::uint64_t p4_bytes =
+        64 * ssd.engine.kv_bytes_per_token * static_cast<std::uint64_t>(ssd.engine.chunk_tokens);
+    if (p4_bytes > ssd.device.device.capacity_bytes) {
+      return Error(ErrorCode::kBadRequest,
+                   "--set (profile cxl_ssd_default): P4 stores 64 KV chunks, " +
+                       std::to_string(p4_bytes) + " bytes, into one device of " +
+                       std::to_string(ssd.device.device.capacity_bytes) +
+                       " (/device/capacity_bytes); give a capacity of at least that");
+    }
+  }
   if (auto s = prepare_out_dir(options.out_dir, {kJsonFile, kTtftSvg, kLoadSvg, kStoreSvg});
       !s.ok()) {
     return s;
@@ -285,6 +298,14 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
                                                "\n  reproduce: " + again);
       }
     }
+  }
+  // P4 is GB/s of a store that ran whole and landed: one that did not measured nothing.
+  for (const auto* run : {&p4.unprepared, &p4.prepared}) {
+    if (run->ok) continue;
+    return Error(ErrorCode::kInternal, std::string("P4's ") +
+                                           (run == &p4.prepared ? "prepared" : "unprepared") +
+                                           " store experiment failed: " + run->failure +
+                                           "; with these --set values P4 measures nothing");
   }
   // P1-P3 and P5 compare means over reuse turns and loads: a run with none
   // measured nothing (e.g. --set /engine/chunk_tokens past every context),
@@ -408,6 +429,8 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
                                 {"trace_hashes", hashes}};
   }
   j["runs"] = per_config;
+  // Pair p ran seed first_seed + p - 1: the file says which seeds it holds.
+  j["first_seed"] = options.first_seed;
   if (!options.settings.empty()) j["settings"] = options.settings;  // as given to --set
   report.all_within = true;
   for (const char* k : {"P1", "P2", "P3", "P4", "P5", "P6"})

@@ -36,7 +36,11 @@ StoreBandwidthRun run_store_bandwidth(const DeviceProfile& profile,
   const std::uint64_t batch_bytes =
       std::max(write_bytes, options.batch_bytes / write_bytes * write_bytes);
   const std::uint64_t total = options.total_bytes / write_bytes * write_bytes;
-  if (total == 0 || total > profile.device.capacity_bytes) return run;
+  if (total == 0 || total > profile.device.capacity_bytes) {
+    run.failure = "its store of " + std::to_string(total) + " bytes does not fit the device's " +
+                  std::to_string(profile.device.capacity_bytes) + " (device.capacity_bytes)";
+    return run;
+  }
 
   sim::SimWorld world(options.seed);
   sim::SimFabric fabric(world, profile.nic);
@@ -47,13 +51,19 @@ StoreBandwidthRun run_store_bandwidth(const DeviceProfile& profile,
   CxlSsdDevice device(world.loop(), profile.device);
   auto reg = mem_nic.register_memory(device, 0, total,
                                      runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite);
-  if (!reg.ok()) return run;
+  if (!reg.ok()) {
+    run.failure = "the device could not be registered: " + reg.status().message();
+    return run;
+  }
   auto strand = gpu.make_strand("store");
   std::shared_ptr<runtime::QueuePair> qp;
   gpu_nic.connect("mem", *strand, [&](Result<std::shared_ptr<runtime::QueuePair>> r) {
     if (r.ok()) qp = r.value();
   });
-  if (!world.run_until([&] { return qp != nullptr; }).ok()) return run;
+  if (!world.run_until([&] { return qp != nullptr; }).ok()) {
+    run.failure = "the queue pair did not connect";
+    return run;
+  }
 
   // The store's payload: a distinct byte per WRITE so the check below means something.
   // Payload-sampled: each WRITE is timed at full length, its first bytes stored.
@@ -88,16 +98,24 @@ StoreBandwidthRun run_store_bandwidth(const DeviceProfile& profile,
       ++batches_done;
     });
   }
-  if (!world.run_until([&] { return batches_done == batches; }).ok()) return run;
+  if (!world.run_until([&] { return batches_done == batches; }).ok()) {
+    run.failure = "its WRITEs did not complete";
+    return run;
+  }
   run.elapsed_ms = runtime::to_millis(last - start);
   run.gbps = gbps(total, last - start);
   run.counters = device.counters();
   // The last WRITE's bytes must be what the device now returns.
   std::vector<std::byte> back(stored);
   const std::uint64_t last_off = total - write_bytes;
+  const bool wrote = all_ok;
   all_ok = all_ok && device.read(last_off, back).ok() &&
            back == payloads[(last_off / write_bytes) % payloads.size()];
   run.ok = all_ok;
+  if (!run.ok) {
+    run.failure =
+        wrote ? "the device returned other bytes than the last WRITE's" : "a WRITE failed";
+  }
   return run;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "devices/cxl_ssd_model/cxl_ssd_device.h"
@@ -29,7 +30,8 @@ struct StoreBandwidthRun {
   double elapsed_ms = 0;
   std::vector<BandwidthSample> samples;
   CxlSsdCounters counters;
-  bool ok = false;  // every WRITE completed without error and the bytes are in
+  bool ok = false;      // every WRITE completed without error and the bytes are in
+  std::string failure;  // why not, when !ok
 };
 
 struct StoreBandwidthResult {

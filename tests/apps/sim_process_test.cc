@@ -38,6 +38,7 @@ TEST(SimProcess, R8_ReproduceRunsEachFigureOnItsOwnPairs) {
   EXPECT_EQ(j["P1"]["pairs"], 2);
   EXPECT_EQ(j["P3"]["pairs"], 2);
   EXPECT_EQ(j["P5"]["pairs"], 1);
+  EXPECT_EQ(j["first_seed"], 1);  // which seeds the pairs ran (session 27 review)
   // Two pairs give a t-interval; one pair a mean and no interval (not a zero-width one).
   ASSERT_TRUE(j["P1"]["ci"].is_array());
   EXPECT_LT(j["P1"]["ci"][0].get<double>(), j["P1"]["ci"][1].get<double>());

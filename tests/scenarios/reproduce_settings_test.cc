@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "devices/cxl_ssd_model/store_bandwidth.h"
 #include "scenarios/embedded/embedded.h"
 #include "scenarios/reproduce.h"
 #include "tests/scratch_dir.h"
@@ -51,6 +52,38 @@ TEST(ReproduceSettings, R8_ACapacityBelowOneRegionIsRefusedBeforeAnyRun) {
       << r.status().message();
   EXPECT_EQ(lines.load(), 0);
   EXPECT_FALSE(std::filesystem::exists(options.out_dir));
+}
+
+// P4 stores 64 chunks (2 GiB) into one device: a --set capacity below that
+// printed "P4 0.00 vs 0.00 GB/s" and exited 0 (session 27 review); it is
+// refused before anything runs.
+TEST(ReproduceSettings, R8_ACapacityP4CannotStoreIntoIsRefusedBeforeAnyRun) {
+  ReproduceOptions options;
+  options.settings = {"/device/capacity_bytes=1G"};
+  options.out_dir = (rcxl::testing::fresh_dir("rcxl_repro", "p4") / "out").string();
+  std::atomic<int> lines{0};
+  options.progress = [&](const std::string&) { ++lines; };
+  auto r = reproduce(options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kBadRequest);
+  EXPECT_NE(r.status().message().find("P4 stores 64 KV chunks, 2147483648 bytes, into one device "
+                                      "of 1073741824 (/device/capacity_bytes)"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(lines.load(), 0);
+  EXPECT_FALSE(std::filesystem::exists(options.out_dir));
+}
+
+// A store experiment that did not run whole is named, never read as 0 GB/s.
+TEST(ReproduceSettings, R8_AStoreExperimentThatFailedSaysWhy) {
+  device::DeviceProfile profile = load_profile("", "cxl_ssd_default")->device;
+  profile.device.capacity_bytes = 64 << 20;
+  device::StoreBandwidthOptions o;
+  o.total_bytes = 128 << 20;
+  const auto run = device::run_store_bandwidth(profile, o, false);
+  EXPECT_FALSE(run.ok);
+  EXPECT_NE(run.failure.find("does not fit the device's 67108864"), std::string::npos)
+      << run.failure;
 }
 
 // Review (session 25): settings under which no reuse turn loads anything
