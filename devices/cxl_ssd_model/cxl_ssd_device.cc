@@ -13,7 +13,8 @@ CxlSsdDevice::CxlSsdDevice(sim::EventLoop& loop, const CxlSsdParams& params)
     : loop_(loop),
       params_(params),
       capacity_pages_(params.dram_cache_bytes / params.page_bytes),
-      table_(params.capacity_bytes / params.page_bytes),
+      // A last partial page is a page too: check() takes offsets up to the capacity.
+      table_((params.capacity_bytes + params.page_bytes - 1) / params.page_bytes),
       flash_(params),
       write_slots_(std::max<std::uint32_t>(1, params.write_allocate_depth), Instant{0}),
       read_slots_(std::max<std::uint32_t>(1, params.read_miss_depth), Instant{0}),
