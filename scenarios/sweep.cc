@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -801,14 +803,35 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     run.config = cfgs[(j / static_cast<std::size_t>(seeds)) % cfgs.size()].name;
     run.seed = options.first_seed + j % static_cast<std::size_t>(seeds);
   }
+  // A run that goes on for long says how far it is, at most every
+  // kHeartbeat of silence (a sweep point can run for hours).
+  constexpr auto kHeartbeat = std::chrono::seconds(10);
+  std::mutex progress_mu;
+  auto last_line = std::chrono::steady_clock::now();
   auto do_run = [&](std::size_t j) {
     const Prepared& p = prepared[j / static_cast<std::size_t>(seeds)];
     Scenario sc = p.scenario;
     sc.seed = report.runs[j].seed;
-    report.runs[j].summary = summarize(run_scenario(sc, p.profile));
+    RunOptions run_options;
+    if (options.progress) {
+      const SweepRun& r = report.runs[j];
+      const std::string which = point_text(report.params, report.points[r.point]) + " " + r.config +
+                                " seed " + std::to_string(r.seed);
+      run_options.progress = [&, which](const std::string& line) {
+        std::lock_guard lock(progress_mu);
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_line < kHeartbeat) return;
+        last_line = now;
+        options.progress("  running " + which + ": " + line);
+      };
+    }
+    report.runs[j].summary = summarize(run_scenario(sc, p.profile, run_options));
   };
   auto done = [&](std::size_t j, std::size_t finished) {
     if (!options.progress) return;
+    // One line at a time with the heartbeats.
+    std::lock_guard lock(progress_mu);
+    last_line = std::chrono::steady_clock::now();
     const SweepRun& r = report.runs[j];
     options.progress("[" + std::to_string(finished) + "/" + std::to_string(runs) + "] " +
                      point_text(report.params, report.points[r.point]) + " " + r.config + " seed " +
