@@ -423,9 +423,18 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
       l.push_back(results[c][p].load_ms);
       hashes.push_back(results[c][p].trace_hash);
     }
+    std::vector<std::uint64_t> without, reuse;
+    for (int p = 0; p < runs_of[c]; ++p) {
+      const auto& counters = results[c][p].counters;
+      without.push_back(
+          counters.contains("kv") ? counters["kv"].value("reuse_turns_without_hits", 0ull) : 0);
+      reuse.push_back(results[c][p].ttfts.size());
+    }
     per_config[cfgs[c].name] = {{"label", cfgs[c].label},
                                 {"mean_reuse_ttft_ms", t},
                                 {"mean_load_ms", l},
+                                {"reuse_turns", reuse},
+                                {"reuse_turns_without_hits", without},
                                 {"trace_hashes", hashes}};
   }
   j["runs"] = per_config;
@@ -500,6 +509,20 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
                                    (in_ci ? "inside" : "outside") + " our delta's interval"
                              : std::string("our delta has no interval from 1 pair")) +
          " (docs/reproduce.md)\n";
+  }
+  // The TTFT means count a reuse turn that found no stored prefix (and
+  // recomputed it): say so when a compared run has any, with how many.
+  for (std::size_t c = 0; c < cfgs.size(); ++c) {
+    if (cfgs[c].name == "no_hints") continue;
+    for (int p = 0; p < runs_of[c]; ++p) {
+      const RunSummary& r = results[c][p];
+      const std::uint64_t without =
+          r.counters.contains("kv") ? r.counters["kv"].value("reuse_turns_without_hits", 0ull) : 0;
+      if (without == 0) continue;
+      t += "note: " + cfgs[c].name + " pair " + std::to_string(p + 1) + ": " +
+           std::to_string(without) + " of " + std::to_string(r.ttfts.size()) +
+           " reuse turns found no stored prefix and recomputed it; its TTFT mean counts them\n";
+    }
   }
   if (beyond) {
     t += "beyond the seed: no-hint TTFT / all-DRAM = " + ci_text(nohints, "%.4f", "x") + ", load " +

@@ -86,6 +86,25 @@ TEST(ReproduceSettings, R8_AStoreExperimentThatFailedSaysWhy) {
       << run.failure;
 }
 
+// A compared run whose reuse turns found no stored prefix counts their
+// recomputed TTFTs in its mean: the table says how many (session 27 review:
+// 235 of 240 such turns read as a plain result).
+TEST(ReproduceSettings, R8_ReuseTurnsWithoutAStoredPrefixAreCounted) {
+  ReproduceOptions options;
+  options.pairs = 1;
+  options.settings = {"/engine/store_prompt_after_prefill=0"};  // stores land at the finish
+  options.out_dir = (rcxl::testing::fresh_dir("rcxl_repro", "without") / "out").string();
+  auto r = reproduce(options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NE(r->table.find("note: all_dram pair 1: "), std::string::npos) << r->table;
+  EXPECT_NE(r->table.find(" of 240 reuse turns found no stored prefix"), std::string::npos)
+      << r->table;
+  const auto& runs = r->json["runs"]["all_dram"];
+  EXPECT_EQ(runs["reuse_turns"][0], 240);
+  EXPECT_GT(runs["reuse_turns_without_hits"][0].get<int>(), 0);
+  std::filesystem::remove_all(options.out_dir);
+}
+
 // Review (session 25): settings under which no reuse turn loads anything
 // (a chunk longer than every context) gave P2 "+0.00 [+0.00, +0.00]" as a
 // measurement; reproduce now fails saying it measured nothing.
