@@ -197,6 +197,7 @@ struct Connection : CmOwner {
   runtime::Nic::ConnectHandler first_connect;  // set until the first connect ends
   std::string proof;                           // the connect's private data (may be empty)
   State state = State::kBroken;
+  bool released = false;  // its handle is gone: it closes once its ops have completed
 
   rdma_cm_id* id = nullptr;
   ibv_cq* cq = nullptr;
@@ -238,7 +239,10 @@ class NicCore : public std::enable_shared_from_this<NicCore> {
   // Event thread only.
   void submit(std::uint64_t token, std::vector<RdmaOp> ops,
               runtime::QueuePair::CompletionHandler done, const StrandPoster& poster);
+  // Its handle is gone: closed now, or once the ops posted on it have completed.
   void close_connection(std::uint64_t token);
+  // A released connection with no op left is closed (queued: never under a caller's feet).
+  void close_when_drained(const Connection& conn);
 
   const std::string& endpoint() const { return endpoint_; }
   const std::string& device() const { return options_.device; }
@@ -871,6 +875,7 @@ void NicCore::connection_failed(Connection& conn, const Status& why) {
   destroy_queue_pair(conn);
   conn.state = Connection::State::kBroken;
   fail_all(conn, why);
+  close_when_drained(conn);
   if (conn.first_connect) {
     auto done = std::move(conn.first_connect);
     conn.poster([done, why] { done(why); });
@@ -897,9 +902,25 @@ void NicCore::destroy_connection(Connection& conn) {
   connections_.erase(conn.token);
 }
 
+void NicCore::close_when_drained(const Connection& conn) {
+  if (!conn.released || !conn.posted.empty() || !conn.pending.empty()) return;
+  (void)run_on_event_thread([this, token = conn.token] {
+    auto it = connections_.find(token);
+    if (it != connections_.end() && it->second->posted.empty() && it->second->pending.empty()) {
+      destroy_connection(*it->second);
+    }
+  });
+}
+
 void NicCore::close_connection(std::uint64_t token) {
   auto it = connections_.find(token);
   if (it == connections_.end()) return;
+  // Ops the caller posted before letting go still run and report, as on the
+  // sim: a QP dropped by one job must not fail another job's ops (`closed`).
+  if (!it->second->posted.empty() || !it->second->pending.empty()) {
+    it->second->released = true;
+    return;
+  }
   // The QP goes first: once ops are reported done their buffers may be freed,
   // and a live QP could still DMA into them (as connection_failed does it).
   Connection& conn = *it->second;
@@ -1035,6 +1056,7 @@ void NicCore::on_completion_events() {
       for (int i = 0; i < n && conn.cq == cq; ++i) on_work_completion(conn, wcs[i]);
     }
     if (conn.state == Connection::State::kReady) pump(conn);
+    close_when_drained(conn);
   }
 }
 

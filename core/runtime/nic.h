@@ -45,7 +45,9 @@ struct RdmaOp {
   std::uint64_t wire_length() const { return length ? length : local.size(); }
 };
 
-// A reliable connection to one memory node's NIC.
+// A reliable connection to one memory node's NIC. Dropping the last handle
+// closes it once the ops posted on it have completed: their handlers still
+// run with their own results (both NICs).
 class QueuePair {
  public:
   using CompletionHandler = std::function<void(std::vector<Status> per_op)>;

@@ -218,6 +218,29 @@ TEST_F(VerbsNicTest, R1_6_AnEmptyBatchIsReportedAfterTheOpsPostedBeforeIt) {
   EXPECT_EQ(order, (std::vector<std::string>{"read", "empty"}));
 }
 
+// Letting go of the handle closes the queue pair once the ops posted on it
+// have completed, and they report as they would have (as on the sim); before,
+// they failed `closed`, though a WRITE may already have landed.
+TEST_F(VerbsNicTest, R1_6_OpsPostedBeforeTheHandleWentStillComplete) {
+  auto reg = memory_nic_->register_memory(*pool_, 0, kPoolBytes, kReadWrite);
+  ASSERT_TRUE(reg.ok());
+  auto qp = connect_to_memory();
+  ASSERT_TRUE(qp);
+  const std::vector<std::byte> out = pattern(kPoolBytes, 23);
+  std::vector<std::byte> buffer = out;
+  std::promise<std::vector<Status>> promise;
+  auto future = promise.get_future();
+  qp->post({op(RdmaOp::Kind::kWrite, buffer, *reg)},
+           [&](std::vector<Status> st) { promise.set_value(std::move(st)); });
+  qp.reset();
+  const auto statuses = get_or_abort(future, "the write");
+  ASSERT_EQ(statuses.size(), 1u);
+  EXPECT_TRUE(statuses[0].ok()) << statuses[0].ToString();
+  std::vector<std::byte> landed(kPoolBytes);
+  ASSERT_TRUE(pool_->read(0, landed).ok());
+  EXPECT_EQ(landed, out);
+}
+
 // Registrations carry exactly the access asked for.
 TEST_F(VerbsNicTest, R1_6_WriteToReadOnlyRegistrationFails) {
   auto reg = memory_nic_->register_memory(*pool_, 0, 4096, runtime::kAccessRemoteRead);
