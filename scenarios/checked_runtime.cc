@@ -31,7 +31,10 @@ class CheckedConn final : public runtime::Conn {
           }
           on_data(bytes);
         },
-        std::move(on_close));
+        [in = in_, on_close = std::move(on_close)](const Status& reason) {
+          in->monitor.on_agent_wire_closed(in->conn);
+          on_close(reason);
+        });
   }
   void send(std::string bytes) override {
     for (const auto& frame : frames(out_, bytes)) monitor_.on_agent_frame_out(inner_->id(), frame);

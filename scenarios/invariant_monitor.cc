@@ -95,6 +95,16 @@ void InvariantMonitor::on_agent_frame_out(std::uint64_t conn, std::string_view p
   }
 }
 
+void InvariantMonitor::on_agent_wire_closed(std::uint64_t conn) {
+  auto pending = fresh_owner_maps_.find(conn);
+  if (pending == fresh_owner_maps_.end()) return;
+  for (const auto& [id, region] : pending->second) {
+    auto licence = fresh_licences_.find(region);
+    if (licence != fresh_licences_.end() && --licence->second == 0) fresh_licences_.erase(licence);
+  }
+  fresh_owner_maps_.erase(pending);
+}
+
 // SPEC R3.3 / R3.4: bounded messages, bounded open requests per connection.
 void InvariantMonitor::on_hint(const ext::Hint& hint, bool accepted) {
   if (hint.ranges.size() > limits_.max_ranges_per_message) {

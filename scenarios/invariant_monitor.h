@@ -41,6 +41,8 @@ class InvariantMonitor {
   // sent, on connection `conn`
   void on_agent_frame_in(std::uint64_t conn, std::string_view payload);
   void on_agent_frame_out(std::uint64_t conn, std::string_view payload);
+  // Connection `conn` closed: its unanswered maps license nothing any more.
+  void on_agent_wire_closed(std::uint64_t conn);
 
   // --- NIC calls (CheckedNic)
   void on_register(const runtime::Registration& registration);

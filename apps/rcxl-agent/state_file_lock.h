@@ -2,6 +2,8 @@
 // on a companion file, PATH.lock, held (flock) for the process's life. A
 // second agent naming the same state file would otherwise rewrite the first
 // one's table (a created pool empties it) and lose its regions for good.
+// PATH.lock is never removed: a process that opened it just before another
+// removed it would lock a file no longer there, beside one that is.
 #pragma once
 
 #include <fcntl.h>
@@ -24,12 +26,8 @@ class StateFileLock {
   StateFileLock(StateFileLock&& other) noexcept
       : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
   StateFileLock& operator=(StateFileLock&&) = delete;
-  // Unlinked before it is unlocked: an agent starting meanwhile makes a new
-  // file and locks that, never one this process still holds.
   ~StateFileLock() {
-    if (fd_ < 0) return;
-    ::unlink(path_.c_str());
-    ::close(fd_);
+    if (fd_ >= 0) ::close(fd_);
   }
 
   static Result<StateFileLock> take(const std::string& state_file) {

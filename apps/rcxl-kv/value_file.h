@@ -88,7 +88,7 @@ inline Status write_value_file(const std::string& path, std::span<const std::byt
   if (in_place) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
-      if (errno == ENXIO) {
+      if (errno == ENXIO && std::filesystem::is_fifo(st)) {
         return Error(ErrorCode::kIoError,
                      "cannot write " + path + ": a FIFO with no reader (start its reader first)");
       }

@@ -489,15 +489,16 @@ TEST(AgentProcess, R7_AStopThatHangsEndsAfterFiveSecondsOrASecondSignal) {
     const auto start = std::chrono::steady_clock::now();
     kill(agent.pid, SIGTERM);
     if (second_signal) {
-      // Past the second in which a signal counts as the same stop sent twice.
-      std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+      // Past the second in which a signal counts as the same stop sent twice,
+      // with room for a busy machine to take the first one late.
+      std::this_thread::sleep_for(std::chrono::milliseconds(2000));
       kill(agent.pid, SIGINT);
     }
     const int code = agent.wait_exit(std::chrono::seconds(20));
     const auto took = std::chrono::steady_clock::now() - start;
     if (code == -1) kill(agent.pid, SIGKILL);
     EXPECT_EQ(code, 1);
-    EXPECT_LT(took, second_signal ? std::chrono::seconds(3) : std::chrono::seconds(9));
+    EXPECT_LT(took, second_signal ? std::chrono::milliseconds(4000) : std::chrono::seconds(9));
     if (!second_signal) {
       EXPECT_GE(took, std::chrono::milliseconds(4500));  // the limit, not at once
     }
@@ -567,7 +568,11 @@ TEST(AgentProcess, R7_TwoAgentsCannotShareAStateFile) {
   EXPECT_EQ(table["regions"].size(), 1u) << table.dump();
   kill(first.pid, SIGTERM);
   EXPECT_EQ(first.wait_exit(std::chrono::seconds(5)), 0);
-  EXPECT_FALSE(fs::exists(state + ".lock"));  // taken back with the process
+  // The lock went with the process (its file stays): the next agent takes it.
+  Child again = Child::Start(flags("pool-a"));
+  ASSERT_NE(start_and_read_port(again), 0) << again.read_all_err();
+  kill(again.pid, SIGTERM);
+  EXPECT_EQ(again.wait_exit(std::chrono::seconds(5)), 0);
   // The pool's own file as the state file is named as such.
   Child same = Child::Start(
       {RCXL_AGENT_BINARY, "--listen", "127.0.0.1:0", "--auth", "none", "--nic", "none", "--memory",

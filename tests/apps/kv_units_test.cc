@@ -2,7 +2,9 @@
 // a --between-rounds command's end is said in words.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -113,6 +115,20 @@ TEST(KvValueFile, R1_2_AFifoWithNoReaderIsRefusedNotWaitedOn) {
   EXPECT_EQ(::read(reader, back, sizeof back), 10);
   EXPECT_EQ(std::string(back, 10), std::string(10, 'f'));
   ::close(reader);
+  // A socket there also opens with ENXIO, but no reader would help it.
+  const std::string socket_path = (dir / "s").string();
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(sock, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(socket_path.size(), sizeof addr.sun_path);
+  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  ASSERT_EQ(::bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  Status on_socket = write_value_file(socket_path, value);
+  ::close(sock);
+  ASSERT_FALSE(on_socket.ok());
+  EXPECT_EQ(on_socket.message().find("FIFO"), std::string::npos) << on_socket.message();
+  std::filesystem::remove_all(dir);
 }
 
 // A signal while a value is written removes its temporary file and ends the

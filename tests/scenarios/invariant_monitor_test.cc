@@ -86,6 +86,12 @@ TEST(Invariants, R5_2_ARefusedOwnerMapDoesNotLicenseALaterFresh) {
   m.on_mapped({5, 0, 4096}, /*fresh=*/true, true);
   ASSERT_EQ(m.violations().size(), 1u);
   EXPECT_NE(m.violations()[0].find("under the owner handle"), std::string::npos);
+  // Nor does a map its connection closed on before any answer (diff review).
+  InvariantMonitor closed(clock, {});
+  alloc_then_map(closed, 7, "own");
+  closed.on_agent_wire_closed(1);
+  closed.on_mapped({7, 0, 4096}, /*fresh=*/true, true);
+  EXPECT_EQ(closed.violation_count(), 1u);
   // The same id answered on another connection does not end this one's licence.
   InvariantMonitor legal(clock, {});
   alloc_then_map(legal, 6, "own");
