@@ -47,6 +47,21 @@ fs::path scratch_dir() {
   return fs::path(mkdtemp(tmpl));
 }
 
+// An agent on loopback without RDMA, on a 4 MiB file pool with a state file.
+std::vector<std::string> file_pool_agent(const fs::path& pool, const std::string& state_file) {
+  return {RCXL_AGENT_BINARY,
+          "--listen",
+          "127.0.0.1:0",
+          "--auth",
+          "none",
+          "--nic",
+          "none",
+          "--memory",
+          "file:" + pool.string() + ":4M",
+          "--state-file",
+          state_file};
+}
+
 std::vector<Json> read_log(const fs::path& path) {
   std::vector<Json> lines;
   std::ifstream in(path);
@@ -362,19 +377,8 @@ TEST(AgentProcess, R7_AStartThatFailsAfterThePoolOpenedTakesThePoolFileBack) {
 // ok, so readers took zeros as KV (review, session 26).
 TEST(AgentProcess, R6_1_APoolFileMadeAnewDoesNotBringTheStateFilesRegionsBack) {
   const fs::path dir = scratch_dir();
-  const std::vector<std::string> flags = {RCXL_AGENT_BINARY,
-                                          "--listen",
-                                          "127.0.0.1:0",
-                                          "--auth",
-                                          "none",
-                                          "--nic",
-                                          "none",
-                                          "--memory",
-                                          "file:" + (dir / "pool").string() + ":4M",
-                                          "--state-file",
-                                          (dir / "state").string(),
-                                          "--boot-id",
-                                          "fixed-boot"};
+  std::vector<std::string> flags = file_pool_agent(dir / "pool", (dir / "state").string());
+  flags.insert(flags.end(), {"--boot-id", "fixed-boot"});
   // Starts the agent and maps `region` with `handle` (allocating when 0): the map's answer.
   auto start_and_map = [&](std::uint64_t& region, Json& handle) {
     Child agent = Child::Start(flags);
@@ -532,19 +536,7 @@ TEST(AgentProcess, R7_TheSameStopSignalledTwiceAtOnceIsACleanStop) {
 TEST(AgentProcess, R7_TwoAgentsCannotShareAStateFile) {
   const fs::path dir = scratch_dir();
   const std::string state = (dir / "state").string();
-  auto flags = [&](const char* pool) {
-    return std::vector<std::string>{RCXL_AGENT_BINARY,
-                                    "--listen",
-                                    "127.0.0.1:0",
-                                    "--auth",
-                                    "none",
-                                    "--nic",
-                                    "none",
-                                    "--memory",
-                                    "file:" + (dir / pool).string() + ":4M",
-                                    "--state-file",
-                                    state};
-  };
+  auto flags = [&](const char* pool) { return file_pool_agent(dir / pool, state); };
   Child first = Child::Start(flags("pool-a"));
   const int port = start_and_read_port(first);
   ASSERT_NE(port, 0) << first.read_all_err();
