@@ -128,6 +128,30 @@ void MemoryWaits::wait_next(std::shared_ptr<std::vector<std::pair<std::string, R
                             std::shared_ptr<std::set<std::string>> not_asked,
                             std::function<void(std::set<std::string>)> done) {
   if (index == pieces->size()) return done(*not_asked);
+  const std::string agent = (*pieces)[index].first;
+  // Both continuations below own the chain; exactly one of them runs.
+  auto rest = std::make_shared<std::function<void()>>(
+      [this, pieces, index, token, deadline, not_asked, done = std::move(done)]() mutable {
+        wait_next(pieces, index + 1, std::move(token), deadline, not_asked, std::move(done));
+      });
+  in_turn(
+      agent,
+      [this, pieces, index, token, deadline, not_asked, rest] {
+        send_wait(pieces, index, token, deadline, not_asked, rest);
+      },
+      deadline,
+      [agent, not_asked, rest] {
+        // The budget ran out behind another call of this agent (R4.3).
+        not_asked->insert(agent);
+        (*rest)();
+      });
+}
+
+void MemoryWaits::send_wait(
+    const std::shared_ptr<std::vector<std::pair<std::string, RangeList>>>& pieces,
+    std::size_t index, const std::string& token, runtime::Instant deadline,
+    const std::shared_ptr<std::set<std::string>>& not_asked,
+    const std::shared_ptr<std::function<void()>>& rest) {
   const auto& [agent, list] = (*pieces)[index];
   const runtime::Duration left = deadline - rt_.clock().now();
   const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(left).count();
@@ -137,7 +161,7 @@ void MemoryWaits::wait_next(std::shared_ptr<std::vector<std::pair<std::string, R
   if (left_ms < 1 || rt_.clock().now() < p.unreachable_until || !p.conn->ready()) {
     // The shared budget is spent (R4.3): the rest get a write hint instead.
     not_asked->insert(agent);
-    return wait_next(pieces, index + 1, std::move(token), deadline, not_asked, std::move(done));
+    return (*rest)();
   }
   const auto timeout_ms =
       static_cast<std::uint32_t>(std::min<std::int64_t>(left_ms, kMaxTimeoutMs));
@@ -150,10 +174,10 @@ void MemoryWaits::wait_next(std::shared_ptr<std::vector<std::pair<std::string, R
   ++stats_.waits_sent;
   std::weak_ptr<bool> alive = alive_;
   // The reply may take timeout_ms; a silent agent costs the reply timeout on top.
-  p.conn->call(
-      std::move(message),
-      [this, alive, pieces, index, token, deadline, not_asked, done = std::move(done),
-       agent = agent, epoch = p.hello.boot](const Status& status, const Json& reply) mutable {
+  call(
+      agent, std::move(message),
+      [this, alive, not_asked, rest, agent = agent, epoch = p.hello.boot](const Status& status,
+                                                                          const Json& reply) {
         if (alive.expired()) return;
         if (status.ok()) {
           ++stats_.waits_answered;
@@ -163,7 +187,7 @@ void MemoryWaits::wait_next(std::shared_ptr<std::vector<std::pair<std::string, R
           // R4.1: an agent that heard nothing of the store gets a write hint.
           if (unseen_by_extension(status.code())) not_asked->insert(agent);
         }
-        wait_next(pieces, index + 1, std::move(token), deadline, not_asked, std::move(done));
+        (*rest)();
       },
       std::chrono::milliseconds(timeout_ms));
 }
@@ -200,38 +224,91 @@ void MemoryWaits::gate_next(const std::string& agent, const std::string& token,
                             std::shared_ptr<std::vector<RangeList>> pieces, std::size_t index,
                             std::function<void()> done) {
   if (index >= pieces->size()) return done();
-  Peer& p = peers_[agent];
-  open_gates_.emplace(agent, token);  // the agent may open it: end it after the READ
-  Json message = {
-      {"op", "extension"}, {"action", "read_hint"}, {"epoch", p.hello.boot}, {"request", token}};
-  (*pieces)[index].write_to(message);
-  std::weak_ptr<bool> alive = alive_;
-  p.conn->call(std::move(message),
-               [this, alive, agent, token, pieces, index, done = std::move(done),
-                epoch = p.hello.boot](const Status& status, const Json& reply) mutable {
-                 if (alive.expired()) return;
-                 if (!status.ok()) {
-                   // The READ goes now: asking the rest would cost a reply timeout per piece.
-                   ++stats_.gates_failed;
-                   note_failure(agent, status, reply, epoch);
-                   return done();
-                 }
-                 gate_next(agent, token, pieces, index + 1, std::move(done));
-               });
+  in_turn(agent, [this, agent, token, pieces, index, done = std::move(done)]() mutable {
+    Peer& p = peers_[agent];
+    open_gates_.emplace(agent, token);  // the agent may open it: end it after the READ
+    Json message = {
+        {"op", "extension"}, {"action", "read_hint"}, {"epoch", p.hello.boot}, {"request", token}};
+    (*pieces)[index].write_to(message);
+    std::weak_ptr<bool> alive = alive_;
+    call(agent, std::move(message),
+         [this, alive, agent, token, pieces, index, done = std::move(done), epoch = p.hello.boot](
+             const Status& status, const Json& reply) mutable {
+           if (alive.expired()) return;
+           if (!status.ok()) {
+             // The READ goes now: asking the rest would cost a reply timeout per piece.
+             ++stats_.gates_failed;
+             note_failure(agent, status, reply, epoch);
+             return done();
+           }
+           gate_next(agent, token, pieces, index + 1, std::move(done));
+         });
+  });
 }
 
 void MemoryWaits::end_gate(const std::string& agent, const std::string& token) {
   // A gate that asked nothing (backoff, no read hints, no connection) has nothing to end.
   if (open_gates_.erase({agent, token}) == 0) return;
+  in_turn(agent, [this, agent, token] {
+    const Peer& p = peers_[agent];
+    // A connection given up since (closed, or silent past a reply timeout) closed
+    // the request at the agent (R6.6): reconnecting only to end it would not.
+    if (!p.hello.advertises("read_hint_end") || !p.conn->ready()) return;
+    Json message = {{"op", "extension"},
+                    {"action", "read_hint_end"},
+                    {"epoch", p.hello.boot},
+                    {"request", token}};
+    call(agent, std::move(message), [](const Status&, const Json&) {});
+  });
+}
+
+void MemoryWaits::in_turn(const std::string& agent, std::function<void()> run,
+                          runtime::Instant expire_at, std::function<void()> expire) {
   Peer& p = peer(agent);
-  // A connection given up since (closed, or silent past a reply timeout) closed
-  // the request at the agent (R6.6): reconnecting only to end it would not.
-  if (!p.hello.advertises("read_hint_end") || !p.conn->ready()) return;
-  Json message = {{"op", "extension"},
-                  {"action", "read_hint_end"},
-                  {"epoch", p.hello.boot},
-                  {"request", token}};
-  p.conn->call(std::move(message), [](const Status&, const Json&) {});
+  if (!p.calling && p.turns.empty()) return run();
+  auto turn = std::make_shared<Turn>();
+  turn->run = std::move(run);
+  if (expire) {
+    turn->expire = std::move(expire);
+    std::weak_ptr<bool> alive = alive_;
+    const runtime::Duration left = std::max(expire_at - rt_.clock().now(), runtime::Duration(0));
+    turn->timer = strand_.post_after(left, [alive, turn] {
+      if (alive.expired() || turn->over) return;
+      turn->over = true;
+      turn->expire();
+    });
+  }
+  p.turns.push_back(std::move(turn));
+}
+
+void MemoryWaits::call(const std::string& agent, Json message,
+                       directory::RpcConnection::ReplyHandler done,
+                       runtime::Duration extra_timeout) {
+  Peer& p = peer(agent);
+  p.calling = true;
+  std::weak_ptr<bool> alive = alive_;
+  p.conn->call(
+      std::move(message),
+      [this, alive, agent, done = std::move(done)](const Status& status, const Json& reply) {
+        if (alive.expired()) return;
+        peers_[agent].calling = false;
+        done(status, reply);
+        if (!alive.expired()) next_turn(agent);
+      },
+      extra_timeout);
+}
+
+void MemoryWaits::next_turn(const std::string& agent) {
+  Peer& p = peers_[agent];
+  // A turn that sends nothing (its budget spent, no connection) passes it on.
+  while (!p.calling && !p.turns.empty()) {
+    std::shared_ptr<Turn> turn = std::move(p.turns.front());
+    p.turns.pop_front();
+    if (turn->over) continue;
+    turn->over = true;
+    if (turn->timer) strand_.cancel(*turn->timer);
+    turn->run();
+  }
 }
 
 }  // namespace rcxl::client

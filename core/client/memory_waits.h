@@ -3,13 +3,16 @@
 // hints or region maps. The waits of one store share one budget
 // (write_wait_ms); an agent that does not answer costs the reply timeout on
 // top; an agent that cannot be reached is not asked for 5 s. Also the
-// per-READ gate of the replaced design (PAPER P3). Strand-confined.
+// per-READ gate of the replaced design (PAPER P3). One call at a time per
+// agent, as the seed's thread blocks on its call (R4.6). Strand-confined.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -74,13 +77,35 @@ class MemoryWaits {
   void observe_boot(const std::string& agent, const std::string& boot);
 
  private:
+  // A call waiting for the one before it on its peer's connection.
+  struct Turn {
+    std::function<void()> run;
+    std::function<void()> expire;  // the budget ran out while it waited
+    std::optional<runtime::TimerId> timer;
+    bool over = false;  // ran or expired
+  };
   struct Peer {
     std::shared_ptr<directory::RpcConnection> conn;
     AgentHello hello;
     std::string boot_at_connect;  // hello.boot as the current connect started
     runtime::Instant unreachable_until{0};
+    bool calling = false;  // a call is out, not answered yet
+    std::deque<std::shared_ptr<Turn>> turns;
   };
   Peer& peer(const std::string& agent);
+  // Runs `run` once no call of `agent` is out and the turns before it ran.
+  // The agent serves a connection's requests one after another, so a call
+  // pipelined behind a held write_wait would spend its reply timeout, and a
+  // wait its budget, in the agent's queue. `expire` (with `expire_at`) runs
+  // instead if the turn has not come by then.
+  void in_turn(const std::string& agent, std::function<void()> run,
+               runtime::Instant expire_at = runtime::Instant::max(),
+               std::function<void()> expire = nullptr);
+  // The one call of `agent` out at a time; its turn ends with the reply.
+  void call(const std::string& agent, nlohmann::json message,
+            directory::RpcConnection::ReplyHandler done,
+            runtime::Duration extra_timeout = runtime::Duration(0));
+  void next_turn(const std::string& agent);
   void gate_next(const std::string& agent, const std::string& token,
                  std::shared_ptr<std::vector<RangeList>> pieces, std::size_t index,
                  std::function<void()> done);
@@ -88,6 +113,11 @@ class MemoryWaits {
                  std::size_t index, std::string token, runtime::Instant deadline,
                  std::shared_ptr<std::set<std::string>> not_asked,
                  std::function<void(std::set<std::string>)> done);
+  // wait_next's piece `index`, in its agent's turn; `rest` goes on with the next.
+  void send_wait(const std::shared_ptr<std::vector<std::pair<std::string, RangeList>>>& pieces,
+                 std::size_t index, const std::string& token, runtime::Instant deadline,
+                 const std::shared_ptr<std::set<std::string>>& not_asked,
+                 const std::shared_ptr<std::function<void()>>& rest);
   // `sent_under`: the epoch the failed message carried ("" for a connect that failed).
   void note_failure(const std::string& agent, const Status& status, const Json& reply,
                     const std::string& sent_under);

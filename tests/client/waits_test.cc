@@ -269,6 +269,33 @@ TEST(MemoryWaits, R4_3_AnAgentThatDoesNotAnswerCostsTheReplyTimeoutOnTopOnce) {
   EXPECT_EQ(w.plan().count("silent:7000"), 1u);  // asked again after the backoff
 }
 
+// A wait whose budget runs out behind another call of its agent is not sent:
+// the store goes at its deadline and the agent gets a write hint (R4.1).
+// Before, both waits went out at once to an agent that answers nothing, and
+// the second store was held its budget plus the reply timeout too.
+TEST(MemoryWaits, R4_3_AWaitWhoseBudgetRunsOutInTheQueueIsNotAsked) {
+  PlannedSilentWaits w;
+  ASSERT_EQ(w.plan().count("silent:7000"), 1u);
+  RangesByAgent ranges;
+  ranges["silent:7000"].add({1, 0, 4096}, "h");
+  std::optional<std::set<std::string>> first, second;
+  const auto t0 = w.rig.world.loop().now();
+  std::optional<runtime::Duration> second_took;
+  w.strand->post([&] {
+    w.waits.wait("tok1", ranges, t0 + 50ms, [&](auto n) { first = n; });
+    w.waits.wait("tok2", ranges, t0 + 60ms, [&](auto n) {
+      second = n;
+      second_took = w.rig.world.loop().now() - t0;
+    });
+  });
+  EXPECT_EQ(w.rig.wait(second).count("silent:7000"), 1u);  // not asked: a write hint
+  EXPECT_EQ(*second_took, 60ms);
+  EXPECT_TRUE(w.rig.wait(first).empty());  // asked: its extension may have it
+  EXPECT_EQ(w.waits.stats().waits_sent, 1u);
+  EXPECT_EQ(w.waits.stats().waits_failed, 1u);
+  EXPECT_EQ(w.silent.received.size(), 2u);  // the hello and one write_wait
+}
+
 // SPEC R4.3: a wait's budget bounds the store. An agent whose connection
 // dropped after the plan is not asked: the wait would queue behind a
 // reconnect (here 5 s into a partition) that no budget counts.
@@ -346,6 +373,68 @@ TEST(MemoryWaits, R4_3_AnUnreachableAgentIsNotAskedFor5s) {
   rig.world.run_for(2s);  // past 5 s since the failure
   EXPECT_TRUE(plan().empty());
   EXPECT_EQ(waits.stats().skipped_backoff, 2u);  // asked again
+}
+
+// P3's gate shares the waits connection: a load's gate sent behind a store's
+// held wait heard nothing within its reply timeout, so the connection was
+// given up, failing the wait as well, and the agent went into the backoff.
+// It now goes when the wait is answered.
+TEST(Handler, P3_AGateBehindAHeldWaitIsNotTimedOutByIt) {
+  ClientRig rig;
+  auto& a = rig.add_memory("mem", {{"actions", kWaits}, {"write_wait_delay_ms", 250}});
+  Config c = waiting(rig, 300);
+  c.reply_timeout = 100ms;
+  c.gate_reads = true;
+  Handler& h = rig.handler(c);
+  ASSERT_EQ(rig.store(h, {item("0", "z")})->stored, 1u);
+  std::optional<Result<StoreResult>> stored;
+  std::optional<Result<LoadResult>> loaded;
+  h.store({item("1", "a")}, [&](Result<StoreResult> r) { stored = std::move(r); });
+  ASSERT_TRUE(rig.world.run_until([&] { return a.log("write_wait").size() == 2; }).ok());
+  h.load({"0"}, [&](Result<LoadResult> r) { loaded = std::move(r); });
+  ASSERT_TRUE(rig.world.run_until([&] { return stored && loaded; }).ok());
+  EXPECT_EQ((*stored)->stored, 1u);
+  ASSERT_EQ((*loaded)->values.size(), 1u);
+  EXPECT_EQ(text_of((*loaded)->values[0]), "z");
+  EXPECT_EQ(h.waits().stats().waits_failed, 0u);
+  EXPECT_EQ(h.waits().stats().gates_failed, 0u);
+  ASSERT_EQ(rig.store(h, {item("2", "b")})->stored, 1u);
+  EXPECT_EQ(h.waits().stats().skipped_backoff, 0u);
+}
+
+// SPEC R4.3/R4.6: the agent serves a connection's requests one at a time, so
+// a second store's wait sent at once sat in its queue behind the first's
+// (250 ms) and timed out on the client (100 ms reply timeout + its 300 ms)
+// although the agent answered in time: the healthy agent then went into the
+// 5 s backoff. A wait now goes when the one before it is answered, asking
+// for what is left of its budget (review, session 28).
+TEST(Handler, R4_3_AWaitBehindAnotherOnItsConnectionIsNotTimedOutByIt) {
+  ClientRig rig;
+  auto& a = rig.add_memory("mem", {{"actions", kWaits}, {"write_wait_delay_ms", 250}});
+  Config c = waiting(rig, 300);
+  c.reply_timeout = 100ms;
+  Handler& h = rig.handler(c);
+  ASSERT_EQ(rig.store(h, {item("0", "z")})->stored, 1u);  // connects, maps
+  ASSERT_EQ(h.waits().stats().waits_answered, 1u);
+  std::optional<Result<StoreResult>> first, second;
+  const auto t0 = rig.world.loop().now();
+  h.store({item("1", "a")}, [&](Result<StoreResult> r) { first = std::move(r); });
+  h.store({item("2", "b")}, [&](Result<StoreResult> r) { second = std::move(r); });
+  ASSERT_TRUE(rig.world.run_until([&] { return first && second; }).ok());
+  EXPECT_EQ((*first)->stored, 1u);
+  EXPECT_EQ((*second)->stored, 1u);
+  EXPECT_LE(rig.world.loop().now() - t0, 301ms);  // within the second store's budget
+  EXPECT_EQ(h.waits().stats().waits_failed, 0u);
+  EXPECT_EQ(h.waits().stats().waits_answered, 3u);
+  auto waits = a.log("write_wait");
+  ASSERT_EQ(waits.size(), 3u);
+  // The second was asked with what the first left of its 300 ms.
+  EXPECT_LE(waits[2]["timeout_ms"].get<std::uint32_t>(), 50u);
+  EXPECT_GE(waits[2]["timeout_ms"].get<std::uint32_t>(), 49u);
+  // The agent is asked again at once: no backoff.
+  ASSERT_EQ(rig.store(h, {item("3", "c")})->stored, 1u);
+  EXPECT_EQ(h.waits().stats().skipped_backoff, 0u);
+  EXPECT_EQ(a.log("write_wait").size(), 4u);
 }
 
 // SPEC R4.3 with several agents: the plan asks them all at once and ends at
