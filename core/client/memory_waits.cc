@@ -129,6 +129,8 @@ void MemoryWaits::wait_next(std::shared_ptr<std::vector<std::pair<std::string, R
                             std::function<void(std::set<std::string>)> done) {
   if (index == pieces->size()) return done(*not_asked);
   const std::string agent = (*pieces)[index].first;
+  // A store's later pieces for the same agent keep its place in the queue.
+  const bool front = index > 0 && (*pieces)[index - 1].first == agent;
   // Both continuations below own the chain; exactly one of them runs.
   auto rest = std::make_shared<std::function<void()>>(
       [this, pieces, index, token, deadline, not_asked, done = std::move(done)]() mutable {
@@ -144,7 +146,8 @@ void MemoryWaits::wait_next(std::shared_ptr<std::vector<std::pair<std::string, R
         // The budget ran out behind another call of this agent (R4.3).
         not_asked->insert(agent);
         (*rest)();
-      });
+      },
+      front);
 }
 
 void MemoryWaits::send_wait(
@@ -224,8 +227,17 @@ void MemoryWaits::gate_next(const std::string& agent, const std::string& token,
                             std::shared_ptr<std::vector<RangeList>> pieces, std::size_t index,
                             std::function<void()> done) {
   if (index >= pieces->size()) return done();
-  in_turn(agent, [this, agent, token, pieces, index, done = std::move(done)]() mutable {
+  auto run = [this, agent, token, pieces, index, done = std::move(done)]() mutable {
     Peer& p = peers_[agent];
+    // Its turn may come after the call before it failed: not asked again then.
+    if (rt_.clock().now() < p.unreachable_until) {
+      ++stats_.skipped_backoff;
+      return done();
+    }
+    if (!p.conn->ready()) {
+      ++stats_.gates_failed;  // given up since: reconnecting would cost another reply timeout
+      return done();
+    }
     open_gates_.emplace(agent, token);  // the agent may open it: end it after the READ
     Json message = {
         {"op", "extension"}, {"action", "read_hint"}, {"epoch", p.hello.boot}, {"request", token}};
@@ -243,7 +255,9 @@ void MemoryWaits::gate_next(const std::string& agent, const std::string& token,
            }
            gate_next(agent, token, pieces, index + 1, std::move(done));
          });
-  });
+  };
+  // A gate's later pieces keep its place: calls queued meanwhile go after it.
+  in_turn(agent, std::move(run), runtime::Instant::max(), nullptr, /*front=*/index > 0);
 }
 
 void MemoryWaits::end_gate(const std::string& agent, const std::string& token) {
@@ -263,7 +277,7 @@ void MemoryWaits::end_gate(const std::string& agent, const std::string& token) {
 }
 
 void MemoryWaits::in_turn(const std::string& agent, std::function<void()> run,
-                          runtime::Instant expire_at, std::function<void()> expire) {
+                          runtime::Instant expire_at, std::function<void()> expire, bool front) {
   Peer& p = peer(agent);
   if (!p.calling && p.turns.empty()) return run();
   auto turn = std::make_shared<Turn>();
@@ -278,7 +292,11 @@ void MemoryWaits::in_turn(const std::string& agent, std::function<void()> run,
       turn->expire();
     });
   }
-  p.turns.push_back(std::move(turn));
+  if (front) {
+    p.turns.push_front(std::move(turn));
+  } else {
+    p.turns.push_back(std::move(turn));
+  }
 }
 
 void MemoryWaits::call(const std::string& agent, Json message,
@@ -300,6 +318,7 @@ void MemoryWaits::call(const std::string& agent, Json message,
 
 void MemoryWaits::next_turn(const std::string& agent) {
   Peer& p = peers_[agent];
+  std::weak_ptr<bool> alive = alive_;
   // A turn that sends nothing (its budget spent, no connection) passes it on.
   while (!p.calling && !p.turns.empty()) {
     std::shared_ptr<Turn> turn = std::move(p.turns.front());
@@ -308,6 +327,7 @@ void MemoryWaits::next_turn(const std::string& agent) {
     turn->over = true;
     if (turn->timer) strand_.cancel(*turn->timer);
     turn->run();
+    if (alive.expired()) return;  // a store's answer may have ended its owner
   }
 }
 

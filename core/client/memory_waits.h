@@ -97,10 +97,11 @@ class MemoryWaits {
   // The agent serves a connection's requests one after another, so a call
   // pipelined behind a held write_wait would spend its reply timeout, and a
   // wait its budget, in the agent's queue. `expire` (with `expire_at`) runs
-  // instead if the turn has not come by then.
+  // instead if the turn has not come by then. `front`: the next piece of the
+  // chain whose call was just answered, so it keeps its place.
   void in_turn(const std::string& agent, std::function<void()> run,
                runtime::Instant expire_at = runtime::Instant::max(),
-               std::function<void()> expire = nullptr);
+               std::function<void()> expire = nullptr, bool front = false);
   // The one call of `agent` out at a time; its turn ends with the reply.
   void call(const std::string& agent, nlohmann::json message,
             directory::RpcConnection::ReplyHandler done,

@@ -394,12 +394,74 @@ TEST(Handler, P3_AGateBehindAHeldWaitIsNotTimedOutByIt) {
   h.load({"0"}, [&](Result<LoadResult> r) { loaded = std::move(r); });
   ASSERT_TRUE(rig.world.run_until([&] { return stored && loaded; }).ok());
   EXPECT_EQ((*stored)->stored, 1u);
+  // The gate went, after the held wait.
+  EXPECT_EQ(h.waits().stats().gates, 1u);
+  std::size_t gates = 0;  // beside the load's own read hint (R3.7)
+  for (const auto& hint : a.log("hint", "read_hint")) {
+    gates += hint["request"].get<std::string>().find("-gate-") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_EQ(gates, 1u);
   ASSERT_EQ((*loaded)->values.size(), 1u);
   EXPECT_EQ(text_of((*loaded)->values[0]), "z");
   EXPECT_EQ(h.waits().stats().waits_failed, 0u);
   EXPECT_EQ(h.waits().stats().gates_failed, 0u);
   ASSERT_EQ(rig.store(h, {item("2", "b")})->stored, 1u);
   EXPECT_EQ(h.waits().stats().skipped_backoff, 0u);
+}
+
+// A store's later pieces for an agent keep its place: another store's wait
+// queued meanwhile goes after them, so the first store's second piece is not
+// asked with the little the other left of its budget.
+TEST(Handler, R4_3_AStoresLaterPiecesKeepItsPlaceInTheQueue) {
+  ClientRig rig;
+  auto& a = rig.add_memory("mem", {{"actions", kWaits}, {"write_wait_delay_ms", 40}});
+  Config c = waiting(rig, 100);
+  c.max_ranges_per_message = 1;
+  Handler& h = rig.handler(c);
+  ASSERT_EQ(rig.store(h, {item("0", "z")})->stored, 1u);
+  std::optional<Result<StoreResult>> first, second;
+  h.store({item("1", "a"), item("2", "b")}, [&](Result<StoreResult> r) { first = std::move(r); });
+  ASSERT_TRUE(rig.world.run_until([&] { return a.log("write_wait").size() == 2; }).ok());
+  h.store({item("3", "c")}, [&](Result<StoreResult> r) { second = std::move(r); });
+  ASSERT_TRUE(rig.world.run_until([&] { return first && second; }).ok());
+  auto waits = a.log("write_wait");
+  ASSERT_EQ(waits.size(), 4u);
+  EXPECT_EQ(waits[2]["token"], waits[1]["token"]);  // the first store's second piece
+  EXPECT_GE(waits[2]["timeout_ms"].get<std::uint32_t>(), 59u);
+  EXPECT_LE(waits[2]["timeout_ms"].get<std::uint32_t>(), 60u);
+  EXPECT_NE(waits[3]["token"], waits[1]["token"]);
+}
+
+// A gate whose turn comes after the wait before it timed out does not connect
+// again to an agent now in its backoff: the READ goes at once.
+TEST(MemoryWaits, P3_AGateBehindAWaitThatTimedOutDoesNotAskTheAgentAgain) {
+  ClientRig rig;
+  SilentAgent silent{rig, Json::array({"write_wait", "read_hint", "read_hint_end"})};
+  Config c = rig.config();
+  c.reply_timeout = 1s;
+  auto strand = rig.gpu.make_strand("store");
+  MemoryWaits waits(rig.gpu, *strand, c);
+  std::optional<std::set<std::string>> takes;
+  strand->post([&] {
+    waits.plan({"silent:7000"}, rig.world.loop().now() + 1h, [&](auto t) { takes = t; });
+  });
+  ASSERT_EQ(rig.wait(takes).count("silent:7000"), 1u);
+  RangesByAgent ranges;
+  ranges["silent:7000"].add({1, 0, 4096}, "h");
+  RangeList read;
+  read.add({1, 0, 4096}, "h");
+  std::optional<std::set<std::string>> not_asked;
+  std::optional<runtime::Duration> gate_took;
+  const auto t0 = rig.world.loop().now();
+  strand->post([&] {
+    waits.wait("tok", ranges, t0 + 50ms, [&](auto n) { not_asked = n; });
+    waits.gate("silent:7000", "gate", read, [&] { gate_took = rig.world.loop().now() - t0; });
+  });
+  rig.wait(gate_took);
+  EXPECT_LT(*gate_took, 1060ms);  // the wait's budget and reply timeout, once
+  EXPECT_EQ(silent.conns.size(), 1u);
+  EXPECT_EQ(waits.stats().skipped_backoff, 1u);
+  EXPECT_EQ(silent.received.size(), 2u);  // the hello and the wait
 }
 
 // SPEC R4.3/R4.6: the agent serves a connection's requests one at a time, so
