@@ -57,7 +57,7 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
   hints_ = std::make_unique<MemoryHints>(rt, config_, *directory_);
   waits_ = std::make_unique<MemoryWaits>(rt, *strand_, config_);
   qps_ = std::make_unique<QueuePairs>(
-      nic, *strand_, config_,
+      nic, *strand_, clock_, config_,
       [this](const std::string& agent, std::function<void(Result<std::string>)> give) {
         // The proof of the control connection's live hello, asked for by that
         // hello: after an agent restart the kept one names a closed connection
@@ -68,7 +68,14 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
           give(now->rdma_connect_proof ? now->connect_proof : std::string());
         });
       },
-      [this](const std::string& agent) { regions_->start_over(agent); });
+      [this](const std::string& agent) { regions_->start_over(agent); },
+      [this](const std::string& agent, runtime::Instant until) {
+        // Stores go to other agents meanwhile; its pages wait, parked.
+        log_.warn("the RDMA endpoint of ", agent, " could not be reached: no stores there for ",
+                  runtime::to_millis(config_.unreachable_backoff), " ms or until its boot moves");
+        rdma_unreachable_[agent] = until;
+        sort_refused_boots();
+      });
   std::weak_ptr<bool> alive = alive_;
   regions_->set_boot_listener([this, alive](const std::string& agent, const std::string& old_boot,
                                             const std::string& new_boot,
@@ -134,7 +141,9 @@ Handler::~Handler() {
 
 void Handler::on_boot_change(const std::string& agent, const std::string& old_boot,
                              const std::string& new_boot, const std::vector<OwnRegion>&) {
-  refused_boots_.erase(agent);  // a new boot: the directory takes its registers
+  refused_boots_.erase(agent);     // a new boot: the directory takes its registers
+  rdma_unreachable_.erase(agent);  // and it may listen again
+  qps_->forget_unreachable(agent);
   // The regions went before this is called (`lost`, and any lost earlier on a
   // not_found): only pages of regions still held stay in use.
   auto gone = [&](const Page& p) { return p.agent == agent && own_region_of(p) == nullptr; };
@@ -186,7 +195,7 @@ void Handler::lookup(const std::vector<std::string>& keys,
 void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
                             std::function<void(Result<std::vector<Page>>)> done,
                             bool reclaim_asked) {
-  if (!refused_boots_.empty()) sort_refused_boots();
+  if (!refused_boots_.empty() || !rdma_unreachable_.empty()) sort_refused_boots();
   if (free_pages_.size() >= n) {
     const auto end = free_pages_.begin() + static_cast<std::ptrdiff_t>(n);
     std::vector<Page> pages(free_pages_.begin(), end);
@@ -245,12 +254,20 @@ void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
                             "memory reset or restart) or the directory forgets that boot; or "
                             "give the client more agents"));
     }
+    if (!rdma_unreachable_.empty()) {
+      return done(Error(ErrorCode::kUnavailable,
+                        "no agent could give a region; the RDMA endpoint of " +
+                            rdma_unreachable_.begin()->first +
+                            " could not be reached (is its agent's NIC up, and --rdma-endpoint "
+                            "right?): it is tried again after unreachable_backoff"));
+    }
     return done(Error(ErrorCode::kNoSpace, "no agent could give a region"));
   }
   const std::string agent =
       agent_key(config_.agents[(config_.first_agent + next_agent_++) % config_.agents.size()]);
   if (const AgentHello* hello = regions_->known(agent);
-      hello != nullptr && boot_refused(agent, hello->boot)) {
+      rdma_unreachable_.count(agent) != 0 ||
+      (hello != nullptr && boot_refused(agent, hello->boot))) {
     return reserve_pages(n, agents_tried + 1, std::move(done), /*reclaim_asked=*/true);
   }
   std::weak_ptr<bool> alive = alive_;
@@ -580,29 +597,41 @@ void Handler::stop_storing_under(const Page& page, const std::string& boot) {
 
 void Handler::sort_refused_boots() {
   const runtime::Instant now = clock_.now();
+  std::set<std::string> lifted;
   for (auto it = refused_boots_.begin(); it != refused_boots_.end();) {
     if (now < it->second.lift_at) {
       ++it;
       continue;
     }
     // Tried again: the next store through these pages asks the directory anew.
-    const std::string agent = it->first;
+    lifted.insert(it->first);
     it = refused_boots_.erase(it);
-    for (auto p = parked_pages_.begin(); p != parked_pages_.end();) {
-      if (p->agent != agent) {
-        ++p;
-        continue;
-      }
-      if (own_region_of(*p) != nullptr) free_pages_.push_front(*p);
-      p = parked_pages_.erase(p);
-    }
   }
-  // Free pages under a boot still refused wait with the parked ones.
+  for (auto it = rdma_unreachable_.begin(); it != rdma_unreachable_.end();) {
+    if (now < it->second) {
+      ++it;
+      continue;
+    }
+    lifted.insert(it->first);  // the next store through these pages connects anew
+    it = rdma_unreachable_.erase(it);
+  }
+  for (auto p = parked_pages_.begin(); p != parked_pages_.end();) {
+    const OwnRegion* own = own_region_of(*p);
+    if (lifted.count(p->agent) == 0 ||
+        (own != nullptr && stores_paused(p->agent, own->mapping.boot))) {
+      ++p;
+      continue;
+    }
+    if (own != nullptr) free_pages_.push_front(*p);
+    p = parked_pages_.erase(p);
+  }
+  // Free pages under a boot still refused, or of an agent not reached, wait
+  // with the parked ones.
   for (auto p = free_pages_.begin(); p != free_pages_.end();) {
     const OwnRegion* own = own_region_of(*p);
     if (own == nullptr) {
       p = free_pages_.erase(p);
-    } else if (boot_refused(p->agent, own->mapping.boot)) {
+    } else if (stores_paused(p->agent, own->mapping.boot)) {
       parked_pages_.push_back(*p);
       p = free_pages_.erase(p);
     } else {
@@ -614,6 +643,10 @@ void Handler::sort_refused_boots() {
 bool Handler::boot_refused(const std::string& agent, const std::string& boot) const {
   auto it = refused_boots_.find(agent);
   return it != refused_boots_.end() && it->second.boot == boot;
+}
+
+bool Handler::stores_paused(const std::string& agent, const std::string& boot) const {
+  return boot_refused(agent, boot) || rdma_unreachable_.count(agent) != 0;
 }
 
 void Handler::take_reclaimed(const std::vector<directory::Location>& locations) {

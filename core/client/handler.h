@@ -142,7 +142,11 @@ class Handler {
   // The directory refused a register of `page` under `boot` as retired.
   void stop_storing_under(const Page& page, const std::string& boot);
   bool boot_refused(const std::string& agent, const std::string& boot) const;
-  // Lifts refusals whose time is up; parks free pages of refused boots.
+  // No stores into `agent`'s pages under `boot` now: the boot is refused, or
+  // the agent's RDMA endpoint could not be reached.
+  bool stores_paused(const std::string& agent, const std::string& boot) const;
+  // Lifts refusals and RDMA backoffs whose time is up; parks free pages of
+  // agents still paused.
   void sort_refused_boots();
   void start_store(std::shared_ptr<StoreJob> job);
   void write_and_register(std::shared_ptr<StoreJob> job);
@@ -200,6 +204,10 @@ class Handler {
     runtime::Instant lift_at{0};
   };
   std::map<std::string, RefusedBoot> refused_boots_;
+  // Per agent whose RDMA endpoint a connect could not reach: when it is tried
+  // again (unreachable_backoff later, or at its next boot). Its pages are
+  // parked and no region is allocated there meanwhile.
+  std::map<std::string, runtime::Instant> rdma_unreachable_;
   std::deque<Page> parked_pages_;
   std::uint64_t seq_ = 0;
   HandlerStats stats_;

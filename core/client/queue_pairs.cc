@@ -12,16 +12,37 @@ std::string QueuePairs::endpoint(const std::string& agent) const {
 
 void QueuePairs::get(const std::string& agent, Ready ready) {
   if (auto it = qps_.find(agent); it != qps_.end()) return ready(it->second);
+  if (auto it = unreachable_until_.find(agent); it != unreachable_until_.end()) {
+    if (clock_.now() < it->second) {
+      return ready(Error(ErrorCode::kUnavailable,
+                         "the RDMA endpoint of " + agent +
+                             " could not be reached: not tried again for " +
+                             std::to_string(runtime::to_millis(it->second - clock_.now())) +
+                             " ms (unreachable_backoff)"));
+    }
+    unreachable_until_.erase(it);
+  }
   auto& waiting = waiting_[agent];
   waiting.push_back(std::move(ready));
   if (waiting.size() > 1) return;
   std::weak_ptr<bool> alive = alive_;
-  auto finish = [this, agent](const Result<std::shared_ptr<runtime::QueuePair>>& qp) {
+  // `connected`: the NIC's connect answered (not a missing proof).
+  auto finish = [this, agent](const Result<std::shared_ptr<runtime::QueuePair>>& qp,
+                              bool connected) {
     if (qp.ok()) qps_[agent] = *qp;
     // Refused with the proof of the live hello: the agent does not know that
     // connection (a reconnect refused after a post only had an older proof).
     if (!qp.ok() && qp.status().code() == ErrorCode::kUnauthenticated && refused_) {
       refused_(agent);
+    }
+    // Nothing listens there, or it does not answer. (A control connection that
+    // failed, leaving no proof, is the control path's to back off from.)
+    if (!qp.ok() && connected &&
+        (qp.status().code() == ErrorCode::kUnavailable ||
+         qp.status().code() == ErrorCode::kTimeout)) {
+      const runtime::Instant until = clock_.now() + config_.unreachable_backoff;
+      unreachable_until_[agent] = until;
+      if (unreachable_) unreachable_(agent, until);
     }
     auto waiting = std::move(waiting_[agent]);
     waiting_.erase(agent);
@@ -29,10 +50,10 @@ void QueuePairs::get(const std::string& agent, Ready ready) {
   };
   auto connect = [this, alive, agent, finish](Result<std::string> proof) {
     if (alive.expired()) return;
-    if (!proof.ok()) return finish(proof.status());  // no control connection, no proof
+    if (!proof.ok()) return finish(proof.status(), false);  // no control connection, no proof
     nic_.connect_with_proof(endpoint(agent), strand_, std::move(proof).value(),
                             [alive, finish](Result<std::shared_ptr<runtime::QueuePair>> qp) {
-                              if (!alive.expired()) finish(qp);
+                              if (!alive.expired()) finish(qp, true);
                             });
   };
   if (!proof_of_) return connect(std::string());

@@ -23,16 +23,28 @@ class QueuePairs {
       std::function<void(const std::string& agent, std::function<void(Result<std::string>)> give)>;
   // The agent refused a connect with the proof of the control connection's live hello.
   using Refused = std::function<void(const std::string& agent)>;
-  QueuePairs(runtime::Nic& nic, runtime::Strand& strand, const Config& config,
-             ProofOf proof_of = nullptr, Refused refused = nullptr)
+  // A connect to the agent's RDMA endpoint failed: it is not tried again
+  // until `until` (unreachable_backoff later).
+  using Unreachable = std::function<void(const std::string& agent, runtime::Instant until)>;
+  QueuePairs(runtime::Nic& nic, runtime::Strand& strand, const runtime::Clock& clock,
+             const Config& config, ProofOf proof_of = nullptr, Refused refused = nullptr,
+             Unreachable unreachable = nullptr)
       : nic_(nic),
         strand_(strand),
+        clock_(clock),
         config_(config),
         proof_of_(std::move(proof_of)),
-        refused_(std::move(refused)) {}
+        refused_(std::move(refused)),
+        unreachable_(std::move(unreachable)) {}
   ~QueuePairs() { *alive_ = false; }
 
+  // The agent's queue pair, connected on first use. An agent whose RDMA
+  // endpoint could not be reached is not tried again for unreachable_backoff:
+  // each READ or WRITE would pay a connect attempt (on verbs, seconds of
+  // address and route resolution) that fails the same way.
   void get(const std::string& agent, Ready ready);
+  // The agent's boot moved (a restart, a reset): its endpoint may be back.
+  void forget_unreachable(const std::string& agent) { unreachable_until_.erase(agent); }
   // After a post through `qp`: a connection whose reconnect the agent refused
   // (kUnauthenticated: its proof names a control connection since replaced)
   // is dropped while it is still the one kept, so the next use connects anew
@@ -45,9 +57,12 @@ class QueuePairs {
 
   runtime::Nic& nic_;
   runtime::Strand& strand_;
+  const runtime::Clock& clock_;
   const Config& config_;
   ProofOf proof_of_;
   Refused refused_;
+  Unreachable unreachable_;
+  std::map<std::string, runtime::Instant> unreachable_until_;
   std::map<std::string, std::shared_ptr<runtime::QueuePair>> qps_;
   std::map<std::string, std::vector<Ready>> waiting_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

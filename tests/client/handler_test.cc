@@ -121,6 +121,71 @@ class BreakableNic final : public rcxl::testing::ForwardingNic {
   std::shared_ptr<int> broken_before_;
 };
 
+// docs/client.md, *The data path backs off*: an agent whose control
+// connection answers but whose RDMA endpoint does not was asked for a connect
+// by every store, and its free pages were used first, so stores never moved
+// to another agent: each one failed. A failed connect now keeps stores away
+// from it for unreachable_backoff (its pages parked, no region allocated
+// there), loads of its keys miss at once, and it is tried again after.
+TEST(Handler, R1_6_AnAgentWhoseRdmaEndpointIsUnreachableGetsNoStoresForTheBackoff) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem");
+  rig.add_memory("mem2");
+  const Config config = rig.config();
+  ASSERT_EQ(rig.store(rig.handler(config), {item("old", "old-bytes")})->stored, 1u);
+  ASSERT_EQ(rig.directory_server->directory().find("old")->agent, "mem:7000");
+  BreakableNic nic(rig.gpu_nic);
+  Handler h(rig.gpu, config, nic);
+  mem.nic->set_accepting(false);
+  auto first = rig.store(h, {item("k0", "v0")});  // a region on mem, then no queue pair
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->stored, 0u);
+  EXPECT_EQ(first->first_failure.code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(nic.connects, 1);
+  for (int i = 1; i <= 5; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    auto stored = rig.store(h, {item(key, "v" + std::to_string(i))});
+    ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+    EXPECT_EQ(stored->stored, 1u) << key << ": " << stored->first_failure.ToString();
+    EXPECT_EQ(rig.directory_server->directory().find(key)->agent, "mem2:7000") << key;
+  }
+  EXPECT_EQ(nic.connects, 2);  // mem2's
+  auto missed = rig.load(h, {"old"});
+  ASSERT_TRUE(missed.ok()) << missed.status().ToString();
+  EXPECT_TRUE(missed->values.empty());
+  EXPECT_EQ(missed->stopped_by.code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(nic.connects, 2);  // asked nothing of mem's endpoint
+  // After the backoff mem is tried again, and its parked pages come first.
+  mem.nic->set_accepting(true);
+  rig.world.run_for(config.unreachable_backoff + 1ms);
+  auto loaded = rig.load(h, {"old"});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->values.size(), 1u);
+  EXPECT_EQ(text_of(loaded->values[0]), "old-bytes");
+  ASSERT_EQ(rig.store(h, {item("k6", "v6")})->stored, 1u);
+  EXPECT_EQ(rig.directory_server->directory().find("k6")->agent, "mem:7000");
+  EXPECT_EQ(nic.connects, 3);
+}
+
+// With every agent's RDMA endpoint out of reach a store fails without a connect, and
+// says which endpoint and what to check.
+TEST(Handler, R1_6_AStoreWithNoReachableEndpointFailsWithoutAConnectSayingWhy) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem");
+  BreakableNic nic(rig.gpu_nic);
+  Handler h(rig.gpu, rig.config(), nic);
+  mem.nic->set_accepting(false);
+  ASSERT_EQ(rig.store(h, {item("k0", "v0")})->stored, 0u);
+  const auto t0 = rig.world.loop().now();
+  auto refused = rig.store(h, {item("k1", "v1")});
+  EXPECT_LT(rig.world.loop().now() - t0, 1ms);  // a directory round trip, no connect
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(refused.status().message().find("RDMA endpoint of mem:7000"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(nic.connects, 1);
+}
+
 // docs/agent.md, *RDMA connect proofs*: a queue pair whose connection broke
 // and could not be made again is dropped after the post that found it, so the
 // next store connects anew (with the proof of the current control connection).
