@@ -98,7 +98,12 @@ inline CLI::Validator seconds_where(std::function<bool(double)> fits, const std:
         // Decimal only: strtod would also take a hex float ("0x10", "0x1p3").
         const bool hex = text.find_first_of("xX") != std::string::npos;
         const double value = text.empty() || hex ? NAN : std::strtod(text.c_str(), &end);
-        if (!std::isfinite(value) || end != text.c_str() + text.size() || !fits(value)) {
+        const bool whole = end == text.c_str() + text.size();
+        // 1e400 overflows to inf: too large, not "must be >= 0.001".
+        if (whole && std::isinf(value) && value > 0) {
+          return "must be at most " + number_text(kYear) + " (a year), not '" + text + "'";
+        }
+        if (!std::isfinite(value) || !whole || !fits(value)) {
           return "must be " + wanted + ", not '" + text + "'";
         }
         if (value > kYear) {

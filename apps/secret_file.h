@@ -4,7 +4,9 @@
 #pragma once
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -33,7 +35,10 @@ inline Result<SecretFile> read_secret_file(const std::string& flag, const std::s
       path, kMaxSecretFileBytes,
       "give a regular file of at most " + std::to_string(kMaxSecretFileBytes) + " bytes");
   if (!file.ok()) {
-    return Error(ErrorCode::kBadRequest, flag + ": " + path + ": " + file.status().message());
+    // A first install has none yet: say how to make one.
+    const bool missing = ::access(path.c_str(), F_OK) != 0 && errno == ENOENT;
+    return Error(ErrorCode::kBadRequest, flag + ": " + path + ": " + file.status().message() +
+                                             (missing ? kWriteASecret : ""));
   }
   SecretFile secret{std::move(file->contents), ""};
   if (file->mode & S_IROTH) {

@@ -344,7 +344,7 @@ int main(int argc, char** argv) {
   rcxl::apps::add_version_flag(app, "rcxl-agent", RCXL_VERSION);
   app.footer(
       "Needs --listen, --memory and one of --auth-secret-file PATH or --auth none.\n"
-      "Example: rcxl-agent --listen 0.0.0.0:7400 --auth-secret-file /etc/rcxl/agent.secret \\\n"
+      "Example: rcxl-agent --listen 0.0.0.0:7400 --auth-secret-file /etc/rcxl/secret \\\n"
       "           --memory file:/mnt/cxl/pool:64G --nic verbs:mlx5_0 (docs/agent.md)\n"
       "Exit codes: 0 after SIGTERM/SIGINT, 1 bad flags or a setup error (message on stderr).");
   Flags f;

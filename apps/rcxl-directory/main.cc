@@ -61,10 +61,14 @@ int main(int argc, char** argv) {
   rcxl::apps::add_version_flag(app, "rcxl-directory", RCXL_VERSION);
   app.footer(
       "Needs --listen and one of --auth-secret-file PATH or --auth none.\n"
-      "Example: rcxl-directory --listen 0.0.0.0:7100 --auth-secret-file /etc/rcxl/agent.secret\n"
+      "Example: rcxl-directory --listen 0.0.0.0:7100 --auth-secret-file /etc/rcxl/secret\n"
       "Exit codes: 0 after SIGTERM/SIGINT, 1 bad flags or a setup error (message on stderr).");
   Flags f;
-  app.add_option("--listen", f.listen, "HOST:PORT to listen on (IPv6 as [::1]:PORT)")->required();
+  app.add_option("--listen", f.listen, "HOST:PORT to listen on (IPv6 as [::1]:PORT)")
+      ->required()
+      ->type_name("HOST:PORT")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--auth-secret-file", f.auth_secret_file,
                  "file holding the shared secret (this or --auth none is required)")
       ->check(rcxl::apps::NonEmptyPath());

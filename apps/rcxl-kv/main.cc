@@ -350,7 +350,7 @@ int main(int argc, char** argv) {
       "Needs --directory, --nic and one of --secret-file PATH or --auth none; store and bench\n"
       "also need the pool: --agent HOST:PORT (repeatable).\n"
       "Example: rcxl-kv --directory 10.0.0.1:7100 --agent 10.0.0.2:7400 --nic verbs:mlx5_0 \\\n"
-      "           --secret-file /etc/rcxl/agent.secret store prompt-1 ./kv.bin (docs/hardware.md)");
+      "           --secret-file /etc/rcxl/secret store prompt-1 ./kv.bin (docs/hardware.md)");
   Flags f;
   app.require_subcommand(1);
   // Global flags may follow the subcommand too (`bench --chunk-size 1M`).

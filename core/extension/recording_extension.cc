@@ -201,6 +201,14 @@ ExtensionFactory RecordingExtension::Factory() {
     if (!context.runtime) return Error(ErrorCode::kInternal, "recording: no runtime");
     auto parsed = RecordingConfig::FromJson(config);
     if (!parsed.ok()) return parsed.status();
+    // A log it cannot write would drop every line without a word: refuse it now.
+    if (parsed->log) {
+      if (Status s = context.runtime->file_system().append_file(*parsed->log, ""); !s.ok()) {
+        return Error(ErrorCode::kBadRequest,
+                     "recording: log: cannot append to " + *parsed->log + ": " + s.message() +
+                         "; give a writable file in a directory that exists");
+      }
+    }
     return std::unique_ptr<RegionExtension>(
         std::make_unique<RecordingExtension>(*context.runtime, std::move(parsed).value()));
   };

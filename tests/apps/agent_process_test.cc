@@ -230,6 +230,9 @@ TEST(AgentProcess, R7_ABadFlagValueExitsOneSayingWhatIsWanted) {
       {{"--max-hint-requests", "-1"}, "--max-hint-requests: must be a whole number >= 1"},
       {{"--memory-generation-grace-s", "-1"}, "--memory-generation-grace-s: must be a number >= 0"},
       {{"--sweep-interval-s", "1e300"}, "--sweep-interval-s: must be at most"},
+      // Past a double's range: too large, not "must be >= 0.001" (session 28).
+      {{"--memory-generation-poll-s", "1e400"},
+       "--memory-generation-poll-s: must be at most 31536000 (a year), not '1e400'"},
       // A positive timeout under 1 ms rounded to 0 ns, which means "never".
       {{"--hello-timeout-s", "1e-10"},
        "--hello-timeout-s: must be 0 (never) or a number >= 0.001, not '1e-10'"},
@@ -269,12 +272,15 @@ TEST(AgentProcess, R7_AMisspeltFlagIsNamedWithTheOneMeant) {
   EXPECT_TRUE(contains(far.err, "unknown option '--zzzzzz';")) << far.err;  // nothing near
 }
 
-TEST(AgentProcess, R7_AMissingSecretFileNamesTheFlag) {
+// A first install has no secret yet: the message says how to write one, as
+// for an empty file (new-user review, session 28).
+TEST(AgentProcess, R7_AMissingSecretFileNamesTheFlagAndHowToWriteOne) {
   const Outcome r = run_agent({"--listen", "127.0.0.1:0", "--auth-secret-file",
                                "/nonexistent/secret", "--memory", "anon:1M"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "--auth-secret-file: ")) << r.err;
   EXPECT_TRUE(contains(r.err, "/nonexistent/secret")) << r.err;
+  EXPECT_TRUE(contains(r.err, "openssl rand -hex 32 > FILE")) << r.err;
 }
 
 TEST(AgentProcess, R7_AListenAddressInUseIsNamedOnce) {

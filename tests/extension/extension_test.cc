@@ -58,6 +58,23 @@ TEST(ExtensionRegistry, R2_1_AddedFactoriesAndTheFallback) {
   EXPECT_FALSE(parse_extension_config("{oops").ok());
 }
 
+// A log it cannot write used to drop every line without a word (the agent
+// started, answered, and logged nothing): it is refused when the extension is
+// made, naming the key and the fix (new-user review, session 28).
+TEST(RecordingExtension, R2_5_ALogItCannotWriteIsRefusedAtTheStart) {
+  Sim sim;
+  ASSERT_TRUE(sim.node.files().write_file("/log", "").ok());
+  sim.node.files().set_unwritable("/log", true);
+  auto made = RecordingExtension::Factory()(sim.context, {{"log", "/log"}});
+  ASSERT_FALSE(made.ok());
+  EXPECT_EQ(made.status().code(), ErrorCode::kBadRequest);
+  EXPECT_NE(made.status().message().find("recording: log: cannot append to /log"),
+            std::string::npos)
+      << made.status().message();
+  sim.node.files().set_unwritable("/log", false);
+  EXPECT_TRUE(RecordingExtension::Factory()(sim.context, {{"log", "/log"}}).ok());
+}
+
 TEST(RecordingExtension, R2_5_GenerationFileIsTrimmedAndMissingMeansCannotTell) {
   Sim sim;
   auto r = RecordingConfig::FromJson({{"generation_file", "/gen"}});

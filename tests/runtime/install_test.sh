@@ -17,4 +17,9 @@ for bin in rcxl-agent rcxl-directory rcxl-kv rcxl-sim; do
   [ -x "$ROOT/usr/bin/$bin" ] || { echo "no /usr/bin/$bin"; fail=1; }
 done
 "$ROOT/usr/bin/rcxl-agent" --version >/dev/null || { echo "the installed rcxl-agent does not run"; fail=1; }
+# An upgrade keeps the admin's settings.
+echo "RCXL_AGENT_MEMORY=file:/srv/pool:64G" >> "$ROOT/etc/default/rcxl-agent"
+DESTDIR=$ROOT cmake --install "$BUILD" --prefix /usr >/dev/null
+grep -q "^RCXL_AGENT_MEMORY=file:/srv/pool:64G$" "$ROOT/etc/default/rcxl-agent" ||
+  { echo "a second install overwrote /etc/default/rcxl-agent"; fail=1; }
 exit $fail
