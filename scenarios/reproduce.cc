@@ -166,8 +166,9 @@ Result<std::map<std::string, Profile>> reproduce_profiles(const ReproduceOptions
       // Name what the user typed: the profile is only where it landed.
       std::string given;
       for (const auto& spec : options.settings) given += " --set " + shell_word(spec);
-      return Error(ErrorCode::kBadRequest,
-                   (settings.empty() ? "" : given.substr(1) + ": ") + p.status().message());
+      return Error(ErrorCode::kBadRequest, (settings.empty() ? "" : given.substr(1) + ": ") +
+                                               p.status().message() +
+                                               scaled_unit_note(settings, p.status().message()));
     }
     profiles.emplace(c.profile, std::move(p).value());
   }

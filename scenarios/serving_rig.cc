@@ -201,6 +201,14 @@ Result<Json> load_profile_document(const std::string& profiles_dir, const std::s
     const std::string path = profiles_dir + "/" + name + ".json";
     origin = printable(path, kWholePath);
     auto read = read_document_file(path);
+    if (!read.ok() && read.status().code() == ErrorCode::kNotFound) {
+      // The user named the directory, not this file: say which file it needs.
+      return Error(ErrorCode::kNotFound,
+                   origin + ": no such file; --profiles " + printable(profiles_dir, kWholePath) +
+                       " needs a profile named '" + printable(name, kWholePath) +
+                       "' (copy the shipped scenarios/profiles/" + printable(name, kWholePath) +
+                       ".json there)");
+    }
     if (!read.ok()) {
       // Its message starts with the path (read_document_file).
       const std::string& m = read.status().message();

@@ -530,6 +530,18 @@ Status check_profile_setting(const std::string& option, const std::string& name)
   return {};
 }
 
+// A scaled name's value is refused in the field's unit: say how they relate.
+std::string scaled_unit_note(const std::vector<SweepParam>& params, const std::string& message) {
+  std::string note;
+  for (const auto& p : params) {
+    auto t = target_of(p.option, p.name);
+    if (t.ok() && t->scale != 1 && message.find(t->pointer.to_string()) != std::string::npos) {
+      note = " (" + p.name + " sets " + t->pointer.to_string() + " x " + fmt("%g", t->scale) + ")";
+    }
+  }
+  return note;
+}
+
 Status apply_sweep_value(const SweepParam& param, std::size_t index, Json& scenario, Json& profile,
                          bool profile_only) {
   if (index >= param.values.size())
@@ -732,18 +744,14 @@ Result<SweepReport> sweep(const SweepOptions& options) {
     if (!scenario.ok()) return Error(ErrorCode::kBadRequest, at + scenario.status().message());
     auto profile = profile_from_json(prof, profile_origins.at(cfg.profile));
     if (!profile.ok()) {
-      // A scaled name's value is refused in the field's unit: say how they relate.
-      std::string unit;
+      std::vector<SweepParam> applied;
       for (std::size_t i = 0; i < report.params.size(); ++i) {
         if ((only && *only != i) || (skip && *skip == i)) continue;
-        auto t = target_of(report.params[i].option, report.params[i].name);
-        if (t.ok() && t->scale != 1 &&
-            profile.status().message().find(t->pointer.to_string()) != std::string::npos) {
-          unit = " (" + report.params[i].name + " sets " + t->pointer.to_string() + " x " +
-                 fmt("%g", t->scale) + ")";
-        }
+        applied.push_back(report.params[i]);
       }
-      return Error(ErrorCode::kBadRequest, at + profile.status().message() + unit);
+      return Error(
+          ErrorCode::kBadRequest,
+          at + profile.status().message() + scaled_unit_note(applied, profile.status().message()));
     }
     // The same cross-check `rcxl-sim run` makes, before any run.
     if (auto s = check_pools_hold_a_region(*scenario, *profile); !s.ok()) {

@@ -37,6 +37,10 @@ Result<SweepParam> parse_sweep_param(const std::string& spec,
 // sweep point does; `profile_only` refuses a parameter of the scenario.
 Status apply_sweep_value(const SweepParam& param, std::size_t index, nlohmann::json& scenario,
                          nlohmann::json& profile, bool profile_only = false);
+// " (hint_lead_ms sets /engine/scheduler_to_worker_us x 1000)" when `message`
+// (a refusal in the field's unit) names a field one of `params` sets scaled;
+// else "".
+std::string scaled_unit_note(const std::vector<SweepParam>& params, const std::string& message);
 // A field another option sets: {"--conversations", "/workload/conversations"}.
 struct OptionTarget {
   std::string option;

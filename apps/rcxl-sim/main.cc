@@ -434,8 +434,9 @@ int run_sweep(rcxl::scenarios::SweepOptions options, const std::vector<std::stri
     std::fprintf(stderr, "rcxl-sim sweep: %s\n", report.status().message().c_str());
     return exit_code_of(report.status());
   }
+  const std::filesystem::path out(options.out_dir);
   print_report(json, report->json, report->table, report->pictures,
-               (std::filesystem::path(options.out_dir) / "sweep.csv").string());
+               (out / "sweep.csv").string() + " " + (out / "sweep.json").string());
   for (const auto& f : report->failures) std::fprintf(stderr, "FAILED %s\n", f.c_str());
   return report->failures.empty() ? 0 : 1;
 }

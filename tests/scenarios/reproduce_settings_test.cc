@@ -152,7 +152,9 @@ TEST(ReproduceSettings, R8_BadSettingsAreRefusedNamingTheOption) {
       {"idle_write_back", "--set idle_write_back: expected NAME=VALUE"},
       {"=1", "--set =1: expected NAME=VALUE"},
       {"/device/idle_write_back=2", "/device/idle_write_back: must lie in [0, 1]"},
-      {"hint_lead_ms=-1", "scheduler_to_worker_us: expected a number in 0..10000000"},
+      {"hint_lead_ms=-1",
+       "scheduler_to_worker_us: expected a number in 0..10000000 (hint_lead_ms sets "
+       "/engine/scheduler_to_worker_us x 1000)"},
   };
   for (const auto& [spec, says] : cases) {
     ReproduceOptions options;
@@ -293,6 +295,24 @@ TEST(ReproduceSettings, R8_AnOutputThatIsNotARegularFileIsRefusedBeforeAnyRun) {
     expect_refused_in(dir, "--out " + dir.string() + ": " + path + " is a directory" + fix);
     std::filesystem::remove(path);
   }
+  std::filesystem::remove_all(dir);
+}
+
+// SPEC R8: a --profiles DIR without one of the profiles reproduce needs said
+// "name a .json file", a file the user never named: it now says which profile
+// DIR needs and where the shipped one is (new-user review, session 28).
+TEST(ReproduceSettings, R8_AProfilesDirWithoutANeededProfileSaysWhichOne) {
+  const std::filesystem::path dir = fresh_dir("missing");
+  std::ofstream(dir / "cxl_ssd_default.json") << *embedded_file("profiles/cxl_ssd_default.json");
+  ReproduceOptions options;
+  options.profiles_dir = dir.string();
+  auto profiles = reproduce_profiles(options);
+  ASSERT_FALSE(profiles.ok());
+  EXPECT_EQ(profiles.status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(profiles.status().message(),
+            dir.string() + "/all_dram.json: no such file; --profiles " + dir.string() +
+                " needs a profile named 'all_dram' (copy the shipped "
+                "scenarios/profiles/all_dram.json there)");
   std::filesystem::remove_all(dir);
 }
 
