@@ -69,11 +69,18 @@ Handler::Handler(runtime::Runtime& rt, Config config, runtime::Nic& nic,
         });
       },
       [this](const std::string& agent) { regions_->start_over(agent); },
-      [this](const std::string& agent, runtime::Instant until) {
+      [this](const std::string& agent, const std::string& endpoint, runtime::Instant until) {
+        // A load's agent outside the pool takes no stores anyway (the QP backoff covers it).
+        if (std::none_of(config_.agents.begin(), config_.agents.end(),
+                         [&](const runtime::Address& a) { return agent_key(a) == agent; })) {
+          return;
+        }
         // Stores go to other agents meanwhile; its pages wait, parked.
-        log_.warn("the RDMA endpoint of ", agent, " could not be reached: no stores there for ",
+        log_.warn("the RDMA endpoint of ", agent, " (", endpoint,
+                  ") could not be reached: no stores there for ",
                   runtime::to_millis(config_.unreachable_backoff), " ms or until its boot moves");
-        rdma_unreachable_[agent] = until;
+        ++stats_.rdma_pauses;
+        rdma_unreachable_[agent] = {endpoint, until};
         sort_refused_boots();
       });
   std::weak_ptr<bool> alive = alive_;
@@ -255,10 +262,11 @@ void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
                             "give the client more agents"));
     }
     if (!rdma_unreachable_.empty()) {
+      const auto& [agent, pause] = *rdma_unreachable_.begin();
       return done(Error(ErrorCode::kUnavailable,
-                        "no agent could give a region; the RDMA endpoint of " +
-                            rdma_unreachable_.begin()->first +
-                            " could not be reached (is its agent's NIC up, and --rdma-endpoint "
+                        "no agent could give a region; the RDMA endpoint of " + agent + " (" +
+                            pause.endpoint +
+                            ") could not be reached (is its agent's NIC up, and --rdma-endpoint "
                             "right?): it is tried again after unreachable_backoff"));
     }
     return done(Error(ErrorCode::kNoSpace, "no agent could give a region"));
@@ -608,7 +616,7 @@ void Handler::sort_refused_boots() {
     it = refused_boots_.erase(it);
   }
   for (auto it = rdma_unreachable_.begin(); it != rdma_unreachable_.end();) {
-    if (now < it->second) {
+    if (now < it->second.lift_at) {
       ++it;
       continue;
     }
@@ -719,6 +727,11 @@ void Handler::resolve_locations(std::shared_ptr<LoadJob> job, std::size_t index)
     const auto& l = job->locations[index];
     if (!config_.reaches(l.agent)) {
       ++stats_.foreign_locations;  // a miss from here on, and no connection to it
+      return read_batches(job);
+    }
+    // An endpoint in its backoff: the prefix ends here, before any map or hint.
+    if (auto why = qps_->unreachable(l.agent)) {
+      job->unreached = *why;
       return read_batches(job);
     }
     auto cached = regions_->cached_mapping(l.agent, l.region, l.read_handle);

@@ -73,6 +73,9 @@ struct HandlerStats {
   // (an agent that came back under a boot it had left): that agent gets no
   // stores for unreachable_backoff, or until its boot moves.
   std::uint64_t boot_retired_refusals = 0;
+  // A queue-pair connect could not reach a pool agent's RDMA endpoint: its
+  // stores paused for unreachable_backoff (docs/client.md).
+  std::uint64_t rdma_pauses = 0;
   std::uint64_t load_hints = 0;  // R3.7
   // Longest a store held its WRITEs for write waits (R4.3: at most
   // write_wait_ms + reply_timeout); the simulator asserts it in every run.
@@ -207,7 +210,11 @@ class Handler {
   // Per agent whose RDMA endpoint a connect could not reach: when it is tried
   // again (unreachable_backoff later, or at its next boot). Its pages are
   // parked and no region is allocated there meanwhile.
-  std::map<std::string, runtime::Instant> rdma_unreachable_;
+  struct RdmaPause {
+    std::string endpoint;  // as the NIC reaches it, for messages
+    runtime::Instant lift_at{0};
+  };
+  std::map<std::string, RdmaPause> rdma_unreachable_;
   std::deque<Page> parked_pages_;
   std::uint64_t seq_ = 0;
   HandlerStats stats_;

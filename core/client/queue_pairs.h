@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,10 @@ class QueuePairs {
       std::function<void(const std::string& agent, std::function<void(Result<std::string>)> give)>;
   // The agent refused a connect with the proof of the control connection's live hello.
   using Refused = std::function<void(const std::string& agent)>;
-  // A connect to the agent's RDMA endpoint failed: it is not tried again
-  // until `until` (unreachable_backoff later).
-  using Unreachable = std::function<void(const std::string& agent, runtime::Instant until)>;
+  // A connect to the agent's RDMA endpoint (`endpoint`, as the NIC reaches it)
+  // failed: it is not tried again until `until` (unreachable_backoff later).
+  using Unreachable = std::function<void(const std::string& agent, const std::string& endpoint,
+                                         runtime::Instant until)>;
   QueuePairs(runtime::Nic& nic, runtime::Strand& strand, const runtime::Clock& clock,
              const Config& config, ProofOf proof_of = nullptr, Refused refused = nullptr,
              Unreachable unreachable = nullptr)
@@ -43,12 +45,16 @@ class QueuePairs {
   // each READ or WRITE would pay a connect attempt (on verbs, seconds of
   // address and route resolution) that fails the same way.
   void get(const std::string& agent, Ready ready);
-  // The agent's boot moved (a restart, a reset): its endpoint may be back.
-  void forget_unreachable(const std::string& agent) { unreachable_until_.erase(agent); }
+  // The agent's boot moved (a restart, a reset): its endpoint may be back, and
+  // a connect begun before fails no backoff.
+  void forget_unreachable(const std::string& agent);
+  // Why the agent's endpoint is not tried now (in its backoff), if it is not.
+  std::optional<Status> unreachable(const std::string& agent);
   // After a post through `qp`: a connection whose reconnect the agent refused
-  // (kUnauthenticated: its proof names a control connection since replaced)
-  // is dropped while it is still the one kept, so the next use connects anew
-  // with the current proof.
+  // (kUnauthenticated: its proof names a control connection since replaced),
+  // or whose every op failed unavailable (the peer is gone), is dropped while
+  // it is still the one kept, so the next use connects anew with the current
+  // proof (and an endpoint not reached is backed off from).
   void forget_if_broken(const std::string& agent, const runtime::QueuePair* qp,
                         const std::vector<Status>& statuses);
 
@@ -63,6 +69,7 @@ class QueuePairs {
   Refused refused_;
   Unreachable unreachable_;
   std::map<std::string, runtime::Instant> unreachable_until_;
+  std::map<std::string, std::uint64_t> generation_;  // boot changes seen per agent
   std::map<std::string, std::shared_ptr<runtime::QueuePair>> qps_;
   std::map<std::string, std::vector<Ready>> waiting_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

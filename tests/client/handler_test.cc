@@ -147,14 +147,19 @@ TEST(Handler, R1_6_AnAgentWhoseRdmaEndpointIsUnreachableGetsNoStoresForTheBackof
     auto stored = rig.store(h, {item(key, "v" + std::to_string(i))});
     ASSERT_TRUE(stored.ok()) << stored.status().ToString();
     EXPECT_EQ(stored->stored, 1u) << key << ": " << stored->first_failure.ToString();
-    EXPECT_EQ(rig.directory_server->directory().find(key)->agent, "mem2:7000") << key;
+    auto where = rig.directory_server->directory().find(key);
+    ASSERT_TRUE(where.has_value()) << key;
+    EXPECT_EQ(where->agent, "mem2:7000") << key;
   }
   EXPECT_EQ(nic.connects, 2);  // mem2's
+  EXPECT_EQ(h.stats().rdma_pauses, 1u);
+  const auto maps = mem.agent->metrics().maps;
   auto missed = rig.load(h, {"old"});
   ASSERT_TRUE(missed.ok()) << missed.status().ToString();
   EXPECT_TRUE(missed->values.empty());
   EXPECT_EQ(missed->stopped_by.code(), ErrorCode::kUnavailable);
-  EXPECT_EQ(nic.connects, 2);  // asked nothing of mem's endpoint
+  EXPECT_EQ(nic.connects, 2);                  // asked nothing of mem's endpoint
+  EXPECT_EQ(mem.agent->metrics().maps, maps);  // nor mapped its region to read
   // After the backoff mem is tried again, and its parked pages come first.
   mem.nic->set_accepting(true);
   rig.world.run_for(config.unreachable_backoff + 1ms);
@@ -181,9 +186,45 @@ TEST(Handler, R1_6_AStoreWithNoReachableEndpointFailsWithoutAConnectSayingWhy) {
   EXPECT_LT(rig.world.loop().now() - t0, 1ms);  // a directory round trip, no connect
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), ErrorCode::kUnavailable);
-  EXPECT_NE(refused.status().message().find("RDMA endpoint of mem:7000"), std::string::npos)
+  EXPECT_NE(refused.status().message().find("RDMA endpoint of mem:7000 (mem)"), std::string::npos)
       << refused.status().ToString();
   EXPECT_EQ(nic.connects, 1);
+}
+
+// The same once a queue pair was made: the agent's process ended and nothing
+// listens on its endpoint, so every op of the kept queue pair fails
+// unavailable. The queue pair is dropped; the next store's connect fails and
+// starts the backoff (ops that failed in a restart say nothing of whether the
+// endpoint is back); then stores go to mem2, where each used to pay a
+// reconnect on mem and fail.
+TEST(Handler, R1_6_AKeptQueuePairWhosePeerIsGoneStartsTheBackoff) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem");
+  rig.add_memory("mem2");
+  BreakableNic nic(rig.gpu_nic);
+  Handler h(rig.gpu, rig.config(), nic);
+  ASSERT_EQ(rig.store(h, {item("k0", "v0")})->stored, 1u);
+  ASSERT_EQ(rig.directory_server->directory().find("k0")->agent, "mem:7000");
+  mem.nic->set_accepting(false);
+  mem.nic->end_process();
+  rig.world.run_for(1ms);                       // its DREQ arrives
+  for (const std::string key : {"k1", "k2"}) {  // the kept QP's post, then the connect
+    auto failed = rig.store(h, {item(key, "v")});
+    ASSERT_TRUE(failed.ok()) << failed.status().ToString();
+    EXPECT_EQ(failed->stored, 0u) << key;
+    EXPECT_EQ(failed->first_failure.code(), ErrorCode::kUnavailable) << key;
+  }
+  for (int i = 3; i <= 6; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    auto stored = rig.store(h, {item(key, "v")});
+    ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+    EXPECT_EQ(stored->stored, 1u) << key << ": " << stored->first_failure.ToString();
+    auto where = rig.directory_server->directory().find(key);
+    ASSERT_TRUE(where.has_value()) << key;
+    EXPECT_EQ(where->agent, "mem2:7000") << key;
+  }
+  EXPECT_EQ(nic.connects, 3);  // mem, the failed one to mem, mem2
+  EXPECT_EQ(h.stats().rdma_pauses, 1u);
 }
 
 // docs/agent.md, *RDMA connect proofs*: a queue pair whose connection broke
