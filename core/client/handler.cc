@@ -4,6 +4,8 @@
 #include <optional>
 #include <set>
 
+#include "core/protocol/utf8.h"
+
 namespace rcxl::client {
 
 struct Handler::StoreJob {
@@ -318,6 +320,14 @@ void Handler::store(std::vector<StoreItem> items, StoreDone done) {
           item.size() < item.bytes.size()) {
         return job->done(
             Error(ErrorCode::kBadRequest, "every item needs a key and 1..chunk_size_bytes bytes"));
+      }
+      // Refused here, before pages are taken: the directory client refuses it
+      // too (two such keys would be one on the wire), and a register refused
+      // whole keeps its pages out of use.
+      if (!protocol::is_valid_utf8(item.key)) {
+        return job->done(Error(ErrorCode::kBadRequest,
+                               "a key is not valid UTF-8 (the directory speaks JSON); encode it, "
+                               "e.g. as hex, first"));
       }
     }
     // Nothing to write: answered here, or no agent's step would ever answer it.

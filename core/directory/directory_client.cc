@@ -7,6 +7,7 @@
 #include "core/directory/directory_server.h"
 #include "core/directory/request_batches.h"
 #include "core/protocol/reply_fields.h"
+#include "core/protocol/utf8.h"
 
 namespace rcxl::directory {
 
@@ -105,6 +106,23 @@ void deliver(const std::shared_ptr<runtime::StrandGate>& reply_on,
 
 }  // namespace
 
+namespace {
+
+// A string the wire would carry with U+FFFD in place of its invalid bytes:
+// two keys that differ only there would be one key at the directory, and a
+// reader of one would get the other's bytes.
+Status check_utf8(const std::string& text, const std::string& what, std::size_t index) {
+  if (!protocol::is_valid_utf8(text)) {
+    return Error(ErrorCode::kBadRequest,
+                 what + " " + std::to_string(index) +
+                     " is not valid UTF-8: the directory's JSON would replace its bytes, and two "
+                     "such keys would become one; encode it (e.g. hex) first");
+  }
+  return {};
+}
+
+}  // namespace
+
 Status DirectoryClient::check_items_fit(const Batches& batches,
                                         const std::function<std::size_t(std::size_t)>& exact,
                                         const std::string& what) const {
@@ -187,6 +205,14 @@ void DirectoryClient::register_keys_answered(
         return rough_string_bytes(key + l.agent + l.boot + l.read_handle) + 160;
       },
       [&](std::size_t i) { return exact_bytes(entry_json(i)); });
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& [key, l] = entries[i];
+    for (const std::string* text : {&key, &l.agent, &l.boot, &l.read_handle}) {
+      if (Status s = check_utf8(*text, "entry", i); !s.ok()) {
+        return fail_later(std::move(done), std::move(s), std::move(reply_on));
+      }
+    }
+  }
   if (Status s = check_items_fit(
           batches, [&](std::size_t i) { return exact_bytes(entry_json(i)); }, "entry");
       !s.ok()) {
@@ -306,6 +332,11 @@ void DirectoryClient::start_chain(std::shared_ptr<Chain<Reply>> chain) {
   chain->conn = conn_;
   chain->calls = calls_;
   chain->batches = key_batches(chain->keys, chain->with_locations);
+  for (std::size_t i = 0; i < chain->keys.size(); ++i) {
+    if (Status s = check_utf8(chain->keys[i], "key", i); !s.ok()) {
+      return fail_later(std::move(chain->done), std::move(s), std::move(chain->reply_on));
+    }
+  }
   if (Status s = check_items_fit(
           chain->batches, [&](std::size_t i) { return exact_bytes(Json(chain->keys[i])); }, "key");
       !s.ok()) {
@@ -400,6 +431,11 @@ std::function<void(const Status&, const Json&)> count_reply(DirectoryClient::Don
 void DirectoryClient::erase(const std::vector<std::string>& keys, Done<std::size_t> done,
                             std::shared_ptr<runtime::StrandGate> reply_on) {
   const Batches batches = key_batches(keys, /*answered_with_locations=*/false);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (Status s = check_utf8(keys[i], "key", i); !s.ok()) {
+      return fail_later(std::move(done), std::move(s), std::move(reply_on));
+    }
+  }
   if (Status s = check_items_fit(
           batches, [&](std::size_t i) { return exact_bytes(Json(keys[i])); }, "key");
       !s.ok()) {

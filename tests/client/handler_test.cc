@@ -1149,6 +1149,24 @@ TEST(Handler, R6_1_StoresAcrossARestartWithoutTheRegionTableNeverServeAnotherKey
   EXPECT_GT(checked, 0u);
 }
 
+// SPEC R1.2: a key that is not UTF-8 is refused before any page is taken
+// (the wire would replace its invalid bytes, and two such keys would be one
+// key at the directory); the store after it stores as before.
+TEST(Handler, R1_2_AKeyThatIsNotUtf8IsRefusedBeforeAnyPageIsTaken) {
+  ClientRig rig;
+  rig.add_memory("mem");
+  Handler& h = rig.handler(rig.config());
+  auto refused = rig.store(h, {item("ok", "v"), item("a\xff", "w")});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kBadRequest);
+  EXPECT_NE(refused.status().message().find("not valid UTF-8"), std::string::npos);
+  EXPECT_EQ(h.stats().regions_allocated, 0u);
+  EXPECT_EQ(rig.store(h, {item("a\xc3\xa9", "v")})->stored, 1u);  // valid UTF-8 (é)
+  auto loaded = rig.load(h, {"a\xc3\xa9"});
+  ASSERT_EQ(loaded->values.size(), 1u);
+  EXPECT_EQ(text_of(loaded->values[0]), "v");
+}
+
 // SPEC R1.2 (every call answers): a store of no items answers at once, and
 // the next store is not held behind it.
 TEST(Handler, R1_2_AStoreOfNoItemsAnswers) {

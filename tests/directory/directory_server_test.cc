@@ -614,14 +614,41 @@ TEST(DirectoryServer, R1_1_ALookupIsCutSoThatItsReplyFitsAFrameToo) {
   EXPECT_EQ(probed->locations.size(), kKeys);
 
   // A key that is not UTF-8 in a call big enough to be measured key by key is
-  // sent as FramedConn sends it (replaced), not thrown on the caller's thread.
+  // refused before anything is sent (the wire would have replaced its bytes),
+  // never thrown on the caller's thread; the call erases nothing.
   std::vector<std::string> with_bad = keys;
   with_bad.push_back(std::string(40000, 'x') + "\xff\xfe");
   std::optional<Result<std::size_t>> erased;
   client.erase(with_bad, [&](auto r) { erased = std::move(r); });
-  auto deleted = wait(erased);
+  auto refused = wait(erased);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kBadRequest);
+  std::optional<Result<std::size_t>> erased_good;
+  client.erase(keys, [&](auto r) { erased_good = std::move(r); });
+  auto deleted = wait(erased_good);
   ASSERT_TRUE(deleted.ok()) << deleted.status().ToString();
   EXPECT_EQ(*deleted, kKeys);
+}
+
+// SPEC R1.2: two keys that are not UTF-8 and differ only in their invalid
+// bytes reached the directory as one key (FramedConn replaces invalid bytes
+// with U+FFFD), so the second store answered already_present and a reader of
+// it got the first key's bytes. The client refuses such keys and sends
+// nothing (review, session 28).
+TEST(DirectoryServer, R1_2_AKeyThatIsNotUtf8IsRefusedByTheClient) {
+  Rig rig;
+  DirectoryClient& client = *rig.client;
+  std::optional<Result<std::vector<bool>>> reg;
+  client.register_keys({{"a\xff", loc(0)}}, [&](auto r) { reg = std::move(r); });
+  auto refused = rig.wait(reg);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kBadRequest);
+  EXPECT_NE(refused.status().message().find("not valid UTF-8"), std::string::npos);
+  std::optional<Result<LookupReply>> look;
+  client.lookup({"a\xfe"}, [&](auto r) { look = std::move(r); });
+  EXPECT_EQ(rig.wait(look).status().code(), ErrorCode::kBadRequest);
+  EXPECT_EQ(client.calls(), 0u);
+  EXPECT_EQ(rig.server.directory().size(), 0u);
 }
 
 // A peer that accepts and then says nothing (a hung or stopped process) fails
