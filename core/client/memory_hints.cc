@@ -51,6 +51,7 @@ void MemoryHints::enqueue(Item item, bool is_end) {
   std::weak_ptr<bool> alive = alive_;
   strand_->post([this, alive, item = std::move(item), is_end]() mutable {
     if (alive.expired()) return;
+    if (is_end) return end_now(std::get<ReadHintEnd>(item).request);
     if (!is_end && queued_hints_ >= config_.max_queued_hints) {
       update_stats([](auto& s) { ++s.dropped; });  // SPEC R3.5
       return;
@@ -66,6 +67,34 @@ void MemoryHints::enqueue(Item item, bool is_end) {
   });
 }
 
+// The read hint or promote an item is, for its request's end; else null.
+const std::string* MemoryHints::request_of(const Item& item) {
+  if (const auto* h = std::get_if<ReadHintKeys>(&item)) return &h->request;
+  if (const auto* h = std::get_if<ReadHintRanges>(&item)) return &h->request;
+  if (const auto* h = std::get_if<ReadPromote>(&item)) return &h->request;
+  return nullptr;
+}
+
+// SPEC R3.8: the end goes when it comes, not behind other requests' hints (a
+// slow directory probe each could hold it for minutes, the request's bytes
+// accounted at the agent all that time). Its own hints and promotes still
+// queued are dropped: they would only open what it ends. One in flight ends
+// once its messages are out (they share the connection, so the end follows).
+void MemoryHints::end_now(const std::string& request) {
+  std::erase_if(queue_, [&](const std::pair<Item, bool>& queued) {
+    const std::string* r = request_of(queued.first);
+    if (r == nullptr || *r != request) return false;
+    --queued_hints_;
+    update_stats([](auto& s) { ++s.ended_before_sent; });
+    return true;
+  });
+  if (in_flight_ == request) {
+    end_in_flight_ = true;
+    return;
+  }
+  send_end(request);
+}
+
 void MemoryHints::pump() {
   if (busy_ || queue_.empty()) return;
   busy_ = true;
@@ -73,9 +102,15 @@ void MemoryHints::pump() {
   queue_.pop_front();
   if (!is_end) --queued_hints_;
   auto holder = std::make_shared<Item>(std::move(item));
+  const std::string* request = request_of(*holder);
+  in_flight_ = request != nullptr ? std::optional<std::string>(*request) : std::nullopt;
   std::weak_ptr<bool> alive = alive_;
   process(*holder, [this, alive, holder] {
     if (alive.expired()) return;
+    // Its end came while it was out: it goes now, after its messages.
+    if (end_in_flight_ && in_flight_) send_end(*in_flight_);
+    end_in_flight_ = false;
+    in_flight_.reset();
     // Later items go after this one's messages; a post keeps the stack flat.
     strand_->post([this, alive] {
       if (alive.expired()) return;
@@ -96,6 +131,8 @@ void MemoryHints::process(Item& item, Next next) {
         [this, alive, request = h->request,
          next = std::move(next)](Result<directory::ProbeReply> reply) {
           if (alive.expired()) return;
+          // Its end came during the probe: nothing to open.
+          if (end_in_flight_) return next();
           if (!reply.ok() || reply->locations.empty()) return next();
           auto locations =
               std::make_shared<std::vector<directory::Location>>(std::move(reply->locations));
@@ -127,10 +164,7 @@ void MemoryHints::process(Item& item, Next next) {
     if (open_.count(h->request)) return next();
     return send_read_hint(h->request, std::move(h->ranges), next);
   }
-  if (auto* h = std::get_if<ReadHintEnd>(&item)) {
-    send_end(h->request);
-    return next();
-  }
+  if (std::get_if<ReadHintEnd>(&item) != nullptr) return next();  // ends go at once (end_now)
   if (auto* h = std::get_if<WriteHint>(&item)) {
     return send_ranged("write_hint", "token", h->token, std::move(h->ranges),
                        [next](const std::set<std::string>&) { next(); });

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <variant>
@@ -34,11 +35,12 @@ struct MemoryHintsStats {
   std::uint64_t forced_ends = 0;          // requests ended because too many were open (R3.6)
   std::uint64_t probes = 0;               // directory probes with locations
   std::uint64_t skipped_unreachable = 0;  // agents skipped while in backoff
-  std::size_t max_queue_depth = 0;        // items, ends included
+  std::size_t max_queue_depth = 0;        // items waiting (ends go at once)
   std::size_t max_queued_hints = 0;       // droppable hints waiting at once (R3.5 bounds it)
   std::size_t open_requests = 0;
   std::size_t max_open_requests = 0;  // hinted requests open at once (R3.6 bounds it)
   std::size_t max_ranges_in_message = 0;
+  std::uint64_t ended_before_sent = 0;            // queued hints and promotes whose end came first
   std::map<std::string, std::uint64_t> messages;  // per action
 };
 
@@ -112,6 +114,9 @@ class MemoryHints {
 
   void enqueue(Item item, bool is_end);
   void pump();
+  // An end, sent at once (or after its request's hint now being sent).
+  void end_now(const std::string& request);
+  static const std::string* request_of(const Item& item);
   void process(Item& item, Next next);
   // The boot each agent's read hint goes under: the connection's, or the
   // locations' when none of that agent's locations is under it (R6.1).
@@ -160,7 +165,9 @@ class MemoryHints {
   directory::DirectoryClient& directory_;
   std::shared_ptr<runtime::StrandGate> reply_gate_;  // directory replies onto strand_
   std::deque<std::pair<Item, bool>> queue_;          // item, is an end
-  std::size_t queued_hints_ = 0;                     // droppable items in queue_
+  std::optional<std::string> in_flight_;  // the request of the read hint or promote being sent
+  bool end_in_flight_ = false;            // its end came meanwhile
+  std::size_t queued_hints_ = 0;          // droppable items in queue_
   bool busy_ = false;
   std::map<std::string, Peer> peers_;
   std::map<std::string, OpenRequest> open_;
