@@ -33,6 +33,14 @@ RangesByAgent stored_page(ClientRig& rig, Handler& h, const MemoryNode& mem,
   return ranges;
 }
 
+// A hinting handler with request `request` open at `mem` (one stored page hinted).
+Handler& open_hint(ClientRig& rig, const MemoryNode& mem, const std::string& request) {
+  Handler& h = rig.handler(hinting(rig));
+  h.hints().read_hint_ranges(request, stored_page(rig, h, mem));
+  rig.settle(h);
+  return h;
+}
+
 TEST(AgentHello, R1_4_ActionsKeptOnlyFromAWellFormedVersion1Extension) {
   Json ok = {{"boot", "b"},
              {"region_extension",
@@ -255,9 +263,7 @@ TEST(MemoryHints, R3_5_AtMost1024QueuedHintsAndEndsAreNeverDropped) {
 TEST(MemoryHints, R3_8_AnEndIsNotHeldBehindOtherRequestsHints) {
   ClientRig rig;
   auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
-  Handler& h = rig.handler(hinting(rig));
-  h.hints().read_hint_ranges("live", stored_page(rig, h, mem));
-  rig.settle(h);
+  Handler& h = open_hint(rig, mem, "live");
   ASSERT_EQ(mem.agent->metrics().open_hint_requests, 1u);
   rig.world.network().partition("dir");
   for (int i = 0; i < 20; ++i) h.hint_read("q" + std::to_string(i), {"k"});
@@ -444,9 +450,7 @@ TEST(MemoryHints, R3_3_APieceAfterAFailedPieceIsStillEnded) {
 TEST(MemoryHints, R6_6_NoEndOverAConnectionThatDropped) {
   ClientRig rig;
   auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
-  Handler& h = rig.handler(hinting(rig));
-  h.hints().read_hint_ranges("r", stored_page(rig, h, mem));
-  rig.settle(h);
+  Handler& h = open_hint(rig, mem, "r");
   ASSERT_EQ(h.hints().stats().open_requests, 1u);
   rig.world.network().drop_connections("mem");
   rig.world.run_for(10ms);
