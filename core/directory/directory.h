@@ -94,6 +94,11 @@ class Directory {
   // `boot` is stale_epoch.
   Result<std::size_t> boot_changed(const std::string& agent, const std::string& boot,
                                    const std::string& from = "");
+  // The agent's boot last reported new (boot_changed), or "" when none was.
+  std::string current_boot(const std::string& agent) const {
+    auto it = boots_.find(agent);
+    return it == boots_.end() ? std::string() : it->second.current;
+  }
   // Takes up to `max` locations of keys that left while their region and boot
   // lived (evicted, or deleted and no lease left), in those regions: nobody
   // reads them any more, so their owner may write them again. Each is given

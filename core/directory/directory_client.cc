@@ -298,11 +298,12 @@ struct DirectoryClient::Chain {
     if (!conn) return;  // the client is gone: nobody waits
     const auto [begin, end] = chain->batches[chain->next++];
     if (chain->next > 1) ++*chain->calls;
-    RpcConnection::LateReplyHandler late;
+    RpcConnection::LateReplyHandler release;
     if (chain->leases) {
-      // A lease whose reply came after the call timed out is nobody's: it is
-      // released now, not left to hold its keys from eviction until its TTL.
-      late = [weak = chain->conn, calls = chain->calls](const Json& reply) {
+      // A lease whose reply came after the call timed out, or in a reply
+      // refused as malformed, is nobody's: it is released now, not left to
+      // hold its keys from eviction until its TTL.
+      release = [weak = chain->conn, calls = chain->calls](const Json& reply) {
         const auto lease = protocol::u64_field(reply, "lease");
         auto conn = weak.lock();
         if (!conn || !lease || *lease == 0) return;
@@ -312,9 +313,10 @@ struct DirectoryClient::Chain {
     }
     conn->call(
         chain->request(keys_json(chain->keys, begin, end)),
-        [chain, wanted = end - begin](const Status& status, const Json& reply) {
+        [chain, wanted = end - begin, release](const Status& status, const Json& reply) {
           Result<bool> all_hit =
               status.ok() ? chain->take(reply, wanted, chain->out) : Result<bool>(status);
+          if (status.ok() && !all_hit.ok() && release) release(reply);
           if (!all_hit.ok() && chain->next == 1) {
             return deliver<Reply>(chain->reply_on, chain->done, all_hit.status());
           }
@@ -323,7 +325,7 @@ struct DirectoryClient::Chain {
           }
           deliver<Reply>(chain->reply_on, chain->done, std::move(chain->out));
         },
-        {}, std::move(late));
+        {}, release);
   }
 };
 

@@ -200,7 +200,16 @@ void DirectoryServer::on_message(std::uint64_t conn_id, const Json& message) {
   }
   directory_.expire_leases(rt_.clock().now());
   auto reply = handle_op(op, message);
-  if (!reply.ok()) return session.conn->send(protocol::error_reply(id, reply.status()));
+  if (!reply.ok()) {
+    Json error = protocol::error_reply(id, reply.status());
+    // PROTOCOL.md: a stale_epoch reply carries the current boot beside the error.
+    if (reply.status().code() == ErrorCode::kStaleEpoch && op == "boot_changed" &&
+        message.contains("agent") && message["agent"].is_string()) {
+      const std::string current = directory_.current_boot(message["agent"].get<std::string>());
+      if (!current.empty()) error["boot"] = current;
+    }
+    return session.conn->send(error);
+  }
   Json out = std::move(reply).value();
   if (!id.is_null()) out["id"] = id;
   out["ok"] = true;

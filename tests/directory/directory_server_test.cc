@@ -178,6 +178,22 @@ struct RawClient {
   }
 };
 
+// PROTOCOL.md: a stale_epoch reply carries the current boot beside the
+// error; the directory's, for a report of a boot it retired, had none
+// (review, session 28).
+TEST(DirectoryServer, R6_1_AStaleEpochReplyCarriesTheCurrentBoot) {
+  Rig rig;
+  RawClient raw(rig);
+  raw.hello();
+  auto changed = raw.ask(
+      {{"op", "boot_changed"}, {"id", 2}, {"agent", "mem:7000"}, {"boot", "b2"}, {"from", "b1"}});
+  ASSERT_TRUE(changed.value("ok", false)) << changed.dump();
+  auto stale = raw.ask({{"op", "boot_changed"}, {"id", 3}, {"agent", "mem:7000"}, {"boot", "b1"}});
+  EXPECT_EQ(stale["error"]["code"], "stale_epoch") << stale.dump();
+  EXPECT_EQ(stale.value("boot", ""), "b2") << stale.dump();
+  EXPECT_EQ(stale["id"], 3);
+}
+
 // Before hello the first frame may be at most 64 KiB: an unauthenticated peer
 // cannot make the directory parse 1 MiB of JSON. After it, the whole limit.
 TEST(DirectoryServer, R1_3_AFirstFrameLargerThanAHelloIsRefusedBeforeItIsRead) {
@@ -768,6 +784,12 @@ TEST(DirectoryServer, R1_2_AReplyWithMoreHitsThanKeysAskedFailsTheCall) {
       std::optional<Result<LookupReply>> look;
       client.lookup({"k"}, [&](auto r) { look = std::move(r); });
       status = rig.wait(look).status();
+      // Its lease is released, not held until its TTL (review, session 28).
+      rig.world.run_for(std::chrono::milliseconds(10));
+      ASSERT_EQ(server.frames.size(), 3u);
+      const Json release = Json::parse(server.frames[2]);
+      EXPECT_EQ(release["op"], "release");
+      EXPECT_EQ(release["lease"], 1);
     } else {
       std::optional<Result<ProbeReply>> probe;
       client.probe({"k"}, false, [&](auto r) { probe = std::move(r); });
