@@ -10,15 +10,26 @@ void SchedulerConnector::on_request_arrival(const std::string& request,
 
 void SchedulerConnector::on_async_load_found(const std::string& request,
                                              std::vector<std::string> keys) {
-  hint_once(request, std::move(keys));
+  hint_once(request, std::move(keys), /*load_found=*/true);
 }
 
-void SchedulerConnector::hint_once(const std::string& request, std::vector<std::string> keys) {
+void SchedulerConnector::hint_once(const std::string& request, std::vector<std::string> keys,
+                                   bool load_found) {
   if (!handler_.config().read_hints) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (requests_.count(request)) return;  // a request is hinted once
+  if (auto it = requests_.find(request); it != requests_.end()) {
+    // A request is hinted once. But a hint on arrival may have opened nothing
+    // (its keys were still being stored then): the load found now names them,
+    // so they are hinted again, unless its end went already; MemoryHints
+    // skips a request that is open (R3.8: when the load is first found).
+    if (!load_found || !it->second.on_arrival || it->second.ended) return;
+    it->second.on_arrival = false;
+    ++hints_;
+    handler_.hint_read(request, std::move(keys));
+    return;
+  }
   const std::uint64_t seq = ++seq_;
-  requests_[request] = {seq, false};
+  requests_[request] = {seq, false, !load_found};
   order_[seq] = request;
   ++hints_;
   handler_.hint_read(request, std::move(keys));

@@ -41,8 +41,12 @@ class SchedulerConnector {
   struct State {
     std::uint64_t seq = 0;
     bool ended = false;
+    bool on_arrival = false;  // hinted on arrival only: the load found may hint again
   };
-  void hint_once(const std::string& request, std::vector<std::string> keys);
+  // `load_found`: from on_async_load_found, which hints again a request
+  // whose arrival hint may have opened nothing.
+  void hint_once(const std::string& request, std::vector<std::string> keys,
+                 bool load_found = false);
   void end_once(State& state, const std::string& request);
 
   Handler& handler_;

@@ -91,6 +91,32 @@ TEST(SchedulerConnector, R3_8_HintOnArrivalWhenConfigured) {
   EXPECT_EQ(s.hints("r"), 1u);  // and not again
 }
 
+// SPEC R3.8 ("when it first finds its asynchronous load, or on arrival"): a
+// hint on arrival that opened nothing (the previous turn's keys were still
+// being stored) kept the load found later from hinting, so the load went
+// unhinted (review, session 28). It hints again; one that opened already is
+// not sent twice, and an ended request is not hinted again.
+TEST(SchedulerConnector, R3_8_AnArrivalHintThatOpenedNothingIsFollowedByTheLoadsHint) {
+  RoleRig s(/*on_arrival=*/true);
+  SchedulerConnector scheduler(*s.scheduler_handler);
+  scheduler.on_request_arrival("r", {"c"});  // "c" is not stored yet
+  EXPECT_EQ(s.hints("r"), 0u);
+  ASSERT_EQ(s.rig.store(*s.worker_handler, {item("c", "3")})->stored, 1u);
+  scheduler.on_async_load_found("r", {"c"});
+  EXPECT_EQ(s.hints("r"), 1u);
+  scheduler.on_async_load_found("r", {"c"});
+  EXPECT_EQ(s.hints("r"), 1u);
+  scheduler.on_finished_recving("r");
+  EXPECT_EQ(s.ends("r"), 1u);
+  // Ended on arrival's hint alone: the load found after gives no new hint.
+  scheduler.on_request_arrival("e", {"c"});
+  EXPECT_EQ(s.hints("e"), 1u);
+  scheduler.on_finished_recving("e");
+  scheduler.on_async_load_found("e", {"c"});
+  EXPECT_EQ(s.hints("e"), 1u);
+  EXPECT_EQ(s.ends("e"), 1u);
+}
+
 TEST(SchedulerConnector, R3_8_StateForAtMost65536RequestsOldestEnded) {
   static_assert(kMaxSchedulerRequests == 65536, "SPEC R3.8");
   RoleRig s;
