@@ -107,6 +107,10 @@ Result<std::vector<std::string>> keys_of(const Json& message) {
     if (!key.is_string() || key.get_ref<const std::string&>().empty()) {
       return Error(ErrorCode::kBadRequest, "keys must be non-empty strings");
     }
+    if (key.get_ref<const std::string&>().size() > kMaxKeyBytes) {
+      return Error(ErrorCode::kBadRequest,
+                   "a key is at most " + std::to_string(kMaxKeyBytes) + " bytes");
+    }
     out.push_back(key.get<std::string>());
   }
   return out;
@@ -263,6 +267,10 @@ Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& messa
       if (!e.is_object()) return Error(ErrorCode::kBadRequest, "an entry must be an object");
       auto key = string_field(e, "key");
       if (!key.ok()) return key.status();
+      if (key->size() > kMaxKeyBytes) {
+        return Error(ErrorCode::kBadRequest,
+                     "a key is at most " + std::to_string(kMaxKeyBytes) + " bytes");
+      }
       auto location = location_from_json(e.value("location", Json()));
       if (!location.ok()) return location.status();
       entries.emplace_back(std::move(key).value(), std::move(location).value());

@@ -15,6 +15,9 @@ using Json = nlohmann::json;
 // A location as JSON: clients' batching counts on 1 KiB per location in a
 // reply (directory_client.cc); this leaves room for the separators.
 inline constexpr std::size_t kMaxLocationJsonBytes = 1000;
+// A key's bytes: with max_keys (2^20) this bounds the directory's keys at
+// 1 GiB; a KV chunk key (model, rank, prefix hash) is a few hundred bytes.
+inline constexpr std::size_t kMaxKeyBytes = 1024;
 
 struct Location {
   std::string agent;  // agent control address "host:port"
