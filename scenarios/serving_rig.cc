@@ -203,11 +203,13 @@ Result<Json> load_profile_document(const std::string& profiles_dir, const std::s
     auto read = read_document_file(path);
     if (!read.ok() && read.status().code() == ErrorCode::kNotFound) {
       // The user named the directory, not this file: say which file it needs.
+      const bool shipped = embedded_file("profiles/" + name + ".json").has_value();
       return Error(ErrorCode::kNotFound,
                    origin + ": no such file; --profiles " + printable(profiles_dir, kWholePath) +
-                       " needs a profile named '" + printable(name, kWholePath) +
-                       "' (copy the shipped scenarios/profiles/" + printable(name, kWholePath) +
-                       ".json there)");
+                       " needs a profile named '" + printable(name, kWholePath) + "'" +
+                       (shipped ? " (copy the shipped scenarios/profiles/" +
+                                      printable(name, kWholePath) + ".json there)"
+                                : ""));
     }
     if (!read.ok()) {
       // Its message starts with the path (read_document_file).

@@ -265,11 +265,12 @@ void Handler::reserve_pages(std::size_t n, std::size_t agents_tried,
     }
     if (!rdma_unreachable_.empty()) {
       const auto& [agent, pause] = *rdma_unreachable_.begin();
-      return done(Error(ErrorCode::kUnavailable,
-                        "no agent could give a region; the RDMA endpoint of " + agent + " (" +
-                            pause.endpoint +
-                            ") could not be reached (is its agent's NIC up, and --rdma-endpoint "
-                            "right?): it is tried again after unreachable_backoff"));
+      return done(Error(
+          ErrorCode::kUnavailable,
+          "no agent could give a region; the RDMA endpoint of " + agent + " (" + pause.endpoint +
+              ") could not be reached (is the agent's RDMA NIC up (its --nic), and the "
+              "client's nic_endpoint right?): it is tried again after "
+              "unreachable_backoff"));
     }
     return done(Error(ErrorCode::kNoSpace, "no agent could give a region"));
   }
@@ -324,6 +325,12 @@ void Handler::store(std::vector<StoreItem> items, StoreDone done) {
       // Refused here, before pages are taken: the directory client refuses it
       // too (two such keys would be one on the wire), and a register refused
       // whole keeps its pages out of use.
+      if (item.key.size() > directory::kMaxKeyBytes) {
+        return job->done(Error(
+            ErrorCode::kBadRequest,
+            "a key is " + std::to_string(item.key.size()) + " bytes; the directory takes at most " +
+                std::to_string(directory::kMaxKeyBytes) + " (hash a longer one)"));
+      }
       if (!protocol::is_valid_utf8(item.key)) {
         return job->done(Error(ErrorCode::kBadRequest,
                                "a key is not valid UTF-8 (the directory speaks JSON); encode it, "

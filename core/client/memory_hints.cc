@@ -146,6 +146,7 @@ void MemoryHints::process(Item& item, Next next) {
               {agents.begin(), agents.end()}, [](const std::string&, Peer*) {},
               [this, alive, request, locations, next] {
                 if (alive.expired()) return;
+                if (end_in_flight_) return next();  // ended while the agents connected
                 auto epochs = hint_epochs(*locations);
                 RangesByAgent ranges;
                 for (const auto& l : *locations) {

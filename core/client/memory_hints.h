@@ -1,6 +1,7 @@
 // MemoryHints: the hint strand of one backend (SPEC R3.4-R3.6, R4.1, R4.5).
 // Hints wait in a bounded queue (R3.5: at most 1024, more are dropped and
-// counted; ends are never dropped) and are sent one after another on the hint
+// counted); ends are never dropped and go at once, not behind the queue
+// (R3.8). Hints are sent one after another on the hint
 // strand's own agent connections (apart from maps and waits, R4.6): read hints
 // probe the directory with locations for where the hits are, are grouped per
 // agent and split to <= 4096 ranges per message, and go only to agents whose

@@ -77,6 +77,8 @@ void QueuePairs::forget_if_broken(const std::string& agent, const runtime::Queue
   // reconnect failed too): the next use connects anew through get(), with the
   // current proof, and an endpoint that cannot be reached is backed off from.
   // A gone registration (remote access, the flushed ops after it) keeps the QP.
+  // A post whose ops were all flushed by another post's failure drops a
+  // healthy QP too: it costs one connect, and starts no backoff.
   const bool refused = std::any_of(statuses.begin(), statuses.end(), [](const Status& s) {
     return s.code() == ErrorCode::kUnauthenticated;
   });

@@ -1,8 +1,10 @@
 // The engine's scheduler role (SPEC R3.8): hints a request when its
 // asynchronous load is first found (or on arrival with read_hint_on_arrival),
 // ends the hint when the engine reports the load done (finished_recving), with
-// request-finished as the fallback; a hint is sent and ended once. Only the
-// scheduler sends read hints, so loads are not hinted twice. Hint state is kept
+// request-finished as the fallback; a hint is ended once. A request is hinted
+// once, except that the load found after a hint on arrival hints again (that
+// one may have opened nothing; the agent's copy is skipped if it is open).
+// Only the scheduler sends read hints, so loads are not hinted twice. Hint state is kept
 // for at most 65536 requests; the oldest is ended past that. Engine events are
 // methods; thread-safe (one mutex: the engine may call from several threads).
 #pragma once

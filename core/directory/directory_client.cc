@@ -122,8 +122,8 @@ Status check_text(const std::string& text, const std::string& what, std::size_t 
   if (!protocol::is_valid_utf8(text)) {
     return Error(ErrorCode::kBadRequest,
                  what + " " + std::to_string(index) +
-                     " is not valid UTF-8: the directory's JSON would replace its bytes, and two "
-                     "such keys would become one; encode it (e.g. hex) first");
+                     " is not valid UTF-8: the directory's JSON would replace its bytes (two "
+                     "such keys would become one); encode it (e.g. hex) first");
   }
   return {};
 }

@@ -204,9 +204,9 @@ ExtensionFactory RecordingExtension::Factory() {
     // A log it cannot write would drop every line without a word: refuse it now.
     if (parsed->log) {
       if (Status s = context.runtime->file_system().append_file(*parsed->log, ""); !s.ok()) {
-        return Error(ErrorCode::kBadRequest,
-                     "recording: log: cannot append to " + *parsed->log + ": " + s.message() +
-                         "; give a writable file in a directory that exists");
+        return Error(
+            ErrorCode::kBadRequest,
+            "recording: log: " + s.message() + "; give a writable file in a directory that exists");
       }
     }
     return std::unique_ptr<RegionExtension>(

@@ -1152,7 +1152,7 @@ TEST(Handler, R6_1_StoresAcrossARestartWithoutTheRegionTableNeverServeAnotherKey
 // SPEC R1.2: a key that is not UTF-8 is refused before any page is taken
 // (the wire would replace its invalid bytes, and two such keys would be one
 // key at the directory); the store after it stores as before.
-TEST(Handler, R1_2_AKeyThatIsNotUtf8IsRefusedBeforeAnyPageIsTaken) {
+TEST(Handler, R1_2_AKeyTheDirectoryCannotTakeIsRefusedBeforeAnyPageIsTaken) {
   ClientRig rig;
   rig.add_memory("mem");
   Handler& h = rig.handler(rig.config());
@@ -1160,6 +1160,12 @@ TEST(Handler, R1_2_AKeyThatIsNotUtf8IsRefusedBeforeAnyPageIsTaken) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), ErrorCode::kBadRequest);
   EXPECT_NE(refused.status().message().find("not valid UTF-8"), std::string::npos);
+  EXPECT_EQ(h.stats().regions_allocated, 0u);
+  // So is a key longer than the directory takes.
+  auto too_long = rig.store(h, {item(std::string(directory::kMaxKeyBytes + 1, 'k'), "w")});
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_EQ(too_long.status().code(), ErrorCode::kBadRequest);
+  EXPECT_NE(too_long.status().message().find("hash a longer one"), std::string::npos);
   EXPECT_EQ(h.stats().regions_allocated, 0u);
   EXPECT_EQ(rig.store(h, {item("a\xc3\xa9", "v")})->stored, 1u);  // valid UTF-8 (é)
   auto loaded = rig.load(h, {"a\xc3\xa9"});

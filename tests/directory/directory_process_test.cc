@@ -77,6 +77,8 @@ TEST(DirectoryProcess, R1_1_HelpNamesTheFlags) {
   for (const char* flag : {"--listen", "--auth-secret-file", "--auth", "--max-keys"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
+  // One address, shown as one: not CLI11's "TEXT ..." of a repeatable flag.
+  EXPECT_NE(help.find("--listen HOST:PORT REQUIRED"), std::string::npos) << help;
 }
 
 struct Outcome {
