@@ -421,24 +421,30 @@ void MemoryHints::send(Peer& peer, const std::string& agent, Json message,
   std::weak_ptr<bool> alive = alive_;
   // Fire and forget: a reply matters when it names a newer boot, or when the
   // sender asked to hear of a failure (a read_hint's open slot).
-  peer.conn->call(std::move(message),
-                  [this, alive, agent, asks_boot, epoch, failed = std::move(failed),
-                   known = peer.hello.boot](const Status& status, const Json& reply) {
-                    if (alive.expired()) return;
-                    if (failed && !status.ok()) failed(status);
-                    std::string boot;
-                    if (status.code() == ErrorCode::kStaleEpoch) {
-                      boot = protocol::string_field(reply, "boot").value_or("");
-                    } else if (status.ok() && asks_boot) {
-                      boot = epoch;
-                    }
-                    Peer& p = peers_[agent];
-                    // Newer news came in meanwhile (a later reply, or the map path): keep it.
-                    if (boot.empty() || p.hello.boot != known || p.past_boots.count(boot)) {
-                      return;
-                    }
-                    observe_boot_here(agent, boot);
-                  });
+  peer.conn->call(
+      std::move(message), [this, alive, agent, asks_boot, epoch, failed = std::move(failed),
+                           known = peer.hello.boot](const Status& status, const Json& reply) {
+        if (alive.expired()) return;
+        if (failed && !status.ok()) failed(status);
+        std::string boot;
+        if (status.code() == ErrorCode::kStaleEpoch) {
+          boot = protocol::string_field(reply, "boot").value_or("");
+        } else if (status.ok() && asks_boot) {
+          boot = epoch;
+        }
+        Peer& p = peers_[agent];
+        // A refused epoch is a boot the agent left, which never comes back
+        // (R6.4): its locations are not hinted again. One this connection
+        // never held (left before it connected) was asked for every hint.
+        if (status.code() == ErrorCode::kStaleEpoch && epoch != boot && epoch != p.hello.boot) {
+          p.past_boots.insert(epoch);
+        }
+        // Newer news came in meanwhile (a later reply, or the map path): keep it.
+        if (boot.empty() || p.hello.boot != known || p.past_boots.count(boot)) {
+          return;
+        }
+        observe_boot_here(agent, boot);
+      });
 }
 
 void MemoryHints::observe_boot(const std::string& agent, const std::string& from,

@@ -253,6 +253,30 @@ TEST(MemoryHints, R3_5_AtMost1024QueuedHintsAndEndsAreNeverDropped) {
   EXPECT_EQ(stats.open_requests, 0u);
 }
 
+// R6.4: a location under a boot the agent left before this hint connection
+// connected was hinted under that boot, refused (stale_epoch), and hinted
+// again for every request naming it. The refused boot is now known as left,
+// and later hints of those keys send nothing (review, session 28).
+TEST(MemoryHints, R6_4_ABootRefusedOnceIsNotHintedAgain) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
+  Handler& h = open_hint(rig, mem, "warm");  // the hint connection knows mem's boot
+  std::optional<Result<std::vector<bool>>> reg;
+  h.directory().register_keys({{"old-key", {mem.key(), "a-boot-left-long-ago", 1, "rh", 0, 4096}}},
+                              [&](auto r) { reg = std::move(r); });
+  ASSERT_TRUE(rig.wait(reg).ok());
+  const auto sent = [&] { return h.hints().stats().messages["read_hint"]; };
+  const auto before = sent();
+  h.hint_read("first", {"old-key"});
+  rig.settle(h);
+  EXPECT_EQ(sent(), before + 1);  // asked once, refused
+  h.hint_read("second", {"old-key"});
+  h.hint_read("third", {"old-key"});
+  rig.settle(h);
+  EXPECT_EQ(sent(), before + 1);
+  EXPECT_EQ(mem.agent->metrics().open_hint_requests, 1u);  // "warm" only
+}
+
 // SPEC R3.8: an end waited behind every queued hint, and a hint whose
 // directory probe cannot be answered takes a reply timeout: with the
 // directory partitioned, a finished request stayed open at the agent for
