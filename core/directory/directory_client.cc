@@ -108,24 +108,26 @@ void deliver(const std::shared_ptr<runtime::StrandGate>& reply_on,
 
 namespace {
 
-// A key longer than the directory takes; or a string the wire would carry
-// with U+FFFD in place of its invalid bytes: two keys that differ only there
-// would be one key at the directory, and a reader of one would get the
-// other's bytes.
-Status check_text(const std::string& text, const std::string& what, std::size_t index) {
-  if (what == "key" && text.size() > kMaxKeyBytes) {
+// A string the wire would carry with U+FFFD in place of its invalid bytes:
+// two keys that differ only there would be one key at the directory, and a
+// reader of one would get the other's bytes.
+Status check_utf8(const std::string& text, const std::string& what, std::size_t index) {
+  if (protocol::is_valid_utf8(text)) return {};
+  return Error(ErrorCode::kBadRequest,
+               what + " " + std::to_string(index) +
+                   " is not valid UTF-8: the directory's JSON would replace its bytes (two "
+                   "such keys would become one); encode it (e.g. hex) first");
+}
+
+// A key the directory takes: at most kMaxKeyBytes, valid UTF-8.
+Status check_key(const std::string& key, std::size_t index) {
+  if (key.size() > kMaxKeyBytes) {
     return Error(ErrorCode::kBadRequest, "key " + std::to_string(index) + " is " +
-                                             std::to_string(text.size()) +
+                                             std::to_string(key.size()) +
                                              " bytes; the directory takes keys of at most " +
                                              std::to_string(kMaxKeyBytes) + " (hash a longer one)");
   }
-  if (!protocol::is_valid_utf8(text)) {
-    return Error(ErrorCode::kBadRequest,
-                 what + " " + std::to_string(index) +
-                     " is not valid UTF-8: the directory's JSON would replace its bytes (two "
-                     "such keys would become one); encode it (e.g. hex) first");
-  }
-  return {};
+  return check_utf8(key, "key", index);
 }
 
 }  // namespace
@@ -214,11 +216,11 @@ void DirectoryClient::register_keys_answered(
       [&](std::size_t i) { return exact_bytes(entry_json(i)); });
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const auto& [key, l] = entries[i];
-    if (Status s = check_text(key, "key", i); !s.ok()) {
+    if (Status s = check_key(key, i); !s.ok()) {
       return fail_later(std::move(done), std::move(s), std::move(reply_on));
     }
     for (const std::string* text : {&l.agent, &l.boot, &l.read_handle}) {
-      if (Status s = check_text(*text, "entry", i); !s.ok()) {
+      if (Status s = check_utf8(*text, "entry", i); !s.ok()) {
         return fail_later(std::move(done), std::move(s), std::move(reply_on));
       }
     }
@@ -345,7 +347,7 @@ void DirectoryClient::start_chain(std::shared_ptr<Chain<Reply>> chain) {
   chain->calls = calls_;
   chain->batches = key_batches(chain->keys, chain->with_locations);
   for (std::size_t i = 0; i < chain->keys.size(); ++i) {
-    if (Status s = check_text(chain->keys[i], "key", i); !s.ok()) {
+    if (Status s = check_key(chain->keys[i], i); !s.ok()) {
       return fail_later(std::move(chain->done), std::move(s), std::move(chain->reply_on));
     }
   }
@@ -444,7 +446,7 @@ void DirectoryClient::erase(const std::vector<std::string>& keys, Done<std::size
                             std::shared_ptr<runtime::StrandGate> reply_on) {
   const Batches batches = key_batches(keys, /*answered_with_locations=*/false);
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (Status s = check_text(keys[i], "key", i); !s.ok()) {
+    if (Status s = check_key(keys[i], i); !s.ok()) {
       return fail_later(std::move(done), std::move(s), std::move(reply_on));
     }
   }
