@@ -4,8 +4,6 @@
 #include <optional>
 #include <set>
 
-#include "core/protocol/utf8.h"
-
 namespace rcxl::client {
 
 struct Handler::StoreJob {
@@ -322,20 +320,11 @@ void Handler::store(std::vector<StoreItem> items, StoreDone done) {
         return job->done(
             Error(ErrorCode::kBadRequest, "every item needs a key and 1..chunk_size_bytes bytes"));
       }
-      // Refused here, before pages are taken: the directory client refuses it
-      // too (two such keys would be one on the wire), and a register refused
-      // whole keeps its pages out of use.
-      if (item.key.size() > directory::kMaxKeyBytes) {
-        return job->done(Error(
-            ErrorCode::kBadRequest,
-            "a key is " + std::to_string(item.key.size()) + " bytes; the directory takes at most " +
-                std::to_string(directory::kMaxKeyBytes) + " (hash a longer one)"));
-      }
-      if (!protocol::is_valid_utf8(item.key)) {
-        return job->done(Error(ErrorCode::kBadRequest,
-                               "a key is not valid UTF-8 (the directory speaks JSON); encode it, "
-                               "e.g. as hex, first"));
-      }
+    }
+    // Refused here, before pages are taken: the directory client refuses such
+    // a key too, and a register refused whole keeps its pages out of use.
+    for (std::size_t i = 0; i < job->items.size(); ++i) {
+      if (Status s = directory::check_key(job->items[i].key, i); !s.ok()) return job->done(s);
     }
     // Nothing to write: answered here, or no agent's step would ever answer it.
     if (job->items.empty()) return job->done(StoreResult{});

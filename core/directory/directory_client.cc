@@ -119,7 +119,8 @@ Status check_utf8(const std::string& text, const std::string& what, std::size_t 
                    "such keys would become one); encode it (e.g. hex) first");
 }
 
-// A key the directory takes: at most kMaxKeyBytes, valid UTF-8.
+}  // namespace
+
 Status check_key(const std::string& key, std::size_t index) {
   if (key.size() > kMaxKeyBytes) {
     return Error(ErrorCode::kBadRequest, "key " + std::to_string(index) + " is " +
@@ -129,8 +130,6 @@ Status check_key(const std::string& key, std::size_t index) {
   }
   return check_utf8(key, "key", index);
 }
-
-}  // namespace
 
 Status DirectoryClient::check_items_fit(const Batches& batches,
                                         const std::function<std::size_t(std::size_t)>& exact,

@@ -43,6 +43,11 @@ struct ProbeReply {
   std::vector<Location> locations;  // filled only when asked with_locations
 };
 
+// A key the directory takes: at most kMaxKeyBytes and valid UTF-8 (the wire
+// replaces invalid bytes, so two such keys would be one); kBadRequest naming
+// key `index` and the fix otherwise. Callers that take pages check it first.
+Status check_key(const std::string& key, std::size_t index = 0);
+
 class DirectoryClient {
  public:
   template <typename T>
