@@ -76,7 +76,7 @@ typedef struct rcxl_region_extension_api_v1 {
                          size_t error_size);
   int (*mapped)(void* self, const rcxl_region_info* region, int fresh, char* error,
                 size_t error_size);
-  /* 1 = may go back to the pool, 0 = not yet. */
+  /* 1 = may go back to the pool, 0 (or any other value, e.g. -1) = not yet. */
   int (*retire)(void* self, const rcxl_region_info* region);
   int (*hint)(void* self, const rcxl_hint* hint, char* error, size_t error_size);
   void (*close)(void* self);

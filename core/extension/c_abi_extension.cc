@@ -59,7 +59,8 @@ class CAbiExtension final : public RegionExtension {
   }
   bool retire(const RegionInfo& region) override {
     const auto info = to_c(region);
-    return api_->retire(self_, &info) != 0;
+    // SPEC R2.2: only an explicit 1 gives the region back; an error code (-1) is "not yet".
+    return api_->retire(self_, &info) == 1;
   }
   Status hint(const Hint& hint) override {
     ErrorBuffer error{};

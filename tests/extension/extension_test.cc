@@ -134,6 +134,20 @@ TEST(RecordingExtension, R2_5_ConfigKeysDriveTheAnswers) {
   }
 }
 
+// A plugin table with every required hook but `create` (which gives the test's state).
+rcxl_region_extension_api_v1 table_with_required_hooks() {
+  rcxl_region_extension_api_v1 table{};
+  table.abi_version = RCXL_REGION_EXTENSION_ABI_VERSION;
+  table.struct_size = sizeof table;
+  table.destroy = [](void*) {};
+  table.validate_access = [](void*, const rcxl_region_info*, char*, size_t) { return 0; };
+  table.mapped = [](void*, const rcxl_region_info*, int, char*, size_t) { return 0; };
+  table.retire = [](void*, const rcxl_region_info*) { return 1; };
+  table.hint = [](void*, const rcxl_hint*, char*, size_t) { return 0; };
+  table.close = [](void*) {};
+  return table;
+}
+
 TEST(CAbiExtension, R2_1_TablesWithAWrongVersionOrMissingHooksAreRefused) {
   rcxl_region_extension_api_v1 table{};
   table.abi_version = 2;
@@ -151,16 +165,9 @@ TEST(CAbiExtension, R2_1_TablesWithAWrongVersionOrMissingHooksAreRefused) {
 // became the defaults (SPEC R2.1: a plugin that cannot load is refused).
 int destroyed_plugins = 0;
 TEST(CAbiExtension, R2_1_AListedWriteWaitWithoutItsHookOrAMalformedListIsRefused) {
-  rcxl_region_extension_api_v1 table{};
-  table.abi_version = RCXL_REGION_EXTENSION_ABI_VERSION;
-  table.struct_size = sizeof table;
+  auto table = table_with_required_hooks();
   table.create = [](const char*, char*, size_t) -> void* { return &destroyed_plugins; };
   table.destroy = [](void*) { ++destroyed_plugins; };
-  table.validate_access = [](void*, const rcxl_region_info*, char*, size_t) { return 0; };
-  table.mapped = [](void*, const rcxl_region_info*, int, char*, size_t) { return 0; };
-  table.retire = [](void*, const rcxl_region_info*) { return 1; };
-  table.hint = [](void*, const rcxl_hint*, char*, size_t) { return 0; };
-  table.close = [](void*) {};
   table.hint_actions = [](void*) { return R"(["read_hint", "write_wait"])"; };
   auto no_hook = wrap_c_extension(&table, Json::object());
   ASSERT_FALSE(no_hook.ok());
@@ -197,16 +204,8 @@ LaterWait later_wait;
 // (a plugin that checks readiness later reads it then). It was the caller's
 // stack and a local vector, gone when write_wait returned.
 TEST(CAbiExtension, R2_2_AWriteWaitsArgumentsLiveUntilItsAnswer) {
-  rcxl_region_extension_api_v1 table{};
-  table.abi_version = RCXL_REGION_EXTENSION_ABI_VERSION;
-  table.struct_size = sizeof table;
+  auto table = table_with_required_hooks();
   table.create = [](const char*, char*, size_t) -> void* { return &later_wait; };
-  table.destroy = [](void*) {};
-  table.validate_access = [](void*, const rcxl_region_info*, char*, size_t) { return 0; };
-  table.mapped = [](void*, const rcxl_region_info*, int, char*, size_t) { return 0; };
-  table.retire = [](void*, const rcxl_region_info*) { return 1; };
-  table.hint = [](void*, const rcxl_hint*, char*, size_t) { return 0; };
-  table.close = [](void*) {};
   table.hint_actions = [](void*) { return R"(["write_wait"])"; };
   table.write_wait = [](void*, const rcxl_write_wait* wait, rcxl_write_wait_done done,
                         void* context) {
@@ -239,6 +238,25 @@ TEST(CAbiExtension, R2_2_AWriteWaitsArgumentsLiveUntilItsAnswer) {
                                    {"timeout_ms", 50},
                                    {"first", {8, 4096, 8192, 12288}},
                                    {"second", {9, 65536}}}));
+  (*wrapped)->close();
+}
+
+// c_abi.h: retire's 1 gives the region back, 0 keeps it. A plugin that answers
+// an error code (-1: "failed, still pinned") had its region freed while it
+// still pinned it, since any non-zero was taken as yes (SPEC R2.2).
+int retire_answer = 0;
+TEST(CAbiExtension, R2_2_ARetireThatAnswersAnErrorCodeKeepsTheRegion) {
+  auto table = table_with_required_hooks();
+  table.create = [](const char*, char*, size_t) -> void* { return &retire_answer; };
+  table.retire = [](void* self, const rcxl_region_info*) { return *static_cast<int*>(self); };
+  auto wrapped = wrap_c_extension(&table, Json::object());
+  ASSERT_TRUE(wrapped.ok()) << wrapped.status().ToString();
+  for (int answer : {0, -1, 2, -22}) {
+    retire_answer = answer;
+    EXPECT_FALSE((*wrapped)->retire({5, 0, 4096})) << "retire answered " << answer;
+  }
+  retire_answer = 1;
+  EXPECT_TRUE((*wrapped)->retire({5, 0, 4096}));
   (*wrapped)->close();
 }
 
