@@ -257,7 +257,10 @@ Instant CxlSsdDevice::fill_page(Page page, Instant start) {
 Instant CxlSsdDevice::fill_contents(Page page, Instant start) {
   PageTable::Flags& f = table_.flags_mut(page);
   const bool zeros = f & PageTable::kTrimmed;
-  const Instant in = zeros ? start : flash_.read_page(page, start);
+  // The contents land in the frame the write hint took, not before it is free
+  // (its victim's write-back may still be waiting for the program rate).
+  const Instant frame(table_.ready_at(page));
+  const Instant in = std::max(zeros ? start : flash_.read_page(page, start), frame);
   ++(zeros ? counters_.zero_fills : counters_.fills);
   f &= static_cast<PageTable::Flags>(~PageTable::kNoContents);  // not dirty: the mark only
   table_.set_ready_at(page, in.count());

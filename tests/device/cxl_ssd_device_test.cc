@@ -776,6 +776,31 @@ TEST(CxlSsdDevice, R4_1_AReadOfAWriteHintsFrameBeforeItsWriteReadsFlashFirst) {
   EXPECT_EQ(d.frames_without_contents(), 0u);
 }
 
+// A write hint's frame is free only once its dirty victim is written back (at
+// the program rate). Filling its contents for a partial WRITE or a READ set
+// the page ready at the flash read's end, before the frame existed.
+TEST(CxlSsdDevice, R4_1_AWriteHintsFrameFilledLaterIsNotReadyBeforeItIsFree) {
+  sim::EventLoop loop;
+  auto params = small_params();  // 4 frames, 8 dies
+  params.flash_program = 10ms;
+  CxlSsdDevice d(loop, params);
+  for (std::uint64_t p = 0; p < 64; ++p) {
+    (void)d.access_ready(p * kPage, kPage, true, Instant{0});
+    d.accessed(p * kPage, kPage, true, Instant{0});
+  }
+  for (const std::uint64_t page : {100, 101}) {
+    const PoolRange r{page * kPage, kPage};
+    ASSERT_TRUE(d.prepare_write(7, std::span(&r, 1)).ok());
+    ASSERT_TRUE(d.page_state(page * kPage).no_contents);
+  }
+  const Instant frame_free = d.page_state(100 * kPage).ready_at;
+  ASSERT_GT(frame_free, Instant(1ms));  // behind the die's earlier programs
+  EXPECT_GE(d.access_ready(100 * kPage + 8, 16, true, Instant{0}), frame_free);
+  EXPECT_GE(d.page_state(100 * kPage).ready_at, frame_free);
+  const Instant read_frame_free = d.page_state(101 * kPage).ready_at;
+  EXPECT_GE(d.access_ready(101 * kPage, 100, false, Instant{0}), read_frame_free);
+}
+
 // Written whole, the frame holds the page: no flash read, and a READ after it hits.
 // Written in part, the rest of the page must come from flash first.
 TEST(CxlSsdDevice, R4_1_AWriteHintsFrameWrittenWholeNeedsNoFillWrittenInPartDoes) {
