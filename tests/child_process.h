@@ -2,6 +2,7 @@
 // the process-level tests of rcxl-agent, rcxl-directory and rcxl-kv share it.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -21,13 +22,17 @@ class ChildProcess {
   static ChildProcess Start(const std::vector<std::string>& args) {
     int out_pipe[2];
     int err_pipe[2];
-    EXPECT_EQ(pipe(out_pipe), 0);
-    EXPECT_EQ(pipe(err_pipe), 0);
+    // Close-on-exec: the child keeps only its ends (dup2 clears the flag), so a
+    // pipe whose reader this process closes has none left.
+    EXPECT_EQ(pipe2(out_pipe, O_CLOEXEC), 0);
+    EXPECT_EQ(pipe2(err_pipe, O_CLOEXEC), 0);
     ChildProcess c;
     c.pid = fork();
     if (c.pid == 0) {
       dup2(out_pipe[1], 1);
       dup2(err_pipe[1], 2);
+      // As a shell starts it: the test process may ignore SIGPIPE, and exec keeps that.
+      signal(SIGPIPE, SIG_DFL);
       std::vector<char*> argv;
       for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);

@@ -362,6 +362,8 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A log reader that goes away (a closed pipe) must not end the service.
+  std::signal(SIGPIPE, SIG_IGN);
 
   // Before the pool: a second agent on this state file must not touch its pool either.
   std::optional<rcxl::apps::agent::StateFileLock> state_lock;

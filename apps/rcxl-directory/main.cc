@@ -149,6 +149,8 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A log reader that goes away (a closed pipe) must not end the service.
+  std::signal(SIGPIPE, SIG_IGN);
 
   rcxl::verbs::ThreadRuntime rt(rcxl::verbs::ThreadRuntime::Options{*level});
   auto strand = rt.make_strand("directory");

@@ -22,6 +22,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "apps/cli_checks.h"
@@ -140,6 +141,28 @@ TEST(AgentProcess, R7_ServesTheProtocolOverTcpAndExitsCleanlyOnSigterm) {
                           {"ranges", Json::array({{region, 0, 4096}})}}));
   EXPECT_EQ(log.back(), (Json{{"hook", "close"}}));
   fs::remove_all(dir);
+}
+
+// An agent whose output nobody reads any more (`| head`, a log collector
+// restarting) died of SIGPIPE at its next write, losing an anon pool's regions.
+TEST(AgentProcess, R7_AClosedOutputPipeDoesNotEndTheAgent) {
+  Child agent = Child::Start({RCXL_AGENT_BINARY, "--listen", "127.0.0.1:0", "--auth", "none",
+                              "--memory", "anon:1M", "--nic", "none", "--boot-id", "pipe-boot"});
+  const std::string line = agent.read_line();
+  const auto colon = line.find("127.0.0.1:");
+  ASSERT_NE(colon, std::string::npos) << line << agent.read_all_err();
+  const int port = std::atoi(line.c_str() + colon + 10);
+  close(std::exchange(agent.out, -1));
+  close(std::exchange(agent.err, -1));
+  kill(agent.pid, SIGUSR1);  // metrics, to the closed stderr
+  ASSERT_EQ(agent.wait_exit(std::chrono::milliseconds(300)), -1) << "the agent exited";
+  Wire wire(port);
+  ASSERT_TRUE(wire.connected());
+  ASSERT_EQ(wire.next()["op"], "greeting");
+  Json hello = wire.call({{"op", "hello"}, {"id", 1}, {"version", 1}, {"auth", ""}});
+  EXPECT_EQ(hello["ok"], true) << hello.dump();
+  kill(agent.pid, SIGTERM);
+  EXPECT_EQ(agent.wait_exit(std::chrono::seconds(5)), 0);
 }
 
 TEST(AgentProcess, R2_1_AnExtensionThatCannotBeLoadedExitsNonZeroNamingIt) {

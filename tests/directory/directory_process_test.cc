@@ -18,6 +18,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/protocol/auth.h"
@@ -68,6 +69,18 @@ std::unique_ptr<Wire> hello_with_no_auth(Child& d) {
     return nullptr;
   }
   return wire;
+}
+
+// The hello answer over `wire` to a directory whose secret is `secret` (null
+// without a greeting).
+Json hello_with_secret(Wire& wire, const std::string& secret) {
+  Json greeting = wire.next();
+  if (greeting["op"] != "greeting") return nullptr;
+  return wire.call({{"op", "hello"},
+                    {"id", 1},
+                    {"version", 1},
+                    {"auth", rcxl::protocol::hmac_sha256_hex(
+                                 secret, greeting["challenge"].get<std::string>())}});
 }
 
 TEST(DirectoryProcess, R1_1_HelpNamesTheFlags) {
@@ -201,18 +214,43 @@ TEST(DirectoryProcess, R1_1_ServesTheOpsOverTcpAndExitsOnSigterm) {
   ASSERT_NE(at, std::string::npos) << line;
   Wire wire(std::atoi(line.c_str() + at + 10));
   ASSERT_TRUE(wire.connected());
-  Json greeting = wire.next();
-  ASSERT_EQ(greeting["op"], "greeting");
-  Json hello = wire.call({{"op", "hello"},
-                          {"id", 1},
-                          {"version", 1},
-                          {"auth", rcxl::protocol::hmac_sha256_hex(
-                                       "dir-secret", greeting["challenge"].get<std::string>())}});
+  Json hello = hello_with_secret(wire, "dir-secret");
   ASSERT_EQ(hello["ok"], true) << hello.dump();
   Json look = register_and_look_up(wire);
   ASSERT_EQ(look["locations"].size(), 1u) << look.dump();
   Json rel = wire.call({{"op", "release"}, {"id", 4}, {"lease", look["lease"]}});
   EXPECT_EQ(rel["ok"], true);
+  kill(d.pid, SIGTERM);
+  EXPECT_EQ(d.wait_exit(std::chrono::seconds(5)), 0);
+  fs::remove_all(dir);
+}
+
+// A directory whose output nobody reads any more (`| head`, a log collector
+// restarting) died of SIGPIPE at its next log line: here a failed hello's.
+TEST(DirectoryProcess, R1_1_AClosedOutputPipeDoesNotEndTheDirectory) {
+  char tmpl[] = "/tmp/rcxl-directory-test-XXXXXX";
+  const fs::path dir(mkdtemp(tmpl));
+  std::ofstream(dir / "secret") << "dir-secret\n";
+  Child d = Child::Start({RCXL_DIRECTORY_BINARY, "--listen", "127.0.0.1:0", "--auth-secret-file",
+                          (dir / "secret").string()});
+  const std::string line = d.read_line();
+  const auto at = line.find("127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << line;
+  const int port = std::atoi(line.c_str() + at + 10);
+  close(std::exchange(d.out, -1));
+  close(std::exchange(d.err, -1));
+  {
+    Wire wrong(port);
+    ASSERT_TRUE(wrong.connected());
+    ASSERT_EQ(wrong.next()["op"], "greeting");
+    Json hello = wrong.call({{"op", "hello"}, {"id", 1}, {"version", 1}, {"auth", "00"}});
+    EXPECT_EQ(hello["error"]["code"], "auth_failed") << hello.dump();
+  }
+  Wire wire(port);
+  ASSERT_TRUE(wire.connected()) << "the directory is gone: exit "
+                                << d.wait_exit(std::chrono::seconds(1));
+  Json hello = hello_with_secret(wire, "dir-secret");
+  EXPECT_EQ(hello["ok"], true) << hello.dump();
   kill(d.pid, SIGTERM);
   EXPECT_EQ(d.wait_exit(std::chrono::seconds(5)), 0);
   fs::remove_all(dir);
