@@ -214,8 +214,21 @@ Result<DeviceProfile> load_device_profile(const json& profile) {
   };
   if (auto s = read_section(profile, "control_link", control_link_fields); !s.ok()) return s;
   // Relations between fields.
-  if ((d.page_bytes & (d.page_bytes - 1)) != 0)
-    return bad("/device/page_bytes", "must be a power of two");
+  // Regions are aligned, trimmed and dropped by the host page (DESIGN.md): a
+  // larger device page left a fresh region's old bytes, a smaller one trimmed nothing.
+  if (d.page_bytes != 4096) {
+    return bad("/device/page_bytes",
+               "must be 4096, the host page regions are aligned and trimmed by");
+  }
+  // The pump commits a fill only if its frame is free within the horizon: one
+  // shorter than a dirty victim's page transfer never starts a hinted fill.
+  const double transfer_ns = std::ceil(d.page_bytes * 1e9 / d.channel_bytes_per_second);
+  if (static_cast<double>(d.prefetch_horizon.count()) < transfer_ns) {
+    return bad("/device/prefetch_horizon_ns",
+               "must be at least one page's transfer on a channel (page_bytes / "
+               "channel_bytes_per_second = " +
+                   std::to_string(static_cast<std::uint64_t>(transfer_ns)) + " ns)");
+  }
   if (d.capacity_bytes % d.page_bytes != 0) {
     return bad("/device/capacity_bytes", "must be a multiple of page_bytes");
   }

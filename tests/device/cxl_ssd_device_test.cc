@@ -776,6 +776,28 @@ TEST(CxlSsdDevice, R4_1_AReadOfAWriteHintsFrameBeforeItsWriteReadsFlashFirst) {
   EXPECT_EQ(d.frames_without_contents(), 0u);
 }
 
+// The pump commits a hinted fill only when its frame is free within the
+// horizon, and a dirty victim's frame is free one page transfer later at the
+// earliest: profiles refuse a shorter horizon (device_profile.cc), with which
+// no hinted fill behind a dirty victim ever started. The shortest allowed works.
+TEST(CxlSsdDevice, R8_AHorizonOfOnePageTransferStillFillsBehindDirtyVictims) {
+  for (const auto horizon : {std::chrono::nanoseconds(1000), std::chrono::nanoseconds(3414)}) {
+    sim::EventLoop loop;
+    auto params = small_params();  // 4 frames; a page crosses a channel in 3413.3 ns
+    params.prefetch_horizon = horizon;
+    CxlSsdDevice d(loop, params);
+    ASSERT_EQ(d.flash().page_transfer(), 3414ns);
+    for (std::uint64_t p = 0; p < 4; ++p) {
+      (void)d.access_ready(p * kPage, kPage, true, Instant{0});
+      d.accessed(p * kPage, kPage, true, Instant{0});
+    }
+    const PoolRange r{100 * kPage, 2 * kPage};
+    ASSERT_TRUE(d.prefetch(1, std::span(&r, 1), false).ok());
+    loop.run_for(1ms);
+    EXPECT_EQ(d.fill_queue_pages(), horizon < 3414ns ? 2u : 0u) << horizon.count() << " ns";
+  }
+}
+
 // A write hint's frame is free only once its dirty victim is written back (at
 // the program rate). Filling its contents for a partial WRITE or a READ set
 // the page ready at the flash read's end, before the frame existed.

@@ -109,6 +109,10 @@ TEST(DeviceProfile, R1_2_BadFieldsAreNamed) {
       {"nic", "stream_segment_bytes", 2e9},
       // Not whole pages: a prepared page would be read from flash first (review, session 26).
       {"nic", "stream_segment_bytes", 6144},
+      // Not the host page regions are trimmed by (review, session 29).
+      {"device", "page_bytes", 8192},
+      // Shorter than a page's channel transfer: no hinted fill behind a dirty victim starts.
+      {"device", "prefetch_horizon_ns", 3000},
   };
   for (const auto& c : cases) {
     auto j = base;
