@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -28,12 +29,33 @@ Status status_from_errno(int error) {
   return Error(ErrorCode::kIoError, std::string("socket error: ") + std::strerror(error));
 }
 
+int whole_seconds(runtime::Duration d) {
+  return static_cast<int>(
+      std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(d).count()));
+}
+
+// Keepalive probes and a bound on unacknowledged bytes (TcpConnOptions).
+void detect_dead_peers(int fd, const TcpConnOptions& options) {
+  const int on = 1;
+  const int idle = whole_seconds(options.keepalive_idle);
+  const int interval = whole_seconds(options.keepalive_interval);
+  const int probes = std::max(1, options.keepalive_probes);
+  const unsigned user_timeout_ms =
+      static_cast<unsigned>(idle + interval * probes) * 1000u;  // also ends keepalive's wait
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+}
+
 }  // namespace
 
 std::shared_ptr<ConnState> ConnState::Adopt(const std::shared_ptr<Reactor>& reactor, int fd,
                                             TcpConnOptions options) {
   const int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // frames are small requests
+  detect_dead_peers(fd, options);
   std::shared_ptr<ConnState> state(new ConnState(reactor, fd, options));
   state->registration_ = reactor->add(fd, kReadEvents, state);
   if (state->registration_ == 0) {

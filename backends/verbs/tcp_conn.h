@@ -26,6 +26,14 @@ struct TcpConnOptions {
   // past this the socket is not read until they fall to half, so a peer that
   // sends faster than it is served is held back by TCP, not by our memory.
   std::size_t max_undelivered_bytes = std::size_t{4} << 20;
+  // A peer whose host died (power, crash, a cut cable) sends no FIN, and a
+  // server that only answers never writes: after `keepalive_idle` of silence
+  // the kernel probes every `keepalive_interval`, and the connection ends
+  // (SPEC R6.6: its holds and hints go) once probes or data have gone
+  // unanswered for idle + interval x probes (TCP_USER_TIMEOUT).
+  runtime::Duration keepalive_idle = std::chrono::seconds(30);
+  runtime::Duration keepalive_interval = std::chrono::seconds(10);
+  int keepalive_probes = 3;
 };
 
 class ConnState final : public Reactor::Handler, public std::enable_shared_from_this<ConnState> {

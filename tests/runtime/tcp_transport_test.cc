@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -250,6 +251,52 @@ TEST(TcpTransport, PeerCloseIsSeenAsClosed) {
     EXPECT_EQ(pair.client.received, "bye");
     EXPECT_EQ(pair.client.closed->code(), ErrorCode::kClosed);
   });
+}
+
+// This process's socket whose local port is `local` and peer port `peer`, or -1.
+int socket_between(std::uint16_t local, std::uint16_t peer) {
+  for (int fd = 0; fd < 4096; ++fd) {
+    sockaddr_storage a{}, b{};
+    socklen_t la = sizeof a, lb = sizeof b;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &la) != 0 || a.ss_family != AF_INET ||
+        getpeername(fd, reinterpret_cast<sockaddr*>(&b), &lb) != 0) {
+      continue;
+    }
+    if (ntohs(reinterpret_cast<sockaddr_in*>(&a)->sin_port) == local &&
+        ntohs(reinterpret_cast<sockaddr_in*>(&b)->sin_port) == peer) {
+      return fd;
+    }
+  }
+  return -1;
+}
+
+int tcp_option(int fd, int level, int name) {
+  int value = -1;
+  socklen_t len = sizeof value;
+  EXPECT_EQ(getsockopt(fd, level, name, &value, &len), 0) << name;
+  return value;
+}
+
+// SPEC R6.6 needs a close to happen: a client host that died sends no FIN, and
+// an agent that only answers never writes, so its connection (holds, hints, a
+// --max-connections slot) stayed forever. Both ends probe an idle peer and end
+// once it has not answered for a minute.
+TEST(TcpTransport, R6_6_BothEndsProbeAnIdlePeerAndGiveUpAfterAMinute) {
+  TcpTransport transport;
+  Pair pair(transport);
+  ASSERT_TRUE(pair.ok());
+  Address client_local;
+  run_on(pair.client_strand, [&] { client_local = pair.client.conn->local(); });
+  const std::uint16_t server_port = pair.listener().address().port;
+  for (const int fd : {socket_between(client_local.port, server_port),
+                       socket_between(server_port, client_local.port)}) {
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(tcp_option(fd, SOL_SOCKET, SO_KEEPALIVE), 1);
+    EXPECT_EQ(tcp_option(fd, IPPROTO_TCP, TCP_KEEPIDLE), 30);
+    EXPECT_EQ(tcp_option(fd, IPPROTO_TCP, TCP_KEEPINTVL), 10);
+    EXPECT_EQ(tcp_option(fd, IPPROTO_TCP, TCP_KEEPCNT), 3);
+    EXPECT_EQ(tcp_option(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 60000);
+  }
 }
 
 TEST(TcpTransport, ConnectToAClosedPortFailsWithAStatus) {
