@@ -19,7 +19,11 @@ Result<std::vector<SocketAddress>> resolve(const runtime::Address& address, bool
   addrinfo* found = nullptr;
   const int rc = getaddrinfo(host, port.c_str(), &hints, &found);
   if (rc != 0) {
-    return Error(ErrorCode::kBadRequest,
+    // A peer's name that does not resolve (now: a DNS outage) is an unreachable
+    // peer, as on the sim and the RDMA NIC; a listener's is the caller's mistake.
+    const bool lookup_failed =
+        !passive && (rc == EAI_NONAME || rc == EAI_AGAIN || rc == EAI_FAIL || rc == EAI_NODATA);
+    return Error(lookup_failed ? ErrorCode::kUnavailable : ErrorCode::kBadRequest,
                  "cannot resolve '" + address.ToString() + "': " + gai_strerror(rc));
   }
   std::vector<SocketAddress> out;

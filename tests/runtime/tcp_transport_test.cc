@@ -316,14 +316,23 @@ TEST(TcpTransport, ConnectToAClosedPortFailsWithAStatus) {
   EXPECT_EQ(s.code(), ErrorCode::kUnavailable) << s.ToString();
 }
 
+// A peer's name that does not resolve is an unreachable peer (kUnavailable, as
+// on the sim and the RDMA NIC: a DNS outage is not the caller's mistake); it
+// was bad_request. A listener's is the caller's.
 TEST(TcpTransport, UnresolvableHostFailsWithAStatus) {
   TcpTransport transport;
   ThreadStrand strand("connect");
-  std::promise<Status> result;
-  auto status = result.get_future();
-  transport.connect({"not a host name", 1}, strand,
-                    [&](Result<std::shared_ptr<Conn>> c) { result.set_value(c.status()); });
-  EXPECT_FALSE(get_or_abort(status, "connect").ok());
+  for (const char* host : {"not a host name", "no-such-host.invalid"}) {
+    std::promise<Status> result;
+    auto status = result.get_future();
+    transport.connect({host, 1}, strand,
+                      [&](Result<std::shared_ptr<Conn>> c) { result.set_value(c.status()); });
+    const Status st = get_or_abort(status, "connect");
+    EXPECT_EQ(st.code(), ErrorCode::kUnavailable) << host << ": " << st.ToString();
+  }
+  auto listener = transport.listen({"no-such-host.invalid", 0}, strand, [](auto) {});
+  ASSERT_FALSE(listener.ok());
+  EXPECT_EQ(listener.status().code(), ErrorCode::kBadRequest);
 }
 
 TEST(TcpTransport, ListenOnATakenPortFails) {
