@@ -354,6 +354,12 @@ class Deployment {
           return engines_done();
         },
         runtime::Instant(sc_.time_limit));
+    if (out.status.code() == ErrorCode::kTimeout) {
+      out.status = Error(ErrorCode::kTimeout,
+                         out.status.message() +
+                             " before the workload ended (the scenario's time_limit_s: raise it "
+                             "if the run needs longer)");
+    }
     out.workload_seconds = runtime::to_seconds(world_.loop().now());
     // Let ends, closes and write-backs settle before the end-of-run checks.
     if (out.status.ok()) world_.run_for(50ms);

@@ -136,6 +136,33 @@ TEST(SimKernel, VirtualTimeLimitIsATimeout) {
   tick();
   const Status s = world.run_until([] { return false; }, runtime::Instant(10ms));
   EXPECT_EQ(s.code(), ErrorCode::kTimeout);
+  EXPECT_EQ(s.message(), "virtual time limit reached at 0.010 s");  // was "t=10000000ns"
+}
+
+// An outage logs the same warning at every retry: 195 identical lines hid the
+// rest of a run's output. The same line again at once is counted, and the
+// count printed before the next different line or when the world ends.
+TEST(SimKernel, R8_TheSameLogLineAgainIsCountedNotPrinted) {
+  ::testing::internal::CaptureStderr();
+  {
+    SimWorld world(1);
+    runtime::LogSink& gpu = world.add_node("gpu0").log_sink();
+    runtime::LogSink& mem = world.add_node("mem0").log_sink();
+    for (int i = 0; i < 3; ++i) {
+      gpu.log(runtime::LogLevel::kWarn, "client", "alloc failed: timeout");
+      world.run_for(1ms);
+    }
+    mem.log(runtime::LogLevel::kWarn, "client", "alloc failed: timeout");  // another node
+    gpu.log(runtime::LogLevel::kError, "client", "alloc failed: timeout");
+    gpu.log(runtime::LogLevel::kError, "client", "alloc failed: timeout");
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err,
+            "[    0.000000 ms] [warn] gpu0/client: alloc failed: timeout\n"
+            "[    2.000000 ms] (the line above 2 more times, the last at this time)\n"
+            "[    3.000000 ms] [warn] mem0/client: alloc failed: timeout\n"
+            "[    3.000000 ms] [error] gpu0/client: alloc failed: timeout\n"
+            "[    3.000000 ms] (the line above 1 more time, the last at this time)\n");
 }
 
 // A limit already past (a caller's stale deadline) never turns virtual time

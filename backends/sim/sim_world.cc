@@ -17,6 +17,30 @@ SimWorld::SimWorld(std::uint64_t seed)
 SimWorld::~SimWorld() {
   nodes_.clear();
   network_.reset();
+  print_log_repeats();
+}
+
+void SimWorld::print_log(runtime::LogLevel level, std::string_view node, std::string_view component,
+                         std::string_view message) {
+  static constexpr const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
+  std::string line = "[" + std::string(kLevels[static_cast<int>(level)]) + "] ";
+  line.append(node).append("/").append(component).append(": ").append(message);
+  if (line == last_log_line_) {
+    ++log_repeats_;
+    last_repeat_at_ = loop_.now();
+    return;
+  }
+  print_log_repeats();
+  std::fprintf(stderr, "[%12.6f ms] %s\n", runtime::to_millis(loop_.now()), line.c_str());
+  last_log_line_ = std::move(line);
+}
+
+void SimWorld::print_log_repeats() {
+  if (log_repeats_ == 0) return;
+  std::fprintf(stderr, "[%12.6f ms] (the line above %llu more time%s, the last at this time)\n",
+               runtime::to_millis(last_repeat_at_), static_cast<unsigned long long>(log_repeats_),
+               log_repeats_ == 1 ? "" : "s");
+  log_repeats_ = 0;
 }
 
 SimNode& SimWorld::add_node(const std::string& name) {
@@ -54,8 +78,9 @@ Status SimWorld::run_until(const std::function<bool()>& done, runtime::Instant l
         "deadlock at t=" + std::to_string(loop_.now().count()) +
             "ns: no events left and the run is not done; live strands: " + describe_strands());
   }
-  return Error(ErrorCode::kTimeout,
-               "virtual time limit reached at t=" + std::to_string(loop_.now().count()) + "ns");
+  char at[64];
+  std::snprintf(at, sizeof at, "%.3f s", runtime::to_seconds(loop_.now()));
+  return Error(ErrorCode::kTimeout, std::string("virtual time limit reached at ") + at);
 }
 
 SimNode::SimNode(SimWorld& world, std::string name)
@@ -78,10 +103,7 @@ std::unique_ptr<runtime::RandomSource> SimNode::random(std::string_view stream) 
 }
 
 void SimNode::log(runtime::LogLevel level, std::string_view component, std::string_view message) {
-  static constexpr const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
-  std::fprintf(stderr, "[%12.6f ms] [%s] %s/%.*s: %.*s\n", runtime::to_millis(world_.loop().now()),
-               kLevels[static_cast<int>(level)], name_.c_str(), static_cast<int>(component.size()),
-               component.data(), static_cast<int>(message.size()), message.data());
+  world_.print_log(level, name_, component, message);
 }
 
 }  // namespace rcxl::sim

@@ -48,6 +48,11 @@ class SimWorld {
   // Log lines at or above this level go to stderr, stamped with virtual time.
   void set_log_level(runtime::LogLevel level) { log_level_ = level; }
   runtime::LogLevel log_level() const { return log_level_; }
+  // Prints a node's log line. The same line again at once (an outage's
+  // retries) is counted instead: one line says how many before the next
+  // different line, or when the world ends.
+  void print_log(runtime::LogLevel level, std::string_view node, std::string_view component,
+                 std::string_view message);
 
   // Bookkeeping of SimStrand.
   SimStrand* current_strand() const { return current_; }
@@ -65,6 +70,10 @@ class SimWorld {
   std::set<SimStrand*> strands_;  // pointer order is only used for membership
   SimStrand* current_ = nullptr;
   runtime::LogLevel log_level_ = runtime::LogLevel::kWarn;
+  void print_log_repeats();
+  std::string last_log_line_;  // level, node, component and message, without the time
+  std::uint64_t log_repeats_ = 0;
+  runtime::Instant last_repeat_at_{};
 };
 
 // One simulated machine, seen by core as its Runtime.

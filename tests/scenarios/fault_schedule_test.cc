@@ -107,6 +107,21 @@ TEST(FaultSchedule, R8_AFaultAfterTheWorkloadEndedNeverHappened) {
   EXPECT_FALSE(run.faults_fired[0]);
 }
 
+// A run out of virtual time said "t=3000000000ns": now the time in seconds and
+// the field to raise (issue #6 item 1: errors that name the fix).
+TEST(FaultSchedule, R8_ARunOutOfVirtualTimeSaysWhenAndWhichFieldToRaise) {
+  auto profile = load_profile("", "cxl_ssd_default");
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  Json j = {{"name", "short"}, {"time_limit_s", 3}, {"workload", {{"start_window_s", 2}}}};
+  auto sc = parse_scenario(j, "short");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  const RunResult run = run_scenario(*sc, *profile);
+  EXPECT_EQ(run.status.code(), ErrorCode::kTimeout);
+  EXPECT_EQ(run.status.message(),
+            "virtual time limit reached at 3.000 s before the workload ended (the scenario's "
+            "time_limit_s: raise it if the run needs longer)");
+}
+
 // Review, session 26: a device or agent fault's trace line names its node and
 // period: on a node no client uses nothing else in the trace differs, and two
 // runs with different results shared one trace hash.
