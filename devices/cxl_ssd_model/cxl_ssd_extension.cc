@@ -65,6 +65,7 @@ void CxlSsdExtension::forget_if_reset() {
   seen_generation_ = device_.generation();
   tags_.clear();
   by_request_.clear();
+  promoted_.clear();
   early_promotes_.clear();
   early_order_.clear();
 }
@@ -102,7 +103,13 @@ Status CxlSsdExtension::hint(const ext::Hint& hint) {
       by_request_[hint.request].insert(it->second);
     }
     Status queued = device_.prefetch(it->second, ranges, /*pin=*/true);
-    if (queued.ok() && inserted && take_early_promote(hint.request)) device_.promote(it->second);
+    // A request already promoted (on another connection, or before any of its
+    // ranges reached the device) takes these ranges to the front too.
+    if (queued.ok() &&
+        (promoted_.count(hint.request) || (inserted && take_early_promote(hint.request)))) {
+      promoted_.insert(hint.request);
+      device_.promote(it->second);
+    }
     return queued;
   }
   if (hint.action == "read_hint_end") {
@@ -117,6 +124,7 @@ Status CxlSsdExtension::hint(const ext::Hint& hint) {
       remember_early_promote(hint.request);
       return {};
     }
+    promoted_.insert(hint.request);
     for (Tag tag : it->second) device_.promote(tag);
     return {};
   }
@@ -154,7 +162,10 @@ void CxlSsdExtension::end_hint(std::map<Key, Tag>::iterator it) {
   device_.release(it->second);
   auto by = by_request_.find(it->first.second);
   by->second.erase(it->second);
-  if (by->second.empty()) by_request_.erase(by);
+  if (by->second.empty()) {
+    promoted_.erase(by->first);
+    by_request_.erase(by);
+  }
   tags_.erase(it);
 }
 

@@ -71,7 +71,8 @@ class CxlSsdExtension final : public ext::RegionExtension {
   CxlSsdExtensionConfig config_;
   std::unique_ptr<runtime::Strand> strand_;
   std::map<Key, Tag> tags_;
-  std::map<std::string, std::set<Tag>> by_request_;        // promotes name a request alone
+  std::map<std::string, std::set<Tag>> by_request_;  // promotes name a request alone
+  std::set<std::string> promoted_;  // requests promoted while hinted: later hints join them
   std::map<std::string, Instant> early_promotes_;          // request -> forgotten at
   std::set<std::pair<Instant, std::string>> early_order_;  // by when they are forgotten
   Tag next_tag_ = 1;

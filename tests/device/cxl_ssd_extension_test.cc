@@ -133,6 +133,24 @@ TEST(CxlSsdExtension, R4_5_APromoteBeforeItsHintPromotesTheHintWhenItComes) {
   EXPECT_TRUE(b_filled_first(rig));
 }
 
+// A request promoted while hinted on one connection, then hinted on another
+// (or before its first ranges reached the device: a hint with none): the later
+// ranges were queued in plain hint order, behind requests no load waits for.
+TEST(CxlSsdExtension, R4_5_RangesHintedAfterTheirRequestsPromoteJoinIt) {
+  for (const bool other_connection : {true, false}) {
+    Rig rig;
+    const std::uint64_t first_conn = other_connection ? 5 : 3;
+    ASSERT_TRUE(rig.ext
+                    .hint(Rig::hint(first_conn, "read_hint", "b",
+                                    other_connection ? std::vector{Rig::range(200 * kPage, kPage)}
+                                                     : std::vector<ext::Range>{}))
+                    .ok());
+    ASSERT_TRUE(rig.ext.hint(Rig::hint(9, "read_promote", "b")).ok());
+    hint_a_then_b(rig);  // b's 4 pages on connection 3
+    EXPECT_TRUE(b_filled_first(rig)) << (other_connection ? "other connection" : "no ranges first");
+  }
+}
+
 // ... but not for ever: a promote older than a second promotes nothing.
 TEST(CxlSsdExtension, R4_5_AnEarlyPromoteIsForgottenAfterASecond) {
   Rig rig;
