@@ -45,7 +45,10 @@ class Reader {
     return {};
   }
   Status string(const char* key, std::string& out, bool required = false) const {
-    if (!j_.contains(key)) return required ? fail(std::string("/") + key, "missing") : Status();
+    if (!j_.contains(key)) {
+      return required ? fail(std::string("/") + key, "missing; expected a non-empty string")
+                      : Status();
+    }
     if (!j_[key].is_string() || j_[key].get<std::string>().empty()) {
       return fail(std::string("/") + key, "expected a non-empty string");
     }
@@ -78,7 +81,10 @@ class Reader {
     return {};
   }
   Status seconds(const char* key, runtime::Duration& out, bool required = false) const {
-    if (!j_.contains(key)) return required ? fail(std::string("/") + key, "missing") : Status();
+    if (!j_.contains(key)) {
+      return required ? fail(std::string("/") + key, "missing; expected seconds in 0..86400")
+                      : Status();
+    }
     if (!j_[key].is_number() || j_[key].get<double>() < 0 || j_[key].get<double>() > 86400) {
       return fail(std::string("/") + key, "expected seconds in 0..86400");
     }
@@ -256,12 +262,13 @@ Status parse_fault(const Json& j, const std::string& origin, const std::string& 
       !s.ok()) {
     return s;
   }
+  std::string list;
+  for (const auto& [name, k] : fault_kinds()) list += (list.empty() ? "" : ", ") + name;
+  if (!j.contains("kind")) return r.fail("/kind", "missing; expected one of: " + list);
   std::string kind;
   if (auto s = r.string("kind", kind, true); !s.ok()) return s;
   auto it = fault_kinds().find(kind);
   if (it == fault_kinds().end()) {
-    std::string list;
-    for (const auto& [name, k] : fault_kinds()) list += (list.empty() ? "" : ", ") + name;
     return r.fail("/kind", "unknown fault '" + printable(kind) + "'; expected one of: " + list);
   }
   out.kind = it->second;

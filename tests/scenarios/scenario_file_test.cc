@@ -205,6 +205,10 @@ Json fault(Json f) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, ScenarioFileRefusals,
     ::testing::Values(
+        // A missing field says what it wants, as a wrong one does (audit, session 29).
+        Refusal{"no_name", {{"name", nullptr}}, "/name", "missing; expected a non-empty string"},
+        Refusal{"fault_without_kind", fault({{"at_s", 1}}), "/faults/0/kind",
+                "missing; expected one of: agent_restart, delay"},
         Refusal{"write_wait_without_write_hints",  // no store would wait (session 27)
                 {{"client", {{"read_hints", false}, {"write_wait_ms", 500}}}},
                 "/client/write_wait_ms",
