@@ -229,7 +229,16 @@ Result<Profile> load_profile(const std::string& profiles_dir, const std::string&
   std::string origin;
   auto j = load_profile_document(profiles_dir, name, &origin);
   if (!j.ok()) return j.status();
-  return profile_from_json(*j, origin);
+  auto profile = profile_from_json(*j, origin);
+  // A profile is named by its file: a copy whose name was not changed would
+  // be reported under the other profile's name.
+  if (profile.ok() && j->contains("name") && (*j)["name"] != name) {
+    return Error(ErrorCode::kBadRequest,
+                 origin + ": /name: '" + printable((*j)["name"].get<std::string>()) +
+                     "' is not the file's name; write \"" + printable(name) +
+                     "\" (a profile is named by its file)");
+  }
+  return profile;
 }
 
 namespace {

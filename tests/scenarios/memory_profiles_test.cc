@@ -1,6 +1,7 @@
 // topology.memory_profiles (issue #6 item 1): each memory node takes its
 // device from a profile of its own, so one run can mix an all-DRAM node with a
 // CXL-SSD; the fabric (nic, control_link) stays the scenario profile's.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -107,6 +108,23 @@ TEST(MemoryProfiles, R8_AProfileNameIsEscapedInItsMessages) {
     EXPECT_EQ(m.find('\x1b'), std::string::npos) << m;
     EXPECT_NE(m.find("x\\ny"), std::string::npos) << m;
   }
+}
+
+// A copied profile whose name was not changed loaded under its file's name
+// without a word (audit, session 29): the name must be the file's.
+TEST(MemoryProfiles, R8_AProfileWhoseNameIsNotItsFilesIsRefused) {
+  const auto dir = testing::fresh_dir("memory_profiles", "name_mismatch");
+  Json profile = Json::parse(*embedded_file("profiles/cxl_ssd_default.json"));
+  profile["name"] = "other";
+  std::ofstream(dir / "mine.json") << profile.dump();
+  const Status refused = load_profile(dir.string(), "mine").status();
+  EXPECT_EQ(refused.code(), ErrorCode::kBadRequest);
+  EXPECT_THAT(refused.message(),
+              ::testing::HasSubstr("mine.json: /name: 'other' is not the file's name; write "
+                                   "\"mine\""));
+  profile["name"] = "mine";
+  std::ofstream(dir / "mine.json") << profile.dump();
+  EXPECT_TRUE(load_profile(dir.string(), "mine").ok());
 }
 
 // A key the profile does not take is named one line, escaped: a message drives
