@@ -83,6 +83,16 @@ TEST(SimKernel, R8_EventLoopRunsEventsInTheOrderOfAnOrderedMap) {
   EXPECT_TRUE(loop.idle());
 }
 
+// now + a huge delay wrapped negative, was clamped to now and ran at once.
+TEST(SimKernel, R8_AHugeDelayNeverWrapsIntoThePast) {
+  EventLoop loop;
+  loop.run_for(5ms);
+  bool ran = false;
+  loop.schedule_after(Duration::max(), [&] { ran = true; });
+  loop.run_for(1s);
+  EXPECT_FALSE(ran);
+}
+
 TEST(SimKernel, CancelledTimerNeverRuns) {
   SimWorld world(1);
   auto strand = world.add_node("a").make_strand("s");

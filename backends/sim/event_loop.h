@@ -23,7 +23,9 @@ class EventLoop final : public runtime::Clock {
   Instant now() const override { return now_; }
   EventId schedule_at(Instant when, std::function<void()> fn);
   EventId schedule_after(Duration delay, std::function<void()> fn) {
-    return schedule_at(now_ + delay, std::move(fn));
+    // Saturates: a huge delay wrapped negative and ran at once.
+    const Instant when = delay > Instant::max() - now_ ? Instant::max() : now_ + delay;
+    return schedule_at(when, std::move(fn));
   }
   // True when the event was pending and is now gone.
   bool cancel(EventId id);
