@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,11 +26,12 @@ class ScriptedConn : public runtime::Conn {
   void send(std::string bytes) override { sent.push_back(std::move(bytes)); }
   void close() override { closed = true; }
   void abort() override { closed = true; }
-  void set_reading(bool) override {}
+  void set_reading(bool on) override { reading = on; }
   void deliver(const std::string& bytes) { on_data_(bytes); }
 
   std::vector<std::string> sent;
   bool closed = false;
+  bool reading = true;
 
  private:
   DataHandler on_data_;
@@ -40,11 +42,18 @@ class ScriptedConn : public runtime::Conn {
 // came in the same read behind it are neither delivered nor parsed (a peer
 // sent 8 bytes and then 1 MiB of `{}` in one write, so each refused
 // connection still built a ~30 MB JSON tree).
+// A FramedConn over a ScriptedConn, on a strand of its own.
+struct Rig {
+  sim::SimWorld world{1};
+  std::unique_ptr<runtime::Strand> strand = world.add_node("n").make_strand("s");
+  std::shared_ptr<ScriptedConn> raw = std::make_shared<ScriptedConn>();
+  std::shared_ptr<FramedConn> conn = FramedConn::Make(raw);
+};
+
 TEST(FramedConn, R1_3_NoFrameIsParsedAfterTheOwnerClosed) {
-  sim::SimWorld world(1);
-  auto strand = world.add_node("n").make_strand("s");
-  auto raw = std::make_shared<ScriptedConn>();
-  auto conn = FramedConn::Make(raw);
+  Rig rig;
+  auto& raw = rig.raw;
+  auto& conn = rig.conn;
   int delivered = 0;
   int parsed_after_close = 0;
   conn->set_frame_filter([&](std::string&) {
@@ -52,7 +61,7 @@ TEST(FramedConn, R1_3_NoFrameIsParsedAfterTheOwnerClosed) {
     return false;
   });
   conn->start(
-      *strand,
+      *rig.strand,
       [&](Json) {
         ++delivered;
         conn->close();  // the owner refuses the first frame
@@ -64,6 +73,39 @@ TEST(FramedConn, R1_3_NoFrameIsParsedAfterTheOwnerClosed) {
   raw->deliver(encode_frame("{}"));  // bytes read after the close, too
   EXPECT_EQ(delivered, 1);
   EXPECT_EQ(parsed_after_close, 0);
+}
+
+// SPEC R4.4's bound on requests queued behind a wait: a paused owner gets no
+// frame, parsed or not, from bytes already read, and the transport reads no
+// more; resumed, it gets them in order until it pauses again.
+TEST(FramedConn, R4_4_APausedOwnerGetsNoFrameUntilItResumes) {
+  Rig rig;
+  auto& raw = rig.raw;
+  auto& conn = rig.conn;
+  int parsed = 0;
+  conn->set_frame_filter([&](std::string&) {
+    ++parsed;
+    return false;
+  });
+  std::vector<int> got;
+  conn->start(
+      *rig.strand,
+      [&](Json m) {
+        got.push_back(m["id"].get<int>());
+        if (got.size() == 2) conn->set_paused(true);  // the queue is full
+      },
+      [](const Status&) {});
+  std::string bytes;
+  for (int id = 1; id <= 5; ++id) bytes += encode_frame("{\"id\":" + std::to_string(id) + "}");
+  raw->deliver(bytes.substr(0, bytes.size() - 3));  // the last frame arrives in two reads
+  EXPECT_EQ(got, (std::vector<int>{1, 2}));
+  EXPECT_EQ(parsed, 2);
+  EXPECT_FALSE(raw->reading);
+  raw->deliver(bytes.substr(bytes.size() - 3));  // read before the pause took effect
+  EXPECT_EQ(parsed, 2);
+  conn->set_paused(false);
+  EXPECT_EQ(got, (std::vector<int>{1, 2, 3, 4, 5}));
+  EXPECT_TRUE(raw->reading);
 }
 
 }  // namespace

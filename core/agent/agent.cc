@@ -526,7 +526,8 @@ bool Agent::decode_fast(const SessionPtr& s, std::string& frame) {
 
 void Agent::on_message(const SessionPtr& s, Incoming message) {
   if (s->closing) return;
-  message.bytes = std::exchange(s->frame_bytes, 0);
+  // What it holds parsed, and its own slot in the queue.
+  message.bytes = std::exchange(s->frame_bytes, 0) + sizeof(Incoming);
   s->queued_bytes += message.bytes;
   queued_requests_.fetch_add(1, std::memory_order_relaxed);
   queued_request_bytes_.fetch_add(message.bytes, std::memory_order_relaxed);
@@ -536,7 +537,7 @@ void Agent::on_message(const SessionPtr& s, Incoming message) {
   if (!s->reading_paused &&
       (s->queue.size() >= kPauseReadingAt || s->queued_bytes >= kPauseReadingAtBytes)) {
     s->reading_paused = true;
-    s->conn->raw().set_reading(false);
+    s->conn->set_paused(true);
   }
   pump(s);
 }
@@ -562,7 +563,7 @@ void Agent::pump(const SessionPtr& s) {
   if (s->reading_paused && !s->closing && s->queue.size() <= kResumeReadingAt &&
       s->queued_bytes <= kResumeReadingAtBytes) {
     s->reading_paused = false;
-    s->conn->raw().set_reading(true);
+    s->conn->set_paused(false);
   }
 }
 

@@ -15,41 +15,54 @@ std::string encode_frame(std::string_view payload) {
 }
 
 Status FrameDecoder::feed(std::string_view bytes, std::vector<std::string>& out) {
-  if (!failed_.ok()) return failed_;
-  buffer_.append(bytes);
+  append(bytes);
+  std::string frame;
   for (;;) {
-    const std::size_t available = buffer_.size() - consumed_;
-    if (available < 4) break;
-    const auto* p = reinterpret_cast<const unsigned char*>(buffer_.data() + consumed_);
-    const std::uint32_t n = (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
-                            (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
-    if (n == 0) {
-      failed_ = Error(ErrorCode::kBadFrame, "zero-length frame");
-      return failed_;
-    }
-    if (n > max_frame_bytes_) {
-      failed_ = Error(ErrorCode::kBadFrame, "frame of " + std::to_string(n) +
-                                                " bytes exceeds the maximum of " +
-                                                std::to_string(max_frame_bytes_));
-      return failed_;
-    }
-    if (frames_ == 0 && n > first_frame_max_bytes_) {
-      failed_ = Error(ErrorCode::kBadFrame,
-                      "a first frame of " + std::to_string(n) + " bytes exceeds the maximum of " +
-                          std::to_string(first_frame_max_bytes_) + " for a connection's hello");
-      return failed_;
-    }
-    if (available - 4 < n) break;
-    out.emplace_back(buffer_, consumed_ + 4, n);
-    consumed_ += 4 + n;
-    ++frames_;
+    auto got = next(frame);
+    if (!got.ok()) return got.status();
+    if (!*got) return {};
+    out.push_back(std::move(frame));
   }
+}
+
+void FrameDecoder::append(std::string_view bytes) {
+  if (!failed_.ok()) return;
   // Compact once the consumed prefix dominates, so a long stream stays O(n).
   if (consumed_ > 0 && consumed_ * 2 >= buffer_.size()) {
     buffer_.erase(0, consumed_);
     consumed_ = 0;
   }
-  return {};
+  buffer_.append(bytes);
+}
+
+Result<bool> FrameDecoder::next(std::string& frame) {
+  if (!failed_.ok()) return failed_;
+  const std::size_t available = buffer_.size() - consumed_;
+  if (available < 4) return false;
+  const auto* p = reinterpret_cast<const unsigned char*>(buffer_.data() + consumed_);
+  const std::uint32_t n = (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
+                          (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
+  if (n == 0) {
+    failed_ = Error(ErrorCode::kBadFrame, "zero-length frame");
+    return failed_;
+  }
+  if (n > max_frame_bytes_) {
+    failed_ = Error(ErrorCode::kBadFrame, "frame of " + std::to_string(n) +
+                                              " bytes exceeds the maximum of " +
+                                              std::to_string(max_frame_bytes_));
+    return failed_;
+  }
+  if (frames_ == 0 && n > first_frame_max_bytes_) {
+    failed_ = Error(ErrorCode::kBadFrame,
+                    "a first frame of " + std::to_string(n) + " bytes exceeds the maximum of " +
+                        std::to_string(first_frame_max_bytes_) + " for a connection's hello");
+    return failed_;
+  }
+  if (available - 4 < n) return false;
+  frame.assign(buffer_, consumed_ + 4, n);
+  consumed_ += 4 + n;
+  ++frames_;
+  return true;
 }
 
 }  // namespace rcxl::protocol

@@ -32,6 +32,11 @@ class FrameDecoder {
   // Appends whole frames found so far to `out`; a zero or oversize length is a
   // kBadFrame status (the connection must then be closed).
   Status feed(std::string_view bytes, std::vector<std::string>& out);
+  // The same one frame at a time: buffer bytes, then take the next whole frame
+  // (false when none is complete yet), so a reader that pauses leaves the rest
+  // as text instead of splitting all of it.
+  void append(std::string_view bytes);
+  Result<bool> next(std::string& frame);
   // Bytes of an incomplete frame still buffered (a close now truncates it).
   std::size_t pending_bytes() const { return buffer_.size() - consumed_; }
 

@@ -52,27 +52,45 @@ void FramedConn::fail(const Status& status) {
   conn_->close();
 }
 
+void FramedConn::set_paused(bool paused) {
+  if (paused_ == paused) return;
+  paused_ = paused;
+  if (paused) return conn_->set_reading(false);
+  deliver_frames();  // what arrived while paused, until paused again
+  if (!paused_) conn_->set_reading(true);
+}
+
 void FramedConn::on_bytes(std::string_view bytes) {
   if (failed_ || stopped_.load(std::memory_order_relaxed)) return;
-  std::vector<std::string> frames;
-  const Status status = decoder_.feed(bytes, frames);
-  for (auto& frame : frames) {
-    // Closed by the owner (a refused hello): the frames behind are not even
-    // parsed, so a peer cannot make a refused connection build JSON trees.
-    if (failed_ || stopped_.load(std::memory_order_relaxed)) return;
-    if (frame_filter_ && frame_filter_(frame)) continue;
-    Json message = parse_json_text(frame);
-    if (message.is_discarded()) {
-      fail(Error(ErrorCode::kBadFrame, "frame is not valid UTF-8 JSON"));
-      return;
+  decoder_.append(bytes);
+  deliver_frames();
+}
+
+void FramedConn::deliver_frames() {
+  if (delivering_) return;  // a handler resumed: the loop below goes on
+  delivering_ = true;
+  std::string frame;
+  // Closed by the owner (a refused hello): the frames behind are not even
+  // parsed, so a peer cannot make a refused connection build JSON trees.
+  while (!paused_ && !failed_ && !stopped_.load(std::memory_order_relaxed)) {
+    auto got = decoder_.next(frame);
+    if (!got.ok()) {
+      fail(got.status());
+      break;
     }
-    if (!message.is_object()) {
-      fail(Error(ErrorCode::kBadFrame, "frame is not a JSON object"));
-      return;
-    }
-    if (on_message_) on_message_(std::move(message));
+    if (!*got) break;
+    deliver(frame);
   }
-  if (!status.ok()) fail(status);
+  delivering_ = false;
+}
+
+void FramedConn::deliver(std::string& frame) {
+  if (frame_filter_ && frame_filter_(frame)) return;
+  Json message = parse_json_text(frame);
+  if (message.is_discarded())
+    return fail(Error(ErrorCode::kBadFrame, "frame is not valid UTF-8 JSON"));
+  if (!message.is_object()) return fail(Error(ErrorCode::kBadFrame, "frame is not a JSON object"));
+  if (on_message_) on_message_(std::move(message));
 }
 
 Json error_reply(const Json& id, const Status& status) {

@@ -42,6 +42,11 @@ class FramedConn : public std::enable_shared_from_this<FramedConn> {
   // every request is answered, in order).
   void set_bad_frame_handler(BadFrameHandler handler) { bad_frame_handler_ = std::move(handler); }
   void send(const Json& message);
+  // On the strand. Paused, no frame is taken from the bytes read, and the
+  // transport reads no more: what already arrived stays text until resumed.
+  // (Pausing the transport alone let a chunk of tiny frames be parsed whole:
+  // 4 MiB of `{}` frames held ~60 MB of requests.)
+  void set_paused(bool paused);
   // Close or abort: no frame read after it reaches on_message, or is parsed.
   void close();
   void abort();
@@ -53,6 +58,8 @@ class FramedConn : public std::enable_shared_from_this<FramedConn> {
   FramedConn(std::shared_ptr<runtime::Conn> conn, std::uint32_t max_frame_bytes)
       : conn_(std::move(conn)), decoder_(max_frame_bytes) {}
   void on_bytes(std::string_view bytes);
+  void deliver_frames();
+  void deliver(std::string& frame);
   void fail(const Status& status);
 
   std::shared_ptr<runtime::Conn> conn_;
@@ -62,6 +69,8 @@ class FramedConn : public std::enable_shared_from_this<FramedConn> {
   FrameFilter frame_filter_;
   BadFrameHandler bad_frame_handler_;
   bool failed_ = false;
+  bool paused_ = false;
+  bool delivering_ = false;  // deliver_frames() is on the stack
   // Closed or aborted by the owner, from any thread (the agent's destructor
   // aborts while a session strand may close): no more frames.
   std::atomic<bool> stopped_{false};

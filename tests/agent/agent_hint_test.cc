@@ -388,6 +388,33 @@ TEST(AgentHints, R4_4_RequestsQueuedBehindAWaitAreBoundedByTheirParsedSize) {
   EXPECT_EQ(rig.agent->metrics().queued_request_bytes, 0u);
 }
 
+// The same bound for a chunk of tiny frames: pausing the transport let the
+// frames already read all be parsed and queued (review, session 29: 7 MB of
+// `{}` frames queued 174762 requests, 45 MB, from one connection). Paused,
+// the rest stays text until the queue drains; then every one is answered.
+TEST(AgentHints, R4_4_AChunkOfTinyFramesBehindAWaitQueuesOnlyUpToTheBound) {
+  AgentRig rig;
+  auto a = client_behind_a_held_wait(rig);
+  constexpr int kFrames = 20000;
+  std::string chunk;
+  for (int i = 0; i < kFrames; ++i) {
+    chunk += protocol::encode_frame(Json{{"op", "nope"}, {"id", 100 + i}}.dump());
+  }
+  a.client->send_raw(std::move(chunk));  // one write, one delivery
+  rig.run_for(100ms);
+  EXPECT_FALSE(a.client->has_reply());
+  const AgentMetrics held = rig.agent->metrics();
+  EXPECT_GE(held.queued_requests, 1u);
+  EXPECT_LE(held.queued_requests, 256u);  // kPauseReadingAt; it was all 20000
+  EXPECT_EQ(a.client->next()["id"], 40);
+  for (int i = 0; i < kFrames; ++i) {
+    const Json reply = a.client->next();
+    ASSERT_EQ(reply["id"], 100 + i);
+    EXPECT_EQ(code_of(reply), "bad_request");
+  }
+  EXPECT_EQ(rig.agent->metrics().queued_requests, 0u);
+}
+
 // PROTOCOL.md: every request is answered, in order; a bad frame after a
 // write_wait still waiting is answered after it, then the connection closes.
 TEST(AgentHints, R4_4_ABadFrameIsAnsweredAfterTheWaitBeforeIt) {
