@@ -292,9 +292,17 @@ class SimQueuePair final : public runtime::QueuePair,
       // A failure found late (a READ's registration checked again as it ends)
       // may cover ranges of later failures: one range per op, for one lookup.
       flushes_.erase(flushes_.lower_bound(seq + 1), flushes_.lower_bound(to));
-      flushes_[seq + 1] = {to, Error(ErrorCode::kUnavailable,
-                                     "not executed: an earlier RDMA op failed (" + why.message() +
-                                         "); the queue pair reconnects on the next post")};
+      const Status flushed(Error(ErrorCode::kUnavailable,
+                                 "flushed: an earlier RDMA op failed (" + why.message() +
+                                     "); it may have run; the queue pair reconnects on the next "
+                                     "post"));
+      flushes_[seq + 1] = {to, flushed};
+      // Ops behind it that already ran wait to be reported in order: as on an
+      // RC QP in the error state, they complete flushed too, whatever they did.
+      // (Not one refused at posting, bad_request: it never became a work request.)
+      for (auto it = finished_.upper_bound(seq); it != finished_.end() && it->first < to; ++it) {
+        if (it->second.status.code() != ErrorCode::kBadRequest) it->second.status = flushed;
+      }
     }
     if (reconnect == reconnects_.end()) broken_ = true;
     finish_op(std::move(batch), index, std::move(why), loop().now() + params().latency);

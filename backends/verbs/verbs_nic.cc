@@ -1075,10 +1075,11 @@ void NicCore::on_work_completion(Connection& conn, const ibv_wc& wc) {
   const Status status = status_from_wc(wc.status, wc.vendor_err);
   finish_item(conn, item, status);
   if (!status.ok()) {
-    // The QP is in the error state now: what was behind this WR never runs.
+    // The QP is in the error state now: what was behind this WR completes
+    // flushed (one already sent may have run; one still waiting never does).
     const Status why = Error(ErrorCode::kUnavailable,
-                             "not executed: an earlier RDMA op failed (" + status.message() +
-                                 "); the queue pair reconnects on the next post");
+                             "flushed: an earlier RDMA op failed (" + status.message() +
+                                 "); it may have run; the queue pair reconnects on the next post");
     destroy_queue_pair(conn);
     conn.state = Connection::State::kBroken;
     // Every op posted so far is behind it (the sim flushes the same): ops
