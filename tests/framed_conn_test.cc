@@ -38,10 +38,6 @@ class ScriptedConn : public runtime::Conn {
   CloseHandler on_close_;
 };
 
-// SPEC R1.3: a refused first frame closes the connection, and the frames that
-// came in the same read behind it are neither delivered nor parsed (a peer
-// sent 8 bytes and then 1 MiB of `{}` in one write, so each refused
-// connection still built a ~30 MB JSON tree).
 // A FramedConn over a ScriptedConn, on a strand of its own.
 struct Rig {
   sim::SimWorld world{1};
@@ -50,6 +46,10 @@ struct Rig {
   std::shared_ptr<FramedConn> conn = FramedConn::Make(raw);
 };
 
+// SPEC R1.3: a refused first frame closes the connection, and the frames that
+// came in the same read behind it are neither delivered nor parsed (a peer
+// sent 8 bytes and then 1 MiB of `{}` in one write, so each refused
+// connection still built a ~30 MB JSON tree).
 TEST(FramedConn, R1_3_NoFrameIsParsedAfterTheOwnerClosed) {
   Rig rig;
   auto& raw = rig.raw;

@@ -55,7 +55,7 @@ class Agent::Session {
   std::shared_ptr<protocol::FramedConn> conn;
   const std::string challenge;
   std::deque<Incoming> queue;    // requests behind the one being served
-  std::size_t queued_bytes = 0;  // their frames' sizes
+  std::size_t queued_bytes = 0;  // what they hold parsed, and their queue slots
   std::size_t frame_bytes = 0;   // the size of the frame being decoded now
   bool reading_paused = false;   // the queue grew past kPauseReadingAt(Bytes)
   bool busy = false;
@@ -555,15 +555,16 @@ void Agent::pump(const SessionPtr& s) {
     handle(s, message);
   }
   s->pumping = false;
-  if (s->input_ended && !s->busy && !s->closing && s->queue.empty()) {
-    s->closing = true;
-    s->conn->close();
-    return;
-  }
+  // Resumed first: frames read before the pause are requests to answer, also
+  // when the peer's input already ended behind them.
   if (s->reading_paused && !s->closing && s->queue.size() <= kResumeReadingAt &&
       s->queued_bytes <= kResumeReadingAtBytes) {
     s->reading_paused = false;
     s->conn->set_paused(false);
+  }
+  if (s->input_ended && !s->busy && !s->closing && s->queue.empty() && !s->conn->holds_a_frame()) {
+    s->closing = true;
+    s->conn->close();
   }
 }
 

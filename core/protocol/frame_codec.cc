@@ -35,13 +35,26 @@ void FrameDecoder::append(std::string_view bytes) {
   buffer_.append(bytes);
 }
 
+std::uint32_t FrameDecoder::next_length() const {
+  const auto* p = reinterpret_cast<const unsigned char*>(buffer_.data() + consumed_);
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         std::uint32_t{p[3]};
+}
+
+bool FrameDecoder::holds_a_frame() const {
+  if (!failed_.ok()) return false;
+  const std::size_t available = buffer_.size() - consumed_;
+  if (available < 4) return false;
+  const std::uint32_t n = next_length();
+  const std::uint32_t limit = frames_ == 0 ? first_frame_max_bytes_ : max_frame_bytes_;
+  return n == 0 || n > limit || available - 4 >= n;  // a frame, or next()'s error
+}
+
 Result<bool> FrameDecoder::next(std::string& frame) {
   if (!failed_.ok()) return failed_;
   const std::size_t available = buffer_.size() - consumed_;
   if (available < 4) return false;
-  const auto* p = reinterpret_cast<const unsigned char*>(buffer_.data() + consumed_);
-  const std::uint32_t n = (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
-                          (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
+  const std::uint32_t n = next_length();
   if (n == 0) {
     failed_ = Error(ErrorCode::kBadFrame, "zero-length frame");
     return failed_;

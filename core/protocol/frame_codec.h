@@ -37,10 +37,14 @@ class FrameDecoder {
   // as text instead of splitting all of it.
   void append(std::string_view bytes);
   Result<bool> next(std::string& frame);
-  // Bytes of an incomplete frame still buffered (a close now truncates it).
+  // Bytes buffered and not yet taken: whole frames not taken yet (a reader
+  // paused) and an incomplete one (a close now truncates it).
   std::size_t pending_bytes() const { return buffer_.size() - consumed_; }
+  // next() would give a frame or an error now.
+  bool holds_a_frame() const;
 
  private:
+  std::uint32_t next_length() const;  // the length prefix at consumed_ (4 bytes there)
   std::uint32_t max_frame_bytes_;
   std::uint32_t first_frame_max_bytes_;
   std::uint64_t frames_ = 0;  // decoded so far

@@ -47,6 +47,9 @@ class FramedConn : public std::enable_shared_from_this<FramedConn> {
   // (Pausing the transport alone let a chunk of tiny frames be parsed whole:
   // 4 MiB of `{}` frames held ~60 MB of requests.)
   void set_paused(bool paused);
+  // A whole frame (or a bad length) read but not yet taken: paused, or behind
+  // the one being delivered. An input end is not the end of requests then.
+  bool holds_a_frame() const { return decoder_.holds_a_frame(); }
   // Close or abort: no frame read after it reaches on_message, or is parsed.
   void close();
   void abort();

@@ -817,6 +817,35 @@ TEST(AgentThreads, R1_AClientThatHalfClosesGetsItsRepliesThenTheEnd) {
   EXPECT_TRUE(wire->at_end());
 }
 
+// The same with more requests than the queue takes (256) before the FIN: the
+// rest are read but wait as text while reading is paused, and the input end
+// is not the end of requests (review, session 29: the agent closed once the
+// queue drained, and the requests still held were never answered).
+TEST(AgentThreads, R1_AHalfCloseBehindMoreRequestsThanTheQueueTakesLosesNone) {
+  HeldWaitRig held;
+  ASSERT_TRUE(held.send_write_wait(10));
+  auto* ext = held.ext;
+  auto& wire = held.wire;
+  constexpr int kRequests = 600;
+  std::string frames;
+  for (int i = 0; i < kRequests; ++i) {
+    frames += protocol::encode_frame(Json{{"op", "nope"}, {"id", 100 + i}}.dump());
+  }
+  ASSERT_EQ(::send(wire->fd(), frames.data(), frames.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(frames.size()));
+  wire->half_close();
+  auto entered = ext->entered.get_future();
+  ASSERT_EQ(entered.wait_for(10s), std::future_status::ready);
+  std::this_thread::sleep_for(50ms);  // the requests and the FIN are in while the wait is held
+  ext->answer();
+  EXPECT_EQ(wire->next()["id"], 10);
+  for (int i = 0; i < kRequests; ++i) {
+    const Json reply = wire->next();
+    ASSERT_EQ(reply["id"], 100 + i) << reply.dump();
+  }
+  EXPECT_TRUE(wire->at_end());
+}
+
 // A client that pipelines requests behind a write_wait the extension holds
 // (10 s allowed) is held back by TCP once 8 MiB of requests wait on its
 // connection (or 256 of them), instead of the agent queueing all it sends;
