@@ -590,6 +590,22 @@ TEST(SimNic, AWriteReportsAsLandedOnlyTheBytesItsPayloadDidNotCarry) {
   EXPECT_EQ(pool.landed[1].second, 0u);  // nothing past a whole payload
 }
 
+// An op of no bytes is refused, valid rkey or not: verbs posts no work request
+// for it (so checks no rkey) while the sim checked one; now both refuse it.
+TEST(SimNic, R1_2_AnOpOfNoBytesIsRefusedAsOnVerbs) {
+  Rig rig;
+  SimMemoryPool pool(1 << 20);
+  const auto reg = rig.expose_all(pool);
+  std::vector<std::byte> none, some(16);
+  const auto st = rig.post({{RdmaOp::Kind::kRead, none, reg.addr, reg.rkey},
+                            {RdmaOp::Kind::kWrite, none, reg.addr, reg.rkey ^ 0xff},
+                            {RdmaOp::Kind::kRead, some, reg.addr, reg.rkey}});
+  ASSERT_EQ(st.size(), 3u);
+  EXPECT_EQ(st[0].code(), ErrorCode::kBadRequest) << st[0].ToString();
+  EXPECT_EQ(st[1].code(), ErrorCode::kBadRequest) << st[1].ToString();
+  EXPECT_TRUE(st[2].ok()) << st[2].ToString();  // nothing failed at the responder
+}
+
 // An op whose wire length is shorter than its local buffer would move the
 // buffer's bytes past the range the rkey was checked for: refused, as verbs
 // refuses it, and the bytes beyond the registration stay as they were.

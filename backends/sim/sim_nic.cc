@@ -156,6 +156,10 @@ class SimQueuePair final : public runtime::QueuePair,
                 loop().now());
       return;
     }
+    if (op.wire_length() == 0) {
+      finish_op(batch, index, Error(ErrorCode::kBadRequest, "RDMA op of zero bytes"), loop().now());
+      return;
+    }
     Send send{nullptr, op, std::move(batch), index};
     if (op.kind == RdmaOp::Kind::kWrite) {
       // Copied at post: the NIC reads the local buffer as it sends.
@@ -280,9 +284,9 @@ class SimQueuePair final : public runtime::QueuePair,
   }
 
   // An op failed at the responder: the QP is in the error state, so every op
-  // posted behind it that has not run yet is flushed (verbs: WR_FLUSH_ERR,
-  // which the verbs NIC reports as `unavailable`), and the next post
-  // reconnects (docs/simulator.md).
+  // posted behind it that has not been reported is flushed, run or not (verbs:
+  // WR_FLUSH_ERR, which the verbs NIC reports as `unavailable`), and the next
+  // post reconnects (docs/simulator.md).
   void fail(std::shared_ptr<Batch> batch, std::size_t index, Status why) {
     const std::uint64_t seq = batch->first_seq + index;
     // Only the connection the op went out on: ops posted after a reconnect since run.

@@ -953,6 +953,10 @@ void NicCore::submit(std::uint64_t token, std::vector<RdmaOp> ops,
           Error(ErrorCode::kBadRequest, "RDMA op length must equal its local buffer on verbs");
       continue;
     }
+    if (op.local.empty()) {  // no work request would check its rkey (core/runtime/nic.h)
+      batch->statuses[i] = Error(ErrorCode::kBadRequest, "RDMA op of zero bytes");
+      continue;
+    }
     for (std::uint64_t at = 0; at < op.local.size(); at += options_.max_wr_bytes) {
       WorkItem item;
       item.batch = batch;

@@ -39,7 +39,9 @@ struct RdmaOp {
   // Bytes on the wire; 0 means local.size(). Larger than local.size() only on
   // the simulator, for payload-sampled bulk runs: the bytes past `local` are
   // timed and change device page state, but are not stored (docs/simulator.md).
-  // Shorter than local.size() is refused (bad_request) by every NIC.
+  // Shorter than local.size() is refused (bad_request) by every NIC, and so
+  // is an op of no bytes (verbs posts no work request for it, which checks no
+  // rkey, while the sim checked one: neither is what a caller means).
   std::uint64_t length = 0;
 
   std::uint64_t wire_length() const { return length ? length : local.size(); }

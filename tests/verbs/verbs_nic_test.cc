@@ -325,9 +325,16 @@ TEST_F(VerbsNicTest, R1_6_BadOpsAreRefusedWithCodes) {
   std::vector<std::byte> buffer(128);
   RdmaOp sampled = op(RdmaOp::Kind::kRead, buffer, *reg);
   sampled.length = 4096;  // payload-sampled ops exist only in the simulator
-  auto statuses = post(*qp, {sampled, op(RdmaOp::Kind::kRead, buffer, *reg)});
+  // An op of no bytes posts no work request, so no rkey would be checked: refused (as on the sim).
+  std::vector<std::byte> none;
+  RdmaOp stale_empty = op(RdmaOp::Kind::kWrite, none, *reg);
+  stale_empty.rkey ^= 0xff;
+  auto statuses = post(*qp, {sampled, op(RdmaOp::Kind::kRead, buffer, *reg), stale_empty,
+                             op(RdmaOp::Kind::kRead, none, *reg)});
   EXPECT_EQ(statuses[0].code(), ErrorCode::kBadRequest);
   EXPECT_TRUE(statuses[1].ok()) << statuses[1].ToString();
+  EXPECT_EQ(statuses[2].code(), ErrorCode::kBadRequest) << statuses[2].ToString();
+  EXPECT_EQ(statuses[3].code(), ErrorCode::kBadRequest) << statuses[3].ToString();
   EXPECT_TRUE(post(*qp, {}).empty());
 }
 
