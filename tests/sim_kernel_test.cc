@@ -91,6 +91,9 @@ TEST(SimKernel, R8_AHugeDelayNeverWrapsIntoThePast) {
   loop.schedule_after(Duration::max(), [&] { ran = true; });
   loop.run_for(1s);
   EXPECT_FALSE(ran);
+  loop.run_for(Duration::max());  // to the end of time, not wrapped before it
+  EXPECT_TRUE(ran);
+  EXPECT_EQ(loop.now(), Instant::max());
 }
 
 TEST(SimKernel, CancelledTimerNeverRuns) {
@@ -169,10 +172,12 @@ TEST(SimKernel, R8_TheSameLogLineAgainIsCountedNotPrinted) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(err,
             "[    0.000000 ms] [warn] gpu0/client: alloc failed: timeout\n"
-            "[    2.000000 ms] (the line above 2 more times, the last at this time)\n"
+            "[    2.000000 ms] [warn] gpu0/client: alloc failed: timeout (2 more times since, the "
+            "last at this time)\n"
             "[    3.000000 ms] [warn] mem0/client: alloc failed: timeout\n"
             "[    3.000000 ms] [error] gpu0/client: alloc failed: timeout\n"
-            "[    3.000000 ms] (the line above 1 more time, the last at this time)\n");
+            "[    3.000000 ms] [error] gpu0/client: alloc failed: timeout (1 more time since, the "
+            "last at this time)\n");
 }
 
 // A limit already past (a caller's stale deadline) never turns virtual time

@@ -80,7 +80,7 @@ bool EventLoop::run_until(const std::function<bool()>& done, Instant limit) {
 }
 
 void EventLoop::run_for(Duration d) {
-  const Instant end = now_ + d;
+  const Instant end = d > Instant::max() - now_ ? Instant::max() : now_ + d;
   while (settle() && Instant(heap_.front().time) <= end) step();
   if (now_ < end) now_ = end;
 }

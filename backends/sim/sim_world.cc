@@ -37,9 +37,10 @@ void SimWorld::print_log(runtime::LogLevel level, std::string_view node, std::st
 
 void SimWorld::print_log_repeats() {
   if (log_repeats_ == 0) return;
-  std::fprintf(stderr, "[%12.6f ms] (the line above %llu more time%s, the last at this time)\n",
-               runtime::to_millis(last_repeat_at_), static_cast<unsigned long long>(log_repeats_),
-               log_repeats_ == 1 ? "" : "s");
+  // The line again, so other output in between (progress) cannot make it ambiguous.
+  std::fprintf(stderr, "[%12.6f ms] %s (%llu more time%s since, the last at this time)\n",
+               runtime::to_millis(last_repeat_at_), last_log_line_.c_str(),
+               static_cast<unsigned long long>(log_repeats_), log_repeats_ == 1 ? "" : "s");
   log_repeats_ = 0;
 }
 

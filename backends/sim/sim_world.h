@@ -49,8 +49,8 @@ class SimWorld {
   void set_log_level(runtime::LogLevel level) { log_level_ = level; }
   runtime::LogLevel log_level() const { return log_level_; }
   // Prints a node's log line. The same line again at once (an outage's
-  // retries) is counted instead: one line says how many before the next
-  // different line, or when the world ends.
+  // retries) is counted instead: the line once more, with how many, comes
+  // before the next different line, or when the world ends.
   void print_log(runtime::LogLevel level, std::string_view node, std::string_view component,
                  std::string_view message);
 

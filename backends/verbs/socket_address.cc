@@ -4,10 +4,29 @@
 #include <netdb.h>
 #include <netinet/in.h>
 
+#include <cctype>
 #include <cstring>
 #include <string>
 
 namespace rcxl::verbs {
+
+namespace {
+
+// A name DNS could answer later (letters, digits, '-', '.'), not a typo no
+// resolver ever will: a space, or digits and dots that are no IPv4 address.
+bool could_resolve_later(const std::string& host) {
+  bool letter = false;
+  for (const char c : host) {
+    if (std::isalpha(static_cast<unsigned char>(c))) {
+      letter = true;
+    } else if (!std::isdigit(static_cast<unsigned char>(c)) && c != '-' && c != '.') {
+      return false;
+    }
+  }
+  return letter;
+}
+
+}  // namespace
 
 Result<std::vector<SocketAddress>> resolve(const runtime::Address& address, bool passive) {
   addrinfo hints{};
@@ -22,7 +41,8 @@ Result<std::vector<SocketAddress>> resolve(const runtime::Address& address, bool
     // A peer's name that does not resolve (now: a DNS outage) is an unreachable
     // peer, as on the sim and the RDMA NIC; a listener's is the caller's mistake.
     const bool lookup_failed =
-        !passive && (rc == EAI_NONAME || rc == EAI_AGAIN || rc == EAI_FAIL || rc == EAI_NODATA);
+        !passive && could_resolve_later(address.host) &&
+        (rc == EAI_NONAME || rc == EAI_AGAIN || rc == EAI_FAIL || rc == EAI_NODATA);
     return Error(lookup_failed ? ErrorCode::kUnavailable : ErrorCode::kBadRequest,
                  "cannot resolve '" + address.ToString() + "': " + gai_strerror(rc));
   }

@@ -29,19 +29,21 @@ Status status_from_errno(int error) {
   return Error(ErrorCode::kIoError, std::string("socket error: ") + std::strerror(error));
 }
 
-int whole_seconds(runtime::Duration d) {
-  return static_cast<int>(
-      std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(d).count()));
+// Linux takes 1..32767 s for the keepalive times.
+int keepalive_seconds(runtime::Duration d) {
+  return static_cast<int>(std::clamp<std::int64_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(d).count(), 1, 32767));
 }
 
 // Keepalive probes and a bound on unacknowledged bytes (TcpConnOptions).
 void detect_dead_peers(int fd, const TcpConnOptions& options) {
   const int on = 1;
-  const int idle = whole_seconds(options.keepalive_idle);
-  const int interval = whole_seconds(options.keepalive_interval);
-  const int probes = std::max(1, options.keepalive_probes);
-  const unsigned user_timeout_ms =
-      static_cast<unsigned>(idle + interval * probes) * 1000u;  // also ends keepalive's wait
+  const int idle = keepalive_seconds(options.keepalive_idle);
+  const int interval = keepalive_seconds(options.keepalive_interval);
+  const int probes = std::clamp(options.keepalive_probes, 1, 127);
+  // Also ends keepalive's wait (Linux then ignores KEEPCNT); 127 x 32767 s fits.
+  const auto user_timeout_ms =
+      static_cast<unsigned>((std::int64_t{idle} + std::int64_t{interval} * probes) * 1000);
   setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);

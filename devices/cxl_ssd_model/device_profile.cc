@@ -174,7 +174,11 @@ Result<DeviceProfile> load_device_profile(const json& profile) {
   constexpr auto kSwitch = Kind::kSwitch;
   const std::map<std::string, Field> device_fields = {
       {"capacity_bytes", {4096, kBig, kInteger, u64(d.capacity_bytes)}},
-      {"page_bytes", {512, 65536, kInteger, u64(d.page_bytes)}},
+      // Regions are aligned, trimmed and dropped by the host page (DESIGN.md): a
+      // larger device page left a fresh region's old bytes, a smaller one trimmed nothing.
+      {"page_bytes",
+       {4096, 4096, kInteger, u64(d.page_bytes),
+        " bytes: the host page regions are aligned and trimmed by"}},
       {"dram_cache_bytes", {512, kBig, kInteger, u64(d.dram_cache_bytes)}},
       {"all_resident", {0, 1, kSwitch, [&d](double v) { d.all_resident = v != 0; }}},
       {"dram_access_ns", {0, 1e7, kInteger, dur(d.dram_access)}},
@@ -214,12 +218,6 @@ Result<DeviceProfile> load_device_profile(const json& profile) {
   };
   if (auto s = read_section(profile, "control_link", control_link_fields); !s.ok()) return s;
   // Relations between fields.
-  // Regions are aligned, trimmed and dropped by the host page (DESIGN.md): a
-  // larger device page left a fresh region's old bytes, a smaller one trimmed nothing.
-  if (d.page_bytes != 4096) {
-    return bad("/device/page_bytes",
-               "must be 4096, the host page regions are aligned and trimmed by");
-  }
   // The pump commits a fill only if its frame is free within the horizon: one
   // shorter than a dirty victim's page transfer never starts a hinted fill.
   const double transfer_ns = std::ceil(d.page_bytes * 1e9 / d.channel_bytes_per_second);

@@ -318,17 +318,20 @@ TEST(TcpTransport, ConnectToAClosedPortFailsWithAStatus) {
 
 // A peer's name that does not resolve is an unreachable peer (kUnavailable, as
 // on the sim and the RDMA NIC: a DNS outage is not the caller's mistake); it
-// was bad_request. A listener's is the caller's.
+// was bad_request. A name no resolver could answer (a typo: a space, digits
+// that are no IPv4 address) stays the caller's mistake, as a listener's is.
 TEST(TcpTransport, UnresolvableHostFailsWithAStatus) {
   TcpTransport transport;
   ThreadStrand strand("connect");
-  for (const char* host : {"not a host name", "no-such-host.invalid"}) {
+  for (const auto& [host, code] : {std::pair{"no-such-host.invalid", ErrorCode::kUnavailable},
+                                   std::pair{"not a host name", ErrorCode::kBadRequest},
+                                   std::pair{"300.1.1.1", ErrorCode::kBadRequest}}) {
     std::promise<Status> result;
     auto status = result.get_future();
     transport.connect({host, 1}, strand,
                       [&](Result<std::shared_ptr<Conn>> c) { result.set_value(c.status()); });
     const Status st = get_or_abort(status, "connect");
-    EXPECT_EQ(st.code(), ErrorCode::kUnavailable) << host << ": " << st.ToString();
+    EXPECT_EQ(st.code(), code) << host << ": " << st.ToString();
   }
   auto listener = transport.listen({"no-such-host.invalid", 0}, strand, [](auto) {});
   ASSERT_FALSE(listener.ok());
