@@ -19,7 +19,8 @@ Status status_from_wc(ibv_wc_status status, std::uint32_t vendor_err) {
     case IBV_WC_REM_ABORT_ERR:
       return Error(ErrorCode::kUnavailable, "RDMA peer unreachable: " + text);
     case IBV_WC_WR_FLUSH_ERR:
-      return Error(ErrorCode::kUnavailable, "not executed, queue pair flushed: " + text);
+      return Error(ErrorCode::kUnavailable,
+                   "flushed, the queue pair is in error (it may have run): " + text);
     default:
       return Error(ErrorCode::kIoError, "RDMA failed: " + text);
   }
