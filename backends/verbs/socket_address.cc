@@ -41,8 +41,7 @@ Result<std::vector<SocketAddress>> resolve(const runtime::Address& address, bool
     // A peer's name that does not resolve (now: a DNS outage) is an unreachable
     // peer, as on the sim and the RDMA NIC; a listener's is the caller's mistake.
     const bool lookup_failed =
-        !passive && could_resolve_later(address.host) &&
-        (rc == EAI_NONAME || rc == EAI_AGAIN || rc == EAI_FAIL || rc == EAI_NODATA);
+        !passive && could_resolve_later(address.host) && lookup_may_succeed_later(rc);
     return Error(lookup_failed ? ErrorCode::kUnavailable : ErrorCode::kBadRequest,
                  "cannot resolve '" + address.ToString() + "': " + gai_strerror(rc));
   }
@@ -56,6 +55,11 @@ Result<std::vector<SocketAddress>> resolve(const runtime::Address& address, bool
   freeaddrinfo(found);
   if (out.empty()) return Error(ErrorCode::kBadRequest, "no address for " + address.ToString());
   return out;
+}
+
+bool lookup_may_succeed_later(int gai_error) {
+  return gai_error == EAI_NONAME || gai_error == EAI_AGAIN || gai_error == EAI_FAIL ||
+         gai_error == EAI_NODATA;
 }
 
 runtime::Address to_address(const sockaddr* address) {

@@ -18,8 +18,12 @@ struct SocketAddress {
 };
 
 // Every socket address `address` names, in the resolver's order. `passive`: for
-// bind (an empty host is every interface). kBadRequest when it names none.
+// bind (an empty host is every interface). When it names none: kUnavailable
+// for a peer's name a resolver may answer later, else kBadRequest.
 Result<std::vector<SocketAddress>> resolve(const runtime::Address& address, bool passive);
+// getaddrinfo's error says the name is not known now (a DNS outage, a host
+// not registered yet), not that the request was malformed.
+bool lookup_may_succeed_later(int gai_error);
 // Numeric host and port of a socket address.
 runtime::Address to_address(const sockaddr* address);
 // The socket's own (local) or peer address; an empty Address on failure.

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backends/verbs/bounce_ring.h"
+#include "backends/verbs/socket_address.h"
 #include "backends/verbs/thread_strand.h"
 #include "backends/verbs/verbs_status.h"
 
@@ -88,8 +89,7 @@ Result<sockaddr_storage> parse_endpoint(const std::string& text, std::uint16_t d
   if (const int err = getaddrinfo(host.c_str(), port.c_str(), &hints, &info); err != 0 || !info) {
     // A name that does not resolve (now) is an unreachable peer, as on the sim;
     // only a malformed address is the caller's mistake.
-    const bool lookup_failed = !numeric_only && (err == EAI_NONAME || err == EAI_AGAIN ||
-                                                 err == EAI_FAIL || err == EAI_NODATA);
+    const bool lookup_failed = !numeric_only && lookup_may_succeed_later(err);
     if (info) freeaddrinfo(info);
     return Error(lookup_failed ? ErrorCode::kUnavailable : ErrorCode::kBadRequest,
                  "bad RDMA endpoint '" + text + "'" +
