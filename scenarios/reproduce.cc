@@ -8,15 +8,16 @@
 
 #include "backends/sim/sim_nic.h"
 #include "backends/sim/sim_world.h"
-#include "devices/cxl_ssd_model/store_bandwidth.h"
 #include "scenarios/batch_runner.h"
 #include "scenarios/configurations.h"
 #include "scenarios/embedded/embedded.h"
 #include "scenarios/out_dir.h"
 #include "scenarios/report/stats.h"
 #include "scenarios/report/svg_chart.h"
+#include "scenarios/run_counters.h"
 #include "scenarios/serving_rig.h"
 #include "scenarios/shell_word.h"
+#include "scenarios/store_experiment.h"
 
 namespace rcxl::scenarios {
 namespace {
@@ -189,17 +190,31 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
       return Error(ErrorCode::kBadRequest, "--set (profile " + name + "): " + s.message());
     }
   }
-  // P4 stores 64 chunks into one device: a capacity below that measures nothing.
+  // P4's store experiment must fit its pool: a capacity below that measures nothing.
+  auto store_sc = store_experiment();
+  if (!store_sc.ok()) return store_sc.status();
+  store_sc->seed = options.first_seed;
+  if (!profiles.count(store_sc->profile)) {
+    return Error(ErrorCode::kInternal, "replays/store_bandwidth.json: profile '" +
+                                           store_sc->profile + "' is not one reproduce loads");
+  }
   {
-    const Profile& ssd = profiles.at("cxl_ssd_default");
-    const std::uint64_t p4_bytes =
-        64 * ssd.engine.kv_bytes_per_token * static_cast<std::uint64_t>(ssd.engine.chunk_tokens);
-    if (p4_bytes > ssd.device.device.capacity_bytes) {
+    const Profile& ssd = profiles.at(store_sc->profile);
+    const std::uint64_t p4_bytes = requests_of(store_sc->workload) *
+                                   static_cast<std::uint64_t>(store_sc->workload.chunks_per_store) *
+                                   ssd.engine.kv_bytes_per_token *
+                                   static_cast<std::uint64_t>(ssd.engine.chunk_tokens);
+    // Whole regions: the last one is allocated even when the stores fill part of it.
+    const std::uint64_t regions = (p4_bytes + region_bytes(ssd) - 1) / region_bytes(ssd);
+    const std::uint64_t pool = std::min(ssd.device.device.capacity_bytes, store_sc->pool_bytes);
+    if (regions * region_bytes(ssd) > pool) {
       return Error(ErrorCode::kBadRequest,
-                   "--set (profile cxl_ssd_default): P4 stores 64 KV chunks, " +
-                       std::to_string(p4_bytes) + " bytes, into one device of " +
-                       std::to_string(ssd.device.device.capacity_bytes) +
-                       " (/device/capacity_bytes); give a capacity of at least that");
+                   "--set (profile " + store_sc->profile + "): P4 stores " +
+                       std::to_string(p4_bytes) + " bytes in " + std::to_string(regions) +
+                       " regions of " + std::to_string(region_bytes(ssd)) + " into a pool of " +
+                       std::to_string(pool) +
+                       " (/device/capacity_bytes); give a capacity of at least " +
+                       std::to_string(regions * region_bytes(ssd)));
     }
   }
   if (auto s = prepare_out_dir(options.out_dir, {kJsonFile, kTtftSvg, kLoadSvg, kStoreSvg});
@@ -233,18 +248,16 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   for (std::size_t c = 0; c < cfgs.size(); ++c) results[c].resize(runs_of[c]);
   // P4's store experiment and P6's early READ run beside the serving runs.
   const Profile& ssd = profiles.at("cxl_ssd_default");
-  device::StoreBandwidthResult p4;
+  struct {
+    StoreCase unprepared, prepared;
+  } p4;
   Json p6;
   const std::size_t p4_job = jobs.size(), p6_job = jobs.size() + 1;
   auto run = [&](std::size_t j) {
     if (j == p4_job) {
-      // Store bandwidth (P4) with the engine's store size: one 32 MiB chunk per WRITE.
-      device::StoreBandwidthOptions sbo;
-      sbo.write_bytes =
-          ssd.engine.kv_bytes_per_token * static_cast<std::uint64_t>(ssd.engine.chunk_tokens);
-      sbo.batch_bytes = sbo.write_bytes;
-      sbo.total_bytes = 64 * sbo.write_bytes;
-      p4 = device::measure_store_bandwidth(ssd.device, sbo);
+      const Profile& store_profile = profiles.at(store_sc->profile);
+      p4.unprepared = run_store_case(*store_sc, store_profile, false);
+      p4.prepared = run_store_case(*store_sc, store_profile, true);
       return;
     }
     if (j == p6_job) {
@@ -302,7 +315,7 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   }
   // P4 is GB/s of a store that ran whole and landed: one that did not measured nothing.
   for (const auto* run : {&p4.unprepared, &p4.prepared}) {
-    if (run->ok) continue;
+    if (run->failure.empty()) continue;
     return Error(ErrorCode::kInternal, std::string("P4's ") +
                                            (run == &p4.prepared ? "prepared" : "unprepared") +
                                            " store experiment failed: " + run->failure +
@@ -394,12 +407,15 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
              {"over_hints_ms", gate_cost.mean},
              {"over_hints_ci", interval_json(gate_cost)},
              {"seed_over_hints_ms", 0.8}};
-  j["P4"] = {{"unprepared_gbps", p4.unprepared.gbps},
-             {"prepared_gbps", p4.prepared.gbps},
+  j["P4"] = {{"unprepared_gbps", p4.unprepared.store.gbps},
+             {"prepared_gbps", p4.prepared.store.gbps},
              {"pairs", 1},
              {"seed_unprepared_gbps", 1.3},
              {"seed_prepared_gbps", 10.3},
-             {"within", near(p4.unprepared.gbps, 1.3) && near(p4.prepared.gbps, 10.3)}};
+             {"within", near(p4.unprepared.store.gbps, 1.3) && near(p4.prepared.store.gbps, 10.3)},
+             {"scenario", "replays/store_bandwidth.json"},
+             {"trace_hashes",
+              {{"unprepared", p4.unprepared.trace_hash}, {"prepared", p4.prepared.trace_hash}}}};
   j["P5"] = {{"value", p5.mean},
              {"ci", interval_json(p5)},
              {"pairs", pairs_of("waits_off")},
@@ -469,7 +485,7 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   t += row("P3", "per-READ gate: TTFT ratio, load delta", "1.0041x, +2.04 ms",
            fmt("%.4f", p3r.mean) + "x, " + ci_text(p3d, "%+.2f", " ms"), j["P3"]["within"]);
   t += row("P4", "store GB/s, unprepared vs prepared", "1.3 vs 10.3",
-           fmt("%.2f", p4.unprepared.gbps) + " vs " + fmt("%.2f", p4.prepared.gbps),
+           fmt("%.2f", p4.unprepared.store.gbps) + " vs " + fmt("%.2f", p4.prepared.store.gbps),
            j["P4"]["within"]);
   t += row("P5", "TTFT, write waits off / on", "0.990x [0.957, 1.024]", ci_text(p5, "%.4f", "x"),
            j["P5"]["within"]);
@@ -589,8 +605,8 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   Series un, pr;
   un.label = "unprepared pages (filled from flash)";
   pr.label = "prepared by write hints";
-  for (const auto& s : p4.unprepared.samples) un.x.push_back(s.t_ms), un.y.push_back(s.gbps);
-  for (const auto& s : p4.prepared.samples) pr.x.push_back(s.t_ms), pr.y.push_back(s.gbps);
+  for (const auto& s : p4.unprepared.store.samples) un.x.push_back(s.t_ms), un.y.push_back(s.gbps);
+  for (const auto& s : p4.prepared.store.samples) pr.x.push_back(s.t_ms), pr.y.push_back(s.gbps);
   write(store_svg, render_line_chart({"Store bandwidth over time (P4)", "time (ms)", "GB/s", false},
                                      {un, pr}));
   report.pictures = {ttft_svg, load_svg, store_svg};

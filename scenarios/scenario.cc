@@ -160,17 +160,10 @@ Status parse_memory_profiles(const Reader& t, const Json& topology, Topology& ou
 }
 
 // A fault must be able to happen in the run the rest of the file describes.
-// Requests that can load KV: turns 2.. of each conversation.
-std::uint64_t reuse_turns_of(const WorkloadParams& w) {
-  return static_cast<std::uint64_t>(w.conversations) *
-         static_cast<std::uint64_t>(std::max(w.turns - 1, 0));
-}
-
 Status check_fault_in_run(const Reader& r, const Fault& f, const Scenario& sc) {
   // Each request stores at most once; only a reuse turn (turns 2.. of its
   // conversation) loads, at most once: a first turn finds nothing stored.
-  const std::uint64_t requests = static_cast<std::uint64_t>(sc.workload.conversations) *
-                                 static_cast<std::uint64_t>(sc.workload.turns);
+  const std::uint64_t requests = requests_of(sc.workload);
   const std::uint64_t reuse_turns = reuse_turns_of(sc.workload);
   auto within = [&](const char* field, const char* event, std::uint64_t nth, std::uint64_t most,
                     const std::string& why) -> Status {
@@ -184,6 +177,12 @@ Status check_fault_in_run(const Reader& r, const Fault& f, const Scenario& sc) {
                                                 " never starts: " + why + "; pick 1.." +
                                                 std::to_string(most));
   };
+  const bool store_kind = sc.workload.kind == WorkloadKind::kStore;
+  if (f.during_load > 0 && store_kind) {
+    return r.fail("/during_load",
+                  "a store workload (/workload/kind \"store\") loads nothing, so this fault "
+                  "would never happen; use during_store or at_s");
+  }
   if (f.during_load > 0) {
     if (auto s = within("during_load", "load", f.during_load, reuse_turns,
                         "the workload has " + std::to_string(reuse_turns) +
@@ -195,7 +194,7 @@ Status check_fault_in_run(const Reader& r, const Fault& f, const Scenario& sc) {
   } else if (f.during_store > 0) {
     if (auto s = within("during_store", "store", f.during_store, requests,
                         "the workload has " + std::to_string(requests) +
-                            " requests and each stores at most once");
+                            (store_kind ? " stores" : " requests and each stores at most once"));
         !s.ok()) {
       return s;
     }
@@ -521,6 +520,11 @@ Status parse_expect(const Json& j, const std::string& origin, const Topology& to
     if (auto s = parse_counter_bounds(c, j["counters"], topology, out.counters); !s.ok()) {
       return s;
     }
+  }
+  if (j.contains("min_reuse_hits") && workload.kind == WorkloadKind::kStore) {
+    return r.fail("/min_reuse_hits",
+                  "a store workload (/workload/kind \"store\") serves no turn; bound "
+                  "worker.stores or kv.failed_stores under counters instead");
   }
   if (j.contains("min_reuse_hits")) {
     std::uint64_t hits = 0;

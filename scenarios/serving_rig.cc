@@ -1,11 +1,13 @@
 #include "scenarios/serving_rig.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -21,6 +23,7 @@
 #include "scenarios/checked_nic.h"
 #include "scenarios/checked_runtime.h"
 #include "scenarios/embedded/embedded.h"
+#include "scenarios/engine/store_workload.h"
 #include "scenarios/invariant_monitor.h"
 #include "scenarios/json_document.h"
 #include "scenarios/rcxl_engine_kv.h"
@@ -285,6 +288,7 @@ class Deployment {
   ~Deployment() {
     for (auto& g : gpus_) {
       g->engine.reset();
+      g->store.reset();
       g->kv.reset();
       g->worker.reset();
       g->scheduler.reset();
@@ -337,7 +341,9 @@ class Deployment {
     base.gate_reads = sc_.client.gate_reads;
     // Drawn once for the whole run: every engine sees the same conversations.
     auto rnd = world_.random("workload");
-    const auto workload = make_workload(sc_.workload, *rnd);
+    const auto workload = sc_.workload.kind == WorkloadKind::kServing
+                              ? make_workload(sc_.workload, *rnd)
+                              : std::vector<ConversationSpec>{};
     for (int i = 0; i < sc_.topology.gpu_nodes; ++i) build_gpu_node(i, base, workload);
     schedule_faults();
     return {};
@@ -346,7 +352,10 @@ class Deployment {
   RunResult run() {
     RunResult out;
     const auto wall0 = std::chrono::steady_clock::now();
-    for (auto& g : gpus_) g->engine->start();
+    for (auto& g : gpus_) {
+      if (g->engine) g->engine->start();
+      if (g->store) g->store->start();
+    }
     watch_boots();
     std::uint64_t steps = 0;
     auto last_report = wall0;
@@ -376,10 +385,13 @@ class Deployment {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     out.virtual_seconds = runtime::to_seconds(world_.loop().now());
     for (const auto& g : gpus_) {
-      const auto& r = g->engine->records();
-      out.records.insert(out.records.end(), r.begin(), r.end());
+      if (g->engine) {
+        const auto& r = g->engine->records();
+        out.records.insert(out.records.end(), r.begin(), r.end());
+      }
       out.invariants.stale_reads += g->kv->stale_reads();
     }
+    out.store = store_run();
     out.boots_seen = boots_;
     out.faults_fired = fired_;
     out.loads_started = loads_started_;
@@ -433,7 +445,8 @@ class Deployment {
     std::unique_ptr<client::SchedulerConnector> scheduler;
     std::unique_ptr<client::WorkerConnector> worker;
     std::unique_ptr<RcxlEngineKv> kv;
-    std::unique_ptr<EngineModel> engine;
+    std::unique_ptr<EngineModel> engine;   // serving workload
+    std::unique_ptr<StoreWorkload> store;  // store workload
   };
 
   Status build_memory_node(int index) {
@@ -486,28 +499,67 @@ class Deployment {
     g->worker = std::make_unique<client::WorkerConnector>(*g->node, *g->worker_handler);
     g->kv = std::make_unique<RcxlEngineKv>(*g->scheduler, *g->worker, base.chunk_size_bytes,
                                            options_.payload_sample_bytes);
-    g->engine = std::make_unique<EngineModel>(*g->node, *g->kv, profile_.engine, workload, index,
-                                              sc_.topology.gpu_nodes);
+    if (sc_.workload.kind == WorkloadKind::kStore) {
+      g->store = std::make_unique<StoreWorkload>(*g->node, *g->kv, sc_.workload,
+                                                 base.chunk_size_bytes, index);
+    } else {
+      g->engine = std::make_unique<EngineModel>(*g->node, *g->kv, profile_.engine, workload, index,
+                                                sc_.topology.gpu_nodes);
+    }
     gpus_.push_back(std::move(g));
   }
 
   bool engines_done() const {
     for (const auto& g : gpus_) {
-      if (!g->engine->done()) return false;
+      if (g->engine ? !g->engine->done() : !g->store->done()) return false;
     }
     return true;
+  }
+
+  StoreRun store_run() const {
+    StoreRun out;
+    std::optional<runtime::Instant> first, last;
+    for (const auto& g : gpus_) {
+      if (!g->store) continue;
+      out.stores += g->store->stores_done();
+      out.bytes += g->store->bytes_stored();
+      first = std::min(first.value_or(g->store->first_start()), g->store->first_start());
+      last = std::max(last.value_or(g->store->last_end()), g->store->last_end());
+    }
+    if (!first) return out;
+    out.seconds = runtime::to_seconds(*last - *first);
+    // Bytes per nanosecond is GB/s.
+    out.gbps = *last > *first
+                   ? static_cast<double>(out.bytes) / static_cast<double>((*last - *first).count())
+                   : 0.0;
+    std::vector<std::pair<runtime::Instant, StoreRun::Sample>> all;
+    for (const auto& g : gpus_) {
+      if (!g->store) continue;
+      for (const auto& s : g->store->samples()) {
+        all.push_back({s.end, {runtime::to_millis(s.end - *first), s.gbps}});
+      }
+    }
+    std::stable_sort(all.begin(), all.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [end, sample] : all) out.samples.push_back(sample);
+    return out;
   }
 
   void report_progress(std::chrono::steady_clock::duration wall) {
     std::size_t done = 0;
     for (const auto& g : gpus_) {
+      if (g->store) done += g->store->stores_done();
+      if (!g->engine) continue;
       for (const auto& r : g->engine->records()) done += r.finished.count() > 0;
     }
-    const std::size_t total = static_cast<std::size_t>(sc_.workload.conversations) *
-                              static_cast<std::size_t>(sc_.workload.turns);
+    // Each engine makes its own stores; the conversations are shared out.
+    const bool stores = sc_.workload.kind == WorkloadKind::kStore;
+    const std::size_t total =
+        static_cast<std::size_t>(requests_of(sc_.workload)) *
+        (stores ? static_cast<std::size_t>(sc_.topology.gpu_nodes) : std::size_t{1});
     char line[160];
-    std::snprintf(line, sizeof line, "%s: %zu/%zu requests done, %.1f s virtual, %.1f s wall",
-                  printable(sc_.name, 60).c_str(), done, total,
+    std::snprintf(line, sizeof line, "%s: %zu/%zu %s done, %.1f s virtual, %.1f s wall",
+                  printable(sc_.name, 60).c_str(), done, total, stores ? "stores" : "requests",
                   runtime::to_seconds(world_.loop().now()),
                   std::chrono::duration<double>(wall).count());
     options_.progress(line);
@@ -723,8 +775,10 @@ class Deployment {
     // store had not landed, or it was lost): they recomputed it all. A turn
     // a time limit cut off before its lookup ended is not counted.
     std::uint64_t without_hits = 0;
-    for (const auto& r : g.engine->records()) {
-      without_hits += r.reuse_turn() && r.answered() && r.hit_chunks == 0;
+    if (g.engine) {
+      for (const auto& r : g.engine->records()) {
+        without_hits += r.reuse_turn() && r.answered() && r.hit_chunks == 0;
+      }
     }
     j["kv"] = {{"failed_loads", g.kv->failed_loads()},
                {"failed_stores", g.kv->failed_stores()},

@@ -75,6 +75,20 @@ struct InvariantReport {
   std::vector<std::string> violations;  // people-readable, one per kind
 };
 
+// A store workload's bandwidth (PAPER P4): its bytes over the time from the
+// first store's start to the last one's end, on every GPU node together.
+struct StoreRun {
+  std::uint64_t stores = 0;  // stores that ended (a failed one too: kv.failed_stores)
+  std::uint64_t bytes = 0;
+  double seconds = 0;
+  double gbps = 0;
+  struct Sample {
+    double t_ms = 0;  // a store's end, from the first start
+    double gbps = 0;  // its bytes over the time since its engine's previous end
+  };
+  std::vector<Sample> samples;  // by end, then GPU node
+};
+
 struct RunResult {
   Status status;  // the run itself (deadlock, time limit, setup)
   std::vector<RequestRecord> records;
@@ -83,6 +97,7 @@ struct RunResult {
   std::vector<bool> faults_fired;       // by the scenario's fault index
   std::uint64_t loads_started = 0;      // KV loads the engine started
   std::uint64_t stores_started = 0;     // KV stores the engine started
+  StoreRun store;                       // a store workload's (workload.kind "store")
   nlohmann::json counters;              // device, agent, client counters
   std::string trace_hash;
   double virtual_seconds = 0;

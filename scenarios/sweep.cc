@@ -697,6 +697,13 @@ Result<SweepReport> sweep(const SweepOptions& options) {
                      ": /topology/memory_profiles: a sweep gives every memory node its "
                      "configuration's profile; drop memory_profiles, or compare mixed nodes "
                      "with rcxl-sim run");
+  } else if (sc->workload.kind == WorkloadKind::kStore) {
+    // A sweep compares TTFT and load time, which a store experiment has none of.
+    return Error(ErrorCode::kBadRequest,
+                 origin +
+                     ": /workload/kind: a sweep compares serving runs (TTFT, KV load time), and "
+                     "a store workload serves nothing; run it with rcxl-sim run, or its "
+                     "bandwidth with rcxl-sim reproduce (P4)");
   }
   if (options.conversations) base["workload"]["conversations"] = *options.conversations;
   if (options.turns) base["workload"]["turns"] = *options.turns;

@@ -321,6 +321,16 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
         {"faults_never_happened", unfired},
         {"counters", result.counters},
         {"trace_hash", result.trace_hash}};
+    if (scenario->workload.kind == rcxl::scenarios::WorkloadKind::kStore) {
+      const auto& st = result.store;
+      Json samples = Json::array();
+      for (const auto& x : st.samples) samples.push_back({{"t_ms", x.t_ms}, {"gbps", x.gbps}});
+      out["store"] = {{"stores", st.stores},
+                      {"bytes", st.bytes},
+                      {"seconds", st.seconds},
+                      {"gbps", st.gbps},
+                      {"samples", samples}};
+    }
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     // The head line is the verdict: "ok" only when nothing below failed.
@@ -332,10 +342,18 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
     // The name is the file's text: one line, no terminal controls.
     std::printf("%s (seed %llu): %s\n", rcxl::scenarios::printable(scenario->name, 200).c_str(),
                 static_cast<unsigned long long>(scenario->seed), verdict.c_str());
-    std::printf("  reuse-turn TTFT %s, KV load %s, %zu requests, %.1f s virtual in %.2f s\n",
-                rcxl::scenarios::mean_ms_text(summary.ttfts, summary.ttft_ms).c_str(),
-                rcxl::scenarios::mean_ms_text(summary.loads, summary.load_ms).c_str(),
-                result.records.size(), result.virtual_seconds, result.wall_seconds);
+    if (scenario->workload.kind == rcxl::scenarios::WorkloadKind::kStore) {
+      const auto& st = result.store;
+      std::printf("  %llu stores, %.3f GiB in %.2f ms: %.2f GB/s; %.1f s virtual in %.2f s\n",
+                  static_cast<unsigned long long>(st.stores),
+                  static_cast<double>(st.bytes) / (1ull << 30), st.seconds * 1e3, st.gbps,
+                  result.virtual_seconds, result.wall_seconds);
+    } else {
+      std::printf("  reuse-turn TTFT %s, KV load %s, %zu requests, %.1f s virtual in %.2f s\n",
+                  rcxl::scenarios::mean_ms_text(summary.ttfts, summary.ttft_ms).c_str(),
+                  rcxl::scenarios::mean_ms_text(summary.loads, summary.load_ms).c_str(),
+                  result.records.size(), result.virtual_seconds, result.wall_seconds);
+    }
     std::printf("  counters: %s\n", result.counters.dump().c_str());
     if (result.counters.contains("agent_restart_failure")) {
       std::printf("  NOTE: an agent_restart failed and the agent stayed down: %s\n",
@@ -512,8 +530,9 @@ int run_cli(int argc, char** argv) {
                 "change, still show)");
   run->footer(kExitCodes);
   std::string replay_name;
-  auto* replay =
-      app.add_subcommand("replay", "run a shipped fault scenario by name (--list shows them)");
+  auto* replay = app.add_subcommand("replay",
+                                    "run a shipped scenario by name: fault replays, seed_serving, "
+                                    "store_bandwidth (--list shows them)");
   replay->add_option("NAME", replay_name, "e.g. reset_during_load");
   bool list = false;
   replay->add_flag("--list", list, "list the shipped scenarios");

@@ -30,6 +30,17 @@ std::vector<ConversationSpec> make_workload(const WorkloadParams& params,
   return out;
 }
 
+std::uint64_t requests_of(const WorkloadParams& w) {
+  if (w.kind == WorkloadKind::kStore) return static_cast<std::uint64_t>(w.stores);
+  return static_cast<std::uint64_t>(w.conversations) * static_cast<std::uint64_t>(w.turns);
+}
+
+std::uint64_t reuse_turns_of(const WorkloadParams& w) {
+  if (w.kind == WorkloadKind::kStore) return 0;
+  return static_cast<std::uint64_t>(w.conversations) *
+         static_cast<std::uint64_t>(std::max(w.turns - 1, 0));
+}
+
 namespace {
 
 // The JSON integer as int when it lies in [lo, hi]: get<int>() alone would
@@ -75,15 +86,35 @@ Status read_range(const nlohmann::json& j, const char* key, IntRange& out) {
 Result<WorkloadParams> workload_from_json(const nlohmann::json& j) {
   WorkloadParams p;
   if (!j.is_object()) return Error(ErrorCode::kBadRequest, "/workload: expected an object");
-  for (const auto& [key, value] : j.items()) {
-    static const std::vector<std::string> kKnown = {
-        "conversations", "turns",          "first_prompt_tokens", "followup_prompt_tokens",
-        "output_tokens", "start_window_s", "think_time_s"};
-    if (std::find(kKnown.begin(), kKnown.end(), key) == kKnown.end()) {
-      std::string list;
-      for (const auto& k : kKnown) list += (list.empty() ? "" : ", ") + k;
+  if (j.contains("kind")) {
+    const auto& k = j["kind"];
+    if (k == "store") {
+      p.kind = WorkloadKind::kStore;
+    } else if (k != "serving") {
       return Error(ErrorCode::kBadRequest,
-                   "/workload/" + pointer_token(key) + ": unknown field; expected one of: " + list);
+                   "/workload/kind: expected \"serving\" (the chat workload, the default) or "
+                   "\"store\" (KV stores back to back: the store-bandwidth experiment)");
+    }
+  }
+  // Each kind takes only its own fields: a serving field in a store experiment does nothing.
+  static const std::vector<std::string> kServingFields = {"kind",
+                                                          "conversations",
+                                                          "turns",
+                                                          "first_prompt_tokens",
+                                                          "followup_prompt_tokens",
+                                                          "output_tokens",
+                                                          "start_window_s",
+                                                          "think_time_s"};
+  static const std::vector<std::string> kStoreFields = {"kind", "stores", "chunks_per_store"};
+  const auto& known = p.kind == WorkloadKind::kStore ? kStoreFields : kServingFields;
+  for (const auto& [key, value] : j.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      return Error(ErrorCode::kBadRequest,
+                   "/workload/" + pointer_token(key) + ": unknown field for kind " +
+                       (p.kind == WorkloadKind::kStore ? "store" : "serving") +
+                       "; expected one of: " + list);
     }
   }
   auto read_int = [&](const char* key, int& out, int lo, int hi, const char* why = "") -> Status {
@@ -106,6 +137,20 @@ Result<WorkloadParams> workload_from_json(const nlohmann::json& j) {
     out = runtime::from_seconds(j[key].get<double>());
     return {};
   };
+  if (p.kind == WorkloadKind::kStore) {
+    for (Status s : {read_int("stores", p.stores, 1, kMaxStoredChunks),
+                     read_int("chunks_per_store", p.chunks_per_store, 1, kMaxStoredChunks)}) {
+      if (!s.ok()) return s;
+    }
+    if (std::int64_t{p.stores} * p.chunks_per_store > kMaxStoredChunks) {
+      return Error(ErrorCode::kBadRequest,
+                   "/workload: stores x chunks_per_store = " +
+                       std::to_string(std::int64_t{p.stores} * p.chunks_per_store) +
+                       " chunks; at most " + std::to_string(kMaxStoredChunks) +
+                       " (32 TiB of 32 MiB chunks, past any pool): lower one of them");
+    }
+    return p;
+  }
   for (Status s :
        {read_int("conversations", p.conversations, 1, kMaxConversations,
                  " (the engine scans every live conversation each step: more would not finish)"),

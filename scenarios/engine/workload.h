@@ -33,7 +33,16 @@ inline constexpr int kMaxContextTokens = 1 << 20;
 inline constexpr int kMaxConversations = 10000;
 inline constexpr int kMaxTurns = 1000;
 
+// What the GPU nodes run: the serving engine over the chat workload, or
+// PAPER P4's store experiment (KV stores back to back, nothing served).
+enum class WorkloadKind { kServing, kStore };
+// A store experiment's stores x chunks_per_store chunks: 32 TiB of the
+// profile's 32 MiB chunks, more than any pool this simulator models.
+inline constexpr int kMaxStoredChunks = 1 << 20;
+
 struct WorkloadParams {
+  WorkloadKind kind = WorkloadKind::kServing;
+  // --- serving
   int conversations = 48;
   int turns = 6;
   IntRange first_prompt_tokens{600, 1000};  // system prompt + first question
@@ -43,7 +52,17 @@ struct WorkloadParams {
   runtime::Duration start_window = std::chrono::seconds(2);
   // Pause between a response and the next turn (0: a closed-loop benchmark client).
   runtime::Duration think_time = std::chrono::milliseconds(0);
+  // --- store: each engine stores `stores` times `chunks_per_store` new chunks,
+  // a store starting when the one before it ended (one write-behind strand).
+  int stores = 64;
+  int chunks_per_store = 1;
 };
+
+// Requests each engine's workload makes: turns served, or stores made (a fault's
+// during_store counts them).
+std::uint64_t requests_of(const WorkloadParams& w);
+// Requests that can load KV: turns 2.. of each conversation (none in a store experiment).
+std::uint64_t reuse_turns_of(const WorkloadParams& w);
 
 struct TurnSpec {
   int conversation = 0;

@@ -41,5 +41,17 @@ TEST(StoreBandwidth, P4_UnpreparedIsBoundByPageFillsPreparedByTheNic) {
   EXPECT_EQ(j["unprepared_gbps"].get<double>(), result.unprepared.gbps);
 }
 
+// A device-level store that did not run whole is named, never read as 0 GB/s.
+TEST(StoreBandwidth, R8_AStoreThatDoesNotFitSaysWhy) {
+  DeviceProfile profile = default_profile();
+  profile.device.capacity_bytes = 64 << 20;
+  StoreBandwidthOptions o;
+  o.total_bytes = 128 << 20;
+  const auto run = run_store_bandwidth(profile, o, false);
+  EXPECT_FALSE(run.ok);
+  EXPECT_NE(run.failure.find("does not fit the device's 67108864"), std::string::npos)
+      << run.failure;
+}
+
 }  // namespace
 }  // namespace rcxl::device

@@ -29,6 +29,29 @@ TEST(ScenarioFile, MinimalFileTakesDefaults) {
   EXPECT_EQ(sc->client.write_wait_ms, 50u);
 }
 
+// PAPER P4's store experiment is a workload kind: its fields, defaults and counts.
+TEST(ScenarioFile, R8_AStoreWorkloadTakesItsOwnFields) {
+  Json j = minimal();
+  j["workload"] = {{"kind", "store"}, {"stores", 8}, {"chunks_per_store", 3}};
+  auto sc = parse_scenario(j, "t.json");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  EXPECT_EQ(sc->workload.kind, WorkloadKind::kStore);
+  EXPECT_EQ(sc->workload.stores, 8);
+  EXPECT_EQ(sc->workload.chunks_per_store, 3);
+  EXPECT_EQ(requests_of(sc->workload), 8u);
+  EXPECT_EQ(reuse_turns_of(sc->workload), 0u);
+  j["workload"] = {{"kind", "store"}};
+  sc = parse_scenario(j, "t.json");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  EXPECT_EQ(sc->workload.stores, 64);
+  EXPECT_EQ(sc->workload.chunks_per_store, 1);
+  j["workload"] = {{"kind", "serving"}, {"turns", 2}};
+  sc = parse_scenario(j, "t.json");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  EXPECT_EQ(sc->workload.kind, WorkloadKind::kServing);
+  EXPECT_EQ(requests_of(sc->workload), 96u);
+}
+
 TEST(ScenarioFile, FaultsAndClientParse) {
   Json j = minimal();
   j["client"] = {{"read_hints", true}, {"write_wait_ms", 0}};
@@ -580,7 +603,42 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"conversations_past_a_finishing_run",
                 {{"workload", {{"conversations", 10001}}}},
                 "/workload/conversations",
-                "1..10000 (the engine scans"}),
+                "1..10000 (the engine scans"},
+        // The store experiment (PAPER P4) as a workload kind (session 30).
+        Refusal{"workload_kind_unknown",
+                {{"workload", {{"kind", "stores"}}}},
+                "/workload/kind",
+                "expected \"serving\" (the chat workload, the default) or \"store\""},
+        Refusal{"serving_field_in_a_store_workload",  // it would do nothing
+                {{"workload", {{"kind", "store"}, {"turns", 3}}}},
+                "/workload/turns",
+                "unknown field for kind store; expected one of: kind, stores, chunks_per_store"},
+        Refusal{"store_field_in_a_serving_workload",
+                {{"workload", {{"stores", 3}}}},
+                "/workload/stores",
+                "unknown field for kind serving; expected one of: kind, conversations"},
+        Refusal{"no_stores",
+                {{"workload", {{"kind", "store"}, {"stores", 0}}}},
+                "/workload/stores",
+                "expected an integer in 1..1048576"},
+        Refusal{"stores_times_chunks_past_any_pool",
+                {{"workload", {{"kind", "store"}, {"stores", 2048}, {"chunks_per_store", 1024}}}},
+                "/workload",
+                "stores x chunks_per_store = 2097152 chunks; at most 1048576"},
+        Refusal{"load_fault_in_a_store_workload",
+                {{"workload", {{"kind", "store"}}},
+                 {"faults", Json::array({{{"kind", "reset"}, {"during_load", 1}}})}},
+                "/faults/0/during_load",
+                "loads nothing, so this fault would never happen; use during_store or at_s"},
+        Refusal{"store_fault_past_the_stores",
+                {{"workload", {{"kind", "store"}, {"stores", 4}}},
+                 {"faults", Json::array({{{"kind", "reset"}, {"during_store", 5}}})}},
+                "/faults/0/during_store",
+                "the workload has 4 stores; pick 1..4"},
+        Refusal{"reuse_hits_of_a_store_workload",
+                {{"workload", {{"kind", "store"}}}, {"expect", {{"min_reuse_hits", 1}}}},
+                "/expect/min_reuse_hits",
+                "serves no turn; bound worker.stores or kv.failed_stores"}),
     [](const ::testing::TestParamInfo<Refusal>& info) { return info.param.what; });
 
 // SPEC R8: what the refusals above allow is kept as typed values.
