@@ -80,7 +80,8 @@ void RcxlEngineKv::store(const KvRequest& r, std::size_t first, std::size_t end,
   if (store_hook_) store_hook_(stores_started_);
   worker_.save(std::move(items), [this, done](Result<client::StoreResult> result) {
     if (!result.ok() || result->failed > 0) ++failed_stores_;
-    done();
+    // Chunks another writer stored first are not this store's bytes.
+    done(result.ok() ? result->stored : 0);
   });
 }
 

@@ -198,24 +198,18 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
     return Error(ErrorCode::kInternal, "replays/store_bandwidth.json: profile '" +
                                            store_sc->profile + "' is not one reproduce loads");
   }
-  {
+  if (auto s = check_pools_hold_the_stores(*store_sc, profiles.at(store_sc->profile)); !s.ok()) {
+    // The user's lever here is the device's capacity, not the file's pool.
     const Profile& ssd = profiles.at(store_sc->profile);
-    const std::uint64_t p4_bytes = requests_of(store_sc->workload) *
-                                   static_cast<std::uint64_t>(store_sc->workload.chunks_per_store) *
-                                   ssd.engine.kv_bytes_per_token *
-                                   static_cast<std::uint64_t>(ssd.engine.chunk_tokens);
-    // Whole regions: the last one is allocated even when the stores fill part of it.
-    const std::uint64_t regions = (p4_bytes + region_bytes(ssd) - 1) / region_bytes(ssd);
-    const std::uint64_t pool = std::min(ssd.device.device.capacity_bytes, store_sc->pool_bytes);
-    if (regions * region_bytes(ssd) > pool) {
-      return Error(ErrorCode::kBadRequest,
-                   "--set (profile " + store_sc->profile + "): P4 stores " +
-                       std::to_string(p4_bytes) + " bytes in " + std::to_string(regions) +
-                       " regions of " + std::to_string(region_bytes(ssd)) + " into a pool of " +
-                       std::to_string(pool) +
-                       " (/device/capacity_bytes); give a capacity of at least " +
-                       std::to_string(regions * region_bytes(ssd)));
-    }
+    const std::uint64_t chunks = requests_of(store_sc->workload, store_sc->topology.gpu_nodes) *
+                                 static_cast<std::uint64_t>(store_sc->workload.chunks_per_store);
+    const std::uint64_t wanted =
+        (chunks + kChunksPerRegion - 1) / kChunksPerRegion * region_bytes(ssd);
+    return Error(
+        ErrorCode::kBadRequest,
+        "--set (profile " + store_sc->profile +
+            "): P4's store experiment (replays/store_bandwidth.json) does not fit: " + s.message() +
+            "; give /device/capacity_bytes at least " + std::to_string(wanted));
   }
   if (auto s = prepare_out_dir(options.out_dir, {kJsonFile, kTtftSvg, kLoadSvg, kStoreSvg});
       !s.ok()) {

@@ -163,7 +163,7 @@ Status parse_memory_profiles(const Reader& t, const Json& topology, Topology& ou
 Status check_fault_in_run(const Reader& r, const Fault& f, const Scenario& sc) {
   // Each request stores at most once; only a reuse turn (turns 2.. of its
   // conversation) loads, at most once: a first turn finds nothing stored.
-  const std::uint64_t requests = requests_of(sc.workload);
+  const std::uint64_t requests = requests_of(sc.workload, sc.topology.gpu_nodes);
   const std::uint64_t reuse_turns = reuse_turns_of(sc.workload);
   auto within = [&](const char* field, const char* event, std::uint64_t nth, std::uint64_t most,
                     const std::string& why) -> Status {
@@ -194,7 +194,8 @@ Status check_fault_in_run(const Reader& r, const Fault& f, const Scenario& sc) {
   } else if (f.during_store > 0) {
     if (auto s = within("during_store", "store", f.during_store, requests,
                         "the workload has " + std::to_string(requests) +
-                            (store_kind ? " stores" : " requests and each stores at most once"));
+                            (store_kind ? " stores (stores x gpu_nodes)"
+                                        : " requests and each stores at most once"));
         !s.ok()) {
       return s;
     }
@@ -656,9 +657,11 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
     if (!w.ok()) return Error(ErrorCode::kBadRequest, origin + ": " + w.status().message());
     sc.workload = w.value();
   }
-  // A workload that cannot start (or think) within the time limit only times out.
+  // A workload that cannot start (or think) within the time limit only times
+  // out; a store workload has neither (its stores start at once).
+  const bool serving = sc.workload.kind == WorkloadKind::kServing;
   const auto before_limit = [&](const char* field, runtime::Duration d, const std::string& what) {
-    if (d < sc.time_limit) return Status{};
+    if (!serving || d < sc.time_limit) return Status{};
     return r.fail(std::string("/workload/") + field,
                   what + " " + seconds_text(d) + " is not before the run's time limit of " +
                       seconds_text(sc.time_limit) +

@@ -107,12 +107,42 @@ Status check_pools_hold_a_region(const Scenario& scenario, const Profile& profil
   return {};
 }
 
+Status check_pools_hold_the_stores(const Scenario& scenario, const Profile& profile) {
+  const WorkloadParams& w = scenario.workload;
+  if (w.kind != WorkloadKind::kStore) return {};
+  const std::uint64_t region = region_bytes(profile);
+  std::uint64_t held = 0;
+  for (int i = 0; i < scenario.topology.memory_nodes; ++i) {
+    const auto& device = profile.memory_devices.empty()
+                             ? profile.device.device
+                             : profile.memory_devices[static_cast<std::size_t>(i)];
+    held += std::min<std::uint64_t>(device.capacity_bytes, scenario.pool_bytes) / region;
+  }
+  // Each worker fills its own regions; its last one may be part full.
+  const std::uint64_t chunks =
+      static_cast<std::uint64_t>(w.stores) * static_cast<std::uint64_t>(w.chunks_per_store);
+  const std::uint64_t per_node = (chunks + kChunksPerRegion - 1) / kChunksPerRegion;
+  const std::uint64_t needed = per_node * static_cast<std::uint64_t>(scenario.topology.gpu_nodes);
+  if (needed <= held) return {};
+  return Error(ErrorCode::kBadRequest,
+               "/workload: " + std::to_string(w.stores) + " stores x " +
+                   std::to_string(w.chunks_per_store) + " chunk(s) on each of " +
+                   std::to_string(scenario.topology.gpu_nodes) + " GPU node(s) need " +
+                   std::to_string(needed) + " regions of " + std::to_string(region) + " bytes (" +
+                   std::to_string(kChunksPerRegion) +
+                   " chunks each, a GPU node's own), and the pools hold " + std::to_string(held) +
+                   " (pool_bytes, or the device's capacity_bytes if smaller, per memory node): "
+                   "the rest could only fail; lower stores or chunks_per_store, or raise "
+                   "pool_bytes");
+}
+
 Result<Profile> load_scenario_profile(const std::string& profiles_dir, const Scenario& scenario,
                                       const std::string& origin) {
   auto profile = load_profile(profiles_dir, scenario.profile);
   if (!profile.ok()) return profile.status();
   for (Status s : {attach_memory_profiles(profiles_dir, scenario, *profile),
-                   check_pools_hold_a_region(scenario, *profile)}) {
+                   check_pools_hold_a_region(scenario, *profile),
+                   check_pools_hold_the_stores(scenario, *profile)}) {
     if (s.ok()) continue;
     // These name a pointer into the scenario: say which file.
     return Error(s.code(), origin.empty() ? s.message() : origin + ": " + s.message());
@@ -322,6 +352,7 @@ class Deployment {
                                                ": load the profile with load_scenario_profile");
     }
     if (auto s = check_pools_hold_a_region(sc_, profile_); !s.ok()) return s;
+    if (auto s = check_pools_hold_the_stores(sc_, profile_); !s.ok()) return s;
     for (int i = 0; i < sc_.topology.memory_nodes; ++i) {
       if (auto s = build_memory_node(i); !s.ok()) return s;
     }
@@ -522,6 +553,7 @@ class Deployment {
     for (const auto& g : gpus_) {
       if (!g->store) continue;
       out.stores += g->store->stores_done();
+      out.failed_stores += g->store->stores_failed();
       out.bytes += g->store->bytes_stored();
       first = std::min(first.value_or(g->store->first_start()), g->store->first_start());
       last = std::max(last.value_or(g->store->last_end()), g->store->last_end());
@@ -554,9 +586,7 @@ class Deployment {
     }
     // Each engine makes its own stores; the conversations are shared out.
     const bool stores = sc_.workload.kind == WorkloadKind::kStore;
-    const std::size_t total =
-        static_cast<std::size_t>(requests_of(sc_.workload)) *
-        (stores ? static_cast<std::size_t>(sc_.topology.gpu_nodes) : std::size_t{1});
+    const auto total = static_cast<std::size_t>(requests_of(sc_.workload, sc_.topology.gpu_nodes));
     char line[160];
     std::snprintf(line, sizeof line, "%s: %zu/%zu %s done, %.1f s virtual, %.1f s wall",
                   printable(sc_.name, 60).c_str(), done, total, stores ? "stores" : "requests",

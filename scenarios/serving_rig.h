@@ -46,6 +46,9 @@ inline constexpr std::uint64_t kChunksPerRegion = 32;
 std::uint64_t region_bytes(const Profile& profile);
 // Every memory node's pool must hold one region, or every store fails.
 Status check_pools_hold_a_region(const Scenario& scenario, const Profile& profile);
+// A store workload writes new keys only, so each GPU node's worker needs
+// regions for all of its chunks: past what the pools hold, stores only fail.
+Status check_pools_hold_the_stores(const Scenario& scenario, const Profile& profile);
 // Fills profile.memory_devices from the profiles that the scenario's
 // topology.memory_profiles names: a memory node takes its profile's device;
 // that profile's nic and control_link must be `profile`'s (one fabric), and
@@ -78,13 +81,14 @@ struct InvariantReport {
 // A store workload's bandwidth (PAPER P4): its bytes over the time from the
 // first store's start to the last one's end, on every GPU node together.
 struct StoreRun {
-  std::uint64_t stores = 0;  // stores that ended (a failed one too: kv.failed_stores)
-  std::uint64_t bytes = 0;
+  std::uint64_t stores = 0;         // stores that ended, failed ones too
+  std::uint64_t failed_stores = 0;  // of them, those with a chunk not stored
+  std::uint64_t bytes = 0;          // of the chunks stored
   double seconds = 0;
   double gbps = 0;
   struct Sample {
     double t_ms = 0;  // a store's end, from the first start
-    double gbps = 0;  // its bytes over the time since its engine's previous end
+    double gbps = 0;  // its stored bytes over the time since its engine's previous end
   };
   std::vector<Sample> samples;  // by end, then GPU node
 };

@@ -223,10 +223,12 @@ std::vector<std::string> faults_that_never_happened(const rcxl::scenarios::Scena
           static_cast<unsigned long long>(run.stores_started),
           run.stores_started >= f.during_store ? " and ended before after_ms passed" : "");
     } else {
+      const bool stores = sc.workload.kind == rcxl::scenarios::WorkloadKind::kStore;
       std::snprintf(line, sizeof line,
-                    "/faults/%zu (%s at %.9g s): the workload's last turn was answered at "
-                    "%.6f s, before it; move at_s earlier or lengthen the workload",
-                    i, kind.c_str(), rcxl::runtime::to_seconds(f.at), run.workload_seconds);
+                    "/faults/%zu (%s at %.9g s): the workload's last %s at %.6f s, before it; "
+                    "move at_s earlier or lengthen the workload",
+                    i, kind.c_str(), rcxl::runtime::to_seconds(f.at),
+                    stores ? "store ended" : "turn was answered", run.workload_seconds);
     }
     out.emplace_back(line);
   }
@@ -325,11 +327,9 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
       const auto& st = result.store;
       Json samples = Json::array();
       for (const auto& x : st.samples) samples.push_back({{"t_ms", x.t_ms}, {"gbps", x.gbps}});
-      out["store"] = {{"stores", st.stores},
-                      {"bytes", st.bytes},
-                      {"seconds", st.seconds},
-                      {"gbps", st.gbps},
-                      {"samples", samples}};
+      out["store"] = {{"stores", st.stores}, {"failed_stores", st.failed_stores},
+                      {"bytes", st.bytes},   {"seconds", st.seconds},
+                      {"gbps", st.gbps},     {"samples", samples}};
     }
     std::printf("%s\n", out.dump(2).c_str());
   } else {
@@ -344,10 +344,13 @@ int run_file(const std::string& path, std::optional<std::uint64_t> seed, const s
                 static_cast<unsigned long long>(scenario->seed), verdict.c_str());
     if (scenario->workload.kind == rcxl::scenarios::WorkloadKind::kStore) {
       const auto& st = result.store;
-      std::printf("  %llu stores, %.3f GiB in %.2f ms: %.2f GB/s; %.1f s virtual in %.2f s\n",
-                  static_cast<unsigned long long>(st.stores),
-                  static_cast<double>(st.bytes) / (1ull << 30), st.seconds * 1e3, st.gbps,
-                  result.virtual_seconds, result.wall_seconds);
+      std::printf(
+          "  %llu stores (%llu failed), %.3f GiB stored in %.2f ms: %.2f GB/s; %.1f s "
+          "virtual in %.2f s\n",
+          static_cast<unsigned long long>(st.stores),
+          static_cast<unsigned long long>(st.failed_stores),
+          static_cast<double>(st.bytes) / (1ull << 30), st.seconds * 1e3, st.gbps,
+          result.virtual_seconds, result.wall_seconds);
     } else {
       std::printf("  reuse-turn TTFT %s, KV load %s, %zu requests, %.1f s virtual in %.2f s\n",
                   rcxl::scenarios::mean_ms_text(summary.ttfts, summary.ttft_ms).c_str(),

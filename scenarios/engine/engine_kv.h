@@ -23,7 +23,8 @@ class EngineKv {
   using LookupDone = std::function<void(std::size_t hit_chunks)>;
   // loaded < requested: the rest were misses (e.g. a boot changed); recompute them.
   using LoadDone = std::function<void(std::size_t loaded_chunks)>;
-  using StoreDone = std::function<void()>;
+  // How many of the chunks were stored (the rest failed).
+  using StoreDone = std::function<void(std::size_t stored_chunks)>;
 
   virtual ~EngineKv() = default;
   // --- scheduler role

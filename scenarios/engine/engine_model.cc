@@ -272,7 +272,8 @@ void EngineModel::store_context(const Request& r, std::int64_t context_tokens) {
   const std::size_t first = conv.stored_chunks;
   conv.stored_chunks = full;
   ++stores_in_flight_;
-  kv_.store(store, first, full, [this] { strand_->post([this] { --stores_in_flight_; }); });
+  kv_.store(store, first, full,
+            [this](std::size_t) { strand_->post([this] { --stores_in_flight_; }); });
 }
 
 void EngineModel::finish_request(Request& r) {

@@ -1,5 +1,6 @@
 #include "scenarios/engine/store_workload.h"
 
+#include <algorithm>
 #include <string>
 
 namespace rcxl::scenarios {
@@ -32,11 +33,14 @@ void StoreWorkload::next_store() {
     store.chunk_keys.push_back(store.id + "/chunk" + std::to_string(c));
   }
   const std::size_t chunks = store.chunk_keys.size();
-  kv_.store(store, 0, chunks, [this, chunks] {
+  kv_.store(store, 0, chunks, [this, chunks](std::size_t stored) {
     // The KV layer answers on its own strand; the books are this strand's.
-    strand_->post([this, chunks] {
+    strand_->post([this, chunks, stored] {
       const runtime::Instant now = rt_.clock().now();
-      const std::uint64_t bytes = chunks * chunk_bytes_;
+      // Failed chunks moved no bytes into the pool: counting them would make
+      // a full pool look fast.
+      const std::uint64_t bytes = std::min(stored, chunks) * chunk_bytes_;
+      stores_failed_ += stored < chunks;
       const auto took = now - last_end_;
       // Bytes per nanosecond is GB/s.
       samples_.push_back({now, took.count() > 0

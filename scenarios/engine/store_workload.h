@@ -14,8 +14,8 @@
 
 namespace rcxl::scenarios {
 
-// One store's end: when, and its bytes over the time since the previous end
-// (or since the first store started).
+// One store's end: when, and the bytes it stored over the time since the
+// previous end (or since the first store started).
 struct StoreSample {
   runtime::Instant end{0};
   double gbps = 0;
@@ -32,6 +32,8 @@ class StoreWorkload {
   void start();
   bool done() const { return stores_done_ == static_cast<std::size_t>(params_.stores); }
   std::size_t stores_done() const { return stores_done_; }
+  // Stores with a chunk that was not stored (no region left, a reset).
+  std::size_t stores_failed() const { return stores_failed_; }
   std::uint64_t bytes_stored() const { return bytes_; }
   runtime::Instant first_start() const { return first_start_; }
   runtime::Instant last_end() const { return last_end_; }
@@ -47,6 +49,7 @@ class StoreWorkload {
   int engine_;
   std::unique_ptr<runtime::Strand> strand_;
   std::size_t stores_done_ = 0;
+  std::size_t stores_failed_ = 0;
   std::uint64_t bytes_ = 0;
   runtime::Instant first_start_{0};
   runtime::Instant last_end_{0};

@@ -30,8 +30,10 @@ std::vector<ConversationSpec> make_workload(const WorkloadParams& params,
   return out;
 }
 
-std::uint64_t requests_of(const WorkloadParams& w) {
-  if (w.kind == WorkloadKind::kStore) return static_cast<std::uint64_t>(w.stores);
+std::uint64_t requests_of(const WorkloadParams& w, int gpu_nodes) {
+  if (w.kind == WorkloadKind::kStore) {
+    return static_cast<std::uint64_t>(w.stores) * static_cast<std::uint64_t>(gpu_nodes);
+  }
   return static_cast<std::uint64_t>(w.conversations) * static_cast<std::uint64_t>(w.turns);
 }
 

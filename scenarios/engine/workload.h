@@ -58,9 +58,10 @@ struct WorkloadParams {
   int chunks_per_store = 1;
 };
 
-// Requests each engine's workload makes: turns served, or stores made (a fault's
-// during_store counts them).
-std::uint64_t requests_of(const WorkloadParams& w);
+// Requests the run makes over `gpu_nodes` engines: turns served (the
+// conversations are dealt out), or stores made (each engine makes `stores`).
+// A fault's during_store counts them.
+std::uint64_t requests_of(const WorkloadParams& w, int gpu_nodes);
 // Requests that can load KV: turns 2.. of each conversation (none in a store experiment).
 std::uint64_t reuse_turns_of(const WorkloadParams& w);
 

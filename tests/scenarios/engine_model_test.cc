@@ -43,7 +43,7 @@ class IdealKv : public EngineKv {
                                   r.chunk_keys.begin() + static_cast<long>(end));
     strand_->post_after(store_time_, [this, keys, done] {
       for (const auto& k : keys) stored_.insert(k);
-      done();
+      done(keys.size());
     });
   }
 

@@ -65,9 +65,14 @@ TEST(ReproduceSettings, R8_ACapacityP4CannotStoreIntoIsRefusedBeforeAnyRun) {
   auto r = reproduce(options);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kBadRequest);
-  EXPECT_NE(r.status().message().find("P4 stores 2147483648 bytes in 2 regions of 1073741824 into "
-                                      "a pool of 1073741824 (/device/capacity_bytes); give a "
-                                      "capacity of at least 2147483648"),
+  EXPECT_NE(r.status().message().find(
+                "--set (profile cxl_ssd_default): P4's store experiment "
+                "(replays/store_bandwidth.json) does not fit: /workload: 64 stores x 1 chunk(s) "
+                "on each of 1 GPU node(s) need 2 regions of 1073741824 bytes"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("and the pools hold 1 "), std::string::npos);
+  EXPECT_NE(r.status().message().find("give /device/capacity_bytes at least 2147483648"),
             std::string::npos)
       << r.status().message();
   EXPECT_EQ(lines.load(), 0);

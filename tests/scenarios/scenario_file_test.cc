@@ -38,18 +38,32 @@ TEST(ScenarioFile, R8_AStoreWorkloadTakesItsOwnFields) {
   EXPECT_EQ(sc->workload.kind, WorkloadKind::kStore);
   EXPECT_EQ(sc->workload.stores, 8);
   EXPECT_EQ(sc->workload.chunks_per_store, 3);
-  EXPECT_EQ(requests_of(sc->workload), 8u);
+  EXPECT_EQ(requests_of(sc->workload, 1), 8u);
+  EXPECT_EQ(requests_of(sc->workload, 3), 24u);  // each GPU node makes its own stores
   EXPECT_EQ(reuse_turns_of(sc->workload), 0u);
   j["workload"] = {{"kind", "store"}};
   sc = parse_scenario(j, "t.json");
   ASSERT_TRUE(sc.ok()) << sc.status().ToString();
   EXPECT_EQ(sc->workload.stores, 64);
   EXPECT_EQ(sc->workload.chunks_per_store, 1);
+  // No start window or think time to fit in the time limit (review, session 30:
+  // the serving default of 2 s refused a short one, naming a field it refuses).
+  j["time_limit_s"] = 0.5;
+  EXPECT_TRUE(parse_scenario(j, "t.json").ok());
+  j.erase("time_limit_s");
+  // during_store counts the stores of every GPU node.
+  j["topology"] = {{"gpu_nodes", 2}};
+  j["faults"] = Json::array({{{"kind", "reset"}, {"during_store", 128}}});
+  EXPECT_TRUE(parse_scenario(j, "t.json").ok());
+  j["faults"][0]["during_store"] = 129;
+  EXPECT_FALSE(parse_scenario(j, "t.json").ok());
+  j.erase("topology");
+  j.erase("faults");
   j["workload"] = {{"kind", "serving"}, {"turns", 2}};
   sc = parse_scenario(j, "t.json");
   ASSERT_TRUE(sc.ok()) << sc.status().ToString();
   EXPECT_EQ(sc->workload.kind, WorkloadKind::kServing);
-  EXPECT_EQ(requests_of(sc->workload), 96u);
+  EXPECT_EQ(requests_of(sc->workload, 3), 96u);  // the conversations are dealt out
 }
 
 TEST(ScenarioFile, FaultsAndClientParse) {
@@ -634,7 +648,7 @@ INSTANTIATE_TEST_SUITE_P(
                 {{"workload", {{"kind", "store"}, {"stores", 4}}},
                  {"faults", Json::array({{{"kind", "reset"}, {"during_store", 5}}})}},
                 "/faults/0/during_store",
-                "the workload has 4 stores; pick 1..4"},
+                "the workload has 4 stores (stores x gpu_nodes); pick 1..4"},
         Refusal{"reuse_hits_of_a_store_workload",
                 {{"workload", {{"kind", "store"}}}, {"expect", {{"min_reuse_hits", 1}}}},
                 "/expect/min_reuse_hits",
