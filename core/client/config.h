@@ -69,6 +69,9 @@ struct Config {
   // An own region's map is retried this often (fresh stays on, R5.1).
   int map_attempts = 3;
   runtime::Duration map_retry_delay = std::chrono::milliseconds(100);
+  // Read mappings kept for later loads; past it the cache starts over (a
+  // freed region's entry is never read again, and would stay for good).
+  std::size_t read_map_cache_limit = 4096;
 
   std::size_t max_queued_hints = kMaxQueuedHints;
   std::size_t max_open_hint_requests = kMaxOpenHintRequests;

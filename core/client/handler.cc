@@ -735,6 +735,12 @@ void Handler::resolve_locations(std::shared_ptr<LoadJob> job, std::size_t index)
       ++stats_.foreign_locations;  // a miss from here on, and no connection to it
       return read_batches(job);
     }
+    // R1.2: no value is longer than a chunk (store refuses one); a longer
+    // location would have this load allocate and READ up to a region per key.
+    if (l.length > config_.chunk_size_bytes) {
+      ++stats_.oversized_locations;
+      return read_batches(job);
+    }
     // An endpoint in its backoff: the prefix ends here, before any map or hint.
     if (auto why = qps_->unreachable(l.agent)) {
       job->unreached = *why;

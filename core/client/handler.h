@@ -62,6 +62,9 @@ struct HandlerStats {
   std::uint64_t writes_posted = 0;
   std::uint64_t boot_misses = 0;        // locations of a boot that is gone (R6.1)
   std::uint64_t foreign_locations = 0;  // naming an agent outside the pool (only_pool_agents)
+  // Longer than chunk_size_bytes, which no store writes: a miss (another
+  // client's bad register must not make loads read a region per key).
+  std::uint64_t oversized_locations = 0;
   std::uint64_t remote_access_errors = 0;
   std::uint64_t regions_allocated = 0;
   // Pages of keys the directory let go (evicted or deleted), written again.

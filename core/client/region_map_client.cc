@@ -87,11 +87,11 @@ void RegionMapClient::on_hello(const std::string& agent, const Json& reply) {
   if (news) adopt_boot(agent, boot);
   if (++state.hellos == 1) return;
   // A new connection holds nothing: map what we hold again (R5.1: fresh only
-  // for regions that never had a map reply).
-  read_maps_.clear();
+  // for regions that never had a map reply). Other agents' read maps stand.
+  forget_read_maps_of(agent);
   for (auto& [key, region] : own_) {
     if (key.first != agent) continue;
-    map_own(key, 1, [](const Result<Mapping>&) {});
+    map_own(key, 1, region.handle, [](const Result<Mapping>&) {});
   }
 }
 
@@ -141,9 +141,7 @@ void RegionMapClient::adopt_boot(const std::string& agent, const std::string& bo
   ++boot_changes_;
   log_.info("agent ", agent, " boot ", old_boot, " -> ", boot);
   // Readers: every cached mapping of that agent is gone with its registration.
-  for (auto it = read_maps_.begin(); it != read_maps_.end();) {
-    it = std::get<0>(it->first) == agent ? read_maps_.erase(it) : std::next(it);
-  }
+  forget_read_maps_of(agent);
   // Owners: the regions go back (R6.1); a new alloc gets fresh maps again (R5.1).
   std::vector<OwnRegion> lost;
   for (auto it = own_.begin(); it != own_.end();) {
@@ -361,14 +359,16 @@ void RegionMapClient::take_allocated(const std::string& agent, std::uint64_t siz
   own_[key] = region;
   std::weak_ptr<bool> alive = alive_;
   map_own(
-      key, 1,
-      [this, alive, key, agent, size, retry_on_boot,
+      key, 1, region.handle,
+      [this, alive, key, agent, size, retry_on_boot, handle = region.handle,
        done = std::move(done)](const Result<Mapping>& mapping) mutable {
         if (alive.expired()) return;
+        // Only this alloc's region: another alloc may hold the id by now (R6.1).
         auto it = own_.find(key);
-        if (mapping.ok() && it != own_.end()) return done(it->second);
+        const bool ours = it != own_.end() && it->second.handle == handle;
+        if (mapping.ok() && ours) return done(it->second);
         const ErrorCode code = mapping.ok() ? ErrorCode::kBootChanged : mapping.status().code();
-        if (it != own_.end()) give_back(key.first, key.second);
+        if (ours) give_back(key.first, key.second);
         if (retry_on_boot && (code == ErrorCode::kStaleEpoch || code == ErrorCode::kBootChanged)) {
           return allocate_once(agent, size, false, std::move(done));
         }
@@ -376,9 +376,16 @@ void RegionMapClient::take_allocated(const std::string& agent, std::uint64_t siz
       });
 }
 
-void RegionMapClient::map_own(RegionKey key, int attempt, Done<Mapping> done) {
+void RegionMapClient::map_own(RegionKey key, int attempt, const std::string& handle,
+                              Done<Mapping> done) {
   auto it = own_.find(key);
   if (it == own_.end()) return done(Error(ErrorCode::kNotFound, "region went back"));
+  // A retry speaks of the region it first mapped: an alloc that reissued the
+  // id since (take_allocated) put another region at the key (R6.1).
+  if (!handle.empty() && it->second.handle != handle) {
+    return done(Error(ErrorCode::kBootChanged, "region " + std::to_string(key.second) +
+                                                   " was issued anew: the region mapped is gone"));
+  }
   AgentState& state = agent_state(key.first);
   Json request = {{"op", "map"},
                   {"region", key.second},
@@ -412,10 +419,10 @@ void RegionMapClient::map_own(RegionKey key, int attempt, Done<Mapping> done) {
         return done(status);
       }
       if (retryable(status.code()) && attempt < config_.map_attempts && held()) {
-        strand_.post_after(config_.map_retry_delay,
-                           [this, alive, key, attempt, done = std::move(done)]() mutable {
-                             if (!alive.expired()) map_own(key, attempt + 1, std::move(done));
-                           });
+        strand_.post_after(config_.map_retry_delay, [this, alive, key, attempt, sent_handle,
+                                                     done = std::move(done)]() mutable {
+          if (!alive.expired()) map_own(key, attempt + 1, sent_handle, std::move(done));
+        });
         return;
       }
       return done(status);
@@ -455,6 +462,11 @@ void RegionMapClient::lose_own(const RegionKey& key) {
   if (region_lost_listener_) region_lost_listener_(key.first, lost);
 }
 
+void RegionMapClient::forget_read_maps_of(const std::string& agent) {
+  auto it = read_maps_.lower_bound({agent, 0, std::string()});
+  while (it != read_maps_.end() && std::get<0>(it->first) == agent) it = read_maps_.erase(it);
+}
+
 void RegionMapClient::start_over(const std::string& agent) {
   agent_state(agent).conn->start_over(
       Error(ErrorCode::kUnavailable,
@@ -463,7 +475,9 @@ void RegionMapClient::start_over(const std::string& agent) {
 }
 
 void RegionMapClient::recheck(const std::string& agent, std::uint64_t region) {
-  map_own({agent, region}, config_.map_attempts, [](const Result<Mapping>&) {});
+  auto it = own_.find({agent, region});
+  if (it == own_.end()) return;
+  map_own({agent, region}, config_.map_attempts, it->second.handle, [](const Result<Mapping>&) {});
 }
 
 void RegionMapClient::map_for_read(const std::string& agent, std::uint64_t region,
@@ -523,6 +537,8 @@ void RegionMapClient::send_read_map(const RegionKey& key, const std::string& han
           const Mapping mapping = *parsed;
           adopt_reply_boot(key.first, mapping.boot, sent_under);
           if (mapping.boot == agents_[key.first].hello.boot) {
+            // Bounded: the next loads map again what they need.
+            if (read_maps_.size() >= config_.read_map_cache_limit) read_maps_.clear();
             read_maps_[{key.first, key.second, handle}] = mapping;
           }
           finish(mapping);

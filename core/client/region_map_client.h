@@ -140,6 +140,7 @@ class RegionMapClient {
   std::uint64_t unanswered_asks_sent() const { return unanswered_asks_sent_; }
   std::uint64_t own_maps_sent() const { return own_maps_sent_; }
   std::uint64_t fresh_maps_sent() const { return fresh_maps_sent_; }
+  std::size_t read_maps_cached() const { return read_maps_.size(); }
 
  private:
   struct UnansweredAlloc {
@@ -172,7 +173,10 @@ class RegionMapClient {
   void adopt_reply_boot(const std::string& agent, const std::string& boot,
                         const std::string& sent_under);
   void adopt_boot(const std::string& agent, const std::string& boot);
-  void map_own(RegionKey key, int attempt, Done<Mapping> done);
+  // Maps the own region at `key` held under `handle`; one issued anew under
+  // the id since ends the call kBootChanged.
+  void map_own(RegionKey key, int attempt, const std::string& handle, Done<Mapping> done);
+  void forget_read_maps_of(const std::string& agent);
   // Forgets an own region the agent no longer knows and tells the listener.
   void lose_own(const RegionKey& key);
   // A read map under `location_boot` (a location's), or under the boot this

@@ -41,6 +41,73 @@ directory::Location retire_boot_of(ClientRig& rig, const std::string& key) {
   return *stored_at;
 }
 
+// SPEC R1.2 (review, session 30): a location is a peer's number too. One
+// longer than a chunk (registered by another client of the group) was read
+// whole: up to a region per key. It is a miss now, counted.
+TEST(Handler, R1_2_ALocationLongerThanAChunkIsAMissNotARead) {
+  ClientRig rig;
+  rig.add_memory("mem");
+  Handler& h = rig.handler(rig.config());
+  ASSERT_EQ(rig.store(h, {item("k0", "alpha")})->stored, 1u);
+  auto& directory = rig.directory_server->directory();
+  directory::Location big = *directory.find("k0");
+  big.length = h.config().region_size_bytes - big.offset;  // inside the region's mapping
+  ASSERT_TRUE(directory.register_key("big", big).ok());
+  directory::Location chunk = big;
+  chunk.length = h.config().chunk_size_bytes;  // a whole chunk is still a value
+  ASSERT_TRUE(directory.register_key("chunk", chunk).ok());
+  Handler& reader = rig.handler(rig.config());
+  auto loaded = rig.load(reader, {"big"});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->values.size(), 0u);
+  EXPECT_EQ(reader.stats().oversized_locations, 1u);
+  EXPECT_EQ(reader.stats().reads_posted, 0u);
+  loaded = rig.load(reader, {"chunk"});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->values.size(), 1u);
+  EXPECT_EQ(loaded->values[0].size(), h.config().chunk_size_bytes);
+  EXPECT_EQ(reader.stats().oversized_locations, 1u);
+}
+
+// Read mappings are cached per (agent, region, read handle), and a freed
+// region's entry was never read again: the cache is bounded
+// (read_map_cache_limit), and a reconnect to one agent drops only its own
+// (review, session 30: a hello to any agent cleared every agent's).
+TEST(Handler, R1_2_TheReadMapCacheIsBoundedAndAReconnectDropsOnlyItsAgents) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem");
+  rig.add_memory("mem2");
+  Config on_mem2 = rig.config();
+  on_mem2.first_agent = 1;
+  ASSERT_EQ(rig.store(rig.handler(rig.config()), {item("a", "on-mem")})->stored, 1u);
+  ASSERT_EQ(rig.store(rig.handler(on_mem2), {item("b", "on-mem2")})->stored, 1u);
+  ASSERT_EQ(rig.directory_server->directory().find("b")->agent, "mem2:7000");
+  Config small = rig.config();
+  small.read_map_cache_limit = 1;
+  Handler& tight = rig.handler(small);
+  for (const char* key : {"a", "b", "a"}) {
+    auto loaded = rig.load(tight, {key});
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    EXPECT_EQ(loaded->values.size(), 1u) << key;
+    EXPECT_EQ(tight.regions().read_maps_cached(), 1u) << key;
+  }
+  Handler& reader = rig.handler(rig.config());
+  ASSERT_EQ(rig.load(reader, {"a"})->values.size(), 1u);
+  ASSERT_EQ(rig.load(reader, {"b"})->values.size(), 1u);
+  EXPECT_EQ(reader.regions().read_maps_cached(), 2u);
+  rig.world.network().drop_connections("mem2");
+  rig.world.run_for(5ms);
+  // The first READ goes through the mapping mem2 dropped with the connection:
+  // a miss, which drops that entry; the next load says hello again and maps.
+  EXPECT_EQ(rig.load(reader, {"b"})->values.size(), 0u);
+  EXPECT_EQ(reader.stats().remote_access_errors, 1u);
+  ASSERT_EQ(rig.load(reader, {"b"})->values.size(), 1u);
+  const auto maps = mem.agent->metrics().maps;
+  ASSERT_EQ(rig.load(reader, {"a"})->values.size(), 1u);
+  EXPECT_EQ(mem.agent->metrics().maps, maps) << "mem's read map was dropped by mem2's hello";
+  EXPECT_EQ(reader.regions().read_maps_cached(), 2u);
+}
+
 TEST(Handler, R1_6_StoreThenLoadMovesRealBytesAndReleasesTheLease) {
   ClientRig rig;
   rig.add_memory("mem");

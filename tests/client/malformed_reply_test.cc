@@ -391,6 +391,41 @@ TEST(MalformedReply, R6_1_AnAllocReplyReissuingAHeldRegionIdGivesTheOldRegionUp)
   EXPECT_EQ(text_of(loaded->values[1]), "n-bytes");
 }
 
+// SPEC R1.5 / R6.1 (review, session 30): an alloc whose first map is retried
+// must not take over a region an alloc of the same id made meanwhile (an
+// agent that restarted without its region table issues ids anew). The retry
+// mapped whatever region then sat under the id, and both allocs answered it:
+// two keys per page.
+TEST(MalformedReply, R6_1_AMapRetryNeverTakesARegionAnotherAllocGotUnderItsId) {
+  ScriptedRig scripted;
+  auto& [rig, agent, config, h] = scripted;
+  agent.reissue_region_ids();
+  ASSERT_TRUE(rig.store(h, {item("hello", "x")}).ok());  // connected; region 1 "own1"
+  // The next map fails with a code the client retries (after map_retry_delay).
+  agent.override_from_now("map",
+                          {{"ok", false}, {"error", {{"code", "unavailable"}, {"message", "m"}}}});
+  const std::string address = ScriptedAgent::address().ToString();
+  std::optional<Result<OwnRegion>> first, second;
+  h.strand().post([&] {
+    h.regions().allocate(address, 1 << 20, [&](Result<OwnRegion> r) { first = std::move(r); });
+  });
+  rig.world.run_for(5ms);  // its alloc answered (region 1, "own2"), its map refused
+  ASSERT_FALSE(first.has_value());
+  agent.override_from_now("", {});
+  h.strand().post([&] {
+    h.regions().allocate(address, 1 << 20, [&](Result<OwnRegion> r) { second = std::move(r); });
+  });
+  const Result<OwnRegion> b = rig.wait(second);  // region 1, "own3"
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->handle, "own3");
+  const Result<OwnRegion> a = rig.wait(first);
+  // The first alloc's region went with the id's reissue: it gets another one
+  // (this agent reissues id 1 again) or fails, never the second alloc's.
+  if (a.ok()) {
+    EXPECT_NE(a->handle, "own3");
+  }
+}
+
 // An alloc whose reply comes after the call timed out made a region nobody
 // holds: its handle is only in that reply. While the connection stays open
 // (the agent answered something else meanwhile) the client frees it.
