@@ -13,6 +13,7 @@
 #include <iostream>
 #include <limits>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -28,6 +29,12 @@ inline constexpr std::size_t kMaxMessageChars = 2000;
 // it echoes of the command line is shown printable.
 inline std::string parse_problem_line(std::string problem) {
   std::replace(problem.begin(), problem.end(), '\n', ' ');
+  // CLI11 says "--seed: At Most 1 required but received 2" for a flag given twice.
+  static const std::regex kRepeated("^(-[-\\w]+): At Most 1 required but received (\\d+)$");
+  std::smatch m;
+  if (std::regex_match(problem, m, kRepeated)) {
+    problem = m[1].str() + " is given " + m[2].str() + " times; give it once";
+  }
   return runtime::printable(problem, kMaxMessageChars);
 }
 

@@ -88,6 +88,27 @@ Json early_read(const Profile& profile) {
   return out;
 }
 
+// A shipped file's pool is its pool_bytes or the device's capacity, the
+// smaller: what --set can change is the capacity while it is the smaller one,
+// else only the size of a chunk (a file's pool_bytes is no profile field).
+std::string set_fix(const Scenario& sc, std::uint64_t wanted_bytes) {
+  if (wanted_bytes <= sc.pool_bytes) {
+    return "give /device/capacity_bytes at least " + std::to_string(wanted_bytes);
+  }
+  return "the shipped file's pool_bytes (" + std::to_string(sc.pool_bytes) +
+         ") is below that, and --set cannot change it: make KV chunks smaller "
+         "(/engine/chunk_tokens or /engine/kv_bytes_per_token)";
+}
+
+// A check's message up to its fix for a scenario file ("...: lower X, or
+// raise pool_bytes"), which --set cannot follow.
+std::string cut_scenario_fix(const std::string& message) {
+  for (const char* fix : {"; give it at least", ": the rest could only fail"}) {
+    if (auto at = message.find(fix); at != std::string::npos) return message.substr(0, at);
+  }
+  return message;
+}
+
 Result<Scenario> seed_serving() {
   auto text = embedded_file("replays/seed_serving.json");
   if (!text) return Error(ErrorCode::kNotFound, "built-in replays/seed_serving.json is missing");
@@ -187,7 +208,9 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   // A --set capacity that cannot hold one region would fail every run: say so first.
   for (const auto& [name, profile] : profiles) {
     if (auto s = check_pools_hold_a_region(*base, profile); !s.ok()) {
-      return Error(ErrorCode::kBadRequest, "--set (profile " + name + "): " + s.message());
+      return Error(ErrorCode::kBadRequest, "--set (profile " + name +
+                                               "): " + cut_scenario_fix(s.message()) + "; " +
+                                               set_fix(*base, region_bytes(profile)));
     }
   }
   // P4's store experiment must fit its pool: a capacity below that measures nothing.
@@ -205,11 +228,10 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
                                  static_cast<std::uint64_t>(store_sc->workload.chunks_per_store);
     const std::uint64_t wanted =
         (chunks + kChunksPerRegion - 1) / kChunksPerRegion * region_bytes(ssd);
-    return Error(
-        ErrorCode::kBadRequest,
-        "--set (profile " + store_sc->profile +
-            "): P4's store experiment (replays/store_bandwidth.json) does not fit: " + s.message() +
-            "; give /device/capacity_bytes at least " + std::to_string(wanted));
+    return Error(ErrorCode::kBadRequest,
+                 "--set (profile " + store_sc->profile +
+                     "): P4's store experiment (replays/store_bandwidth.json) does not fit: " +
+                     cut_scenario_fix(s.message()) + "; " + set_fix(*store_sc, wanted));
   }
   if (auto s = prepare_out_dir(options.out_dir, {kJsonFile, kTtftSvg, kLoadSvg, kStoreSvg});
       !s.ok()) {

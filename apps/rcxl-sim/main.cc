@@ -497,7 +497,8 @@ int run_cli(int argc, char** argv) {
   app.footer(
       "Examples:\n"
       "  rcxl-sim reproduce                  the seed's measurements P1-P6 (docs/reproduce.md)\n"
-      "  rcxl-sim replay --list              the shipped fault scenarios\n"
+      "  rcxl-sim replay --list              the shipped scenarios (fault replays, seed_serving, "
+      "store_bandwidth)\n"
       "  rcxl-sim replay reset_during_load   one of them, its expect block checked\n"
       "  rcxl-sim run my.json --seed 7       a scenario file of your own (docs/scenarios.md)\n"
       "rcxl-sim SUBCOMMAND --help says more, and each subcommand's exit codes.");

@@ -53,6 +53,28 @@ TEST(ReproduceSettings, R8_ACapacityBelowOneRegionIsRefusedBeforeAnyRun) {
   EXPECT_FALSE(std::filesystem::exists(options.out_dir));
 }
 
+// Chunks so large that the shipped files' pool_bytes (64 GiB) cannot take
+// them: raising the capacity would not help, and pool_bytes is no --set
+// field. The message names what --set can change (session 30 walkthrough).
+TEST(ReproduceSettings, R8_ChunksTooLargeForTheShippedPoolsNameTheChunkFields) {
+  for (const char* tokens : {"16384", "65536"}) {
+    ReproduceOptions options;
+    options.settings = {std::string("/engine/chunk_tokens=") + tokens};
+    options.out_dir = (rcxl::testing::fresh_dir("rcxl_repro", "chunks") / "out").string();
+    auto r = reproduce(options);
+    ASSERT_FALSE(r.ok()) << tokens;
+    EXPECT_EQ(r.status().code(), ErrorCode::kBadRequest);
+    const std::string& m = r.status().message();
+    EXPECT_NE(m.find("--set cannot change it: make KV chunks smaller (/engine/chunk_tokens or "
+                     "/engine/kv_bytes_per_token)"),
+              std::string::npos)
+        << m;
+    EXPECT_EQ(m.find("capacity_bytes at least"), std::string::npos) << m;
+    EXPECT_EQ(m.find("raise pool_bytes"), std::string::npos) << m;
+    EXPECT_EQ(m.find("give it at least"), std::string::npos) << m;
+  }
+}
+
 // P4 stores 64 chunks (2 GiB) into one device: a --set capacity below that
 // printed "P4 0.00 vs 0.00 GB/s" and exited 0 (session 27 review); it is
 // refused before anything runs.
