@@ -2,7 +2,8 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
-GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+# Asked when a recipe runs (after deps installed ninja), not when make reads this file.
+GENERATOR = $$(command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
 .PHONY: all deps configure build run test unit clean format tidy asan tsan
 
@@ -11,8 +12,10 @@ all: build
 deps:
 	@ci/install-deps
 
+# A configure that failed leaves CMakeCache.txt but no build file: run it again then.
 configure: deps
-	@if [ ! -f $(BUILD)/CMakeCache.txt ]; then cmake -S . -B $(BUILD) $(GENERATOR) $(CMAKE_FLAGS) >/dev/null; fi
+	@if [ ! -f $(BUILD)/build.ninja ] && [ ! -f $(BUILD)/Makefile ]; then \
+	  cmake -S . -B $(BUILD) $(GENERATOR) $(CMAKE_FLAGS) >/dev/null; fi
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)

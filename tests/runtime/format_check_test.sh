@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# ci/check-format finds a file that drifted from .clang-format and passes once it is formatted.
+# ci/check-format finds a file that drifted from .clang-format, passes once it is
+# formatted, and fails when clang-format cannot read the style.
 set -u
 check=$1
 src=$(cd "$(dirname "$check")/.." && pwd)
@@ -14,4 +15,9 @@ echo "$out"
 [ $code -eq 1 ] && echo "$out" | grep -q "bad.cc" || { echo "FAIL: drift not caught"; exit 1; }
 clang-format -i "$repo/bad.cc"
 "$check" "$repo" || { echo "FAIL: formatted file refused"; exit 1; }
+# A .clang-format clang-format cannot read checks nothing: that fails too (session 30).
+printf 'NoSuchKey: 1\n' >> "$repo/.clang-format"
+out=$("$check" "$repo"); code=$?
+echo "$out"
+[ $code -eq 1 ] && echo "$out" | grep -q "clang-format failed" || { echo "FAIL: broken .clang-format passed"; exit 1; }
 echo "ok"
