@@ -175,7 +175,8 @@ Result<RegisterOutcome> Directory::register_one(const std::string& key, const Lo
       kept->last_lease = next_lease_ - 1;
       kept->readers = doomed.leases;
     } else if (doomed.reclaim_on_end && doomed.location != location) {
-      if (old_pages_count_ >= options_.max_reclaimable) {
+      if (old_pages_count_ >= options_.max_reclaimable ||
+          doomed.old_pages.size() >= options_.max_old_pages_per_key) {
         ++reclaimable_dropped_;
       } else {
         doomed.old_pages.push_back({doomed.location, next_lease_ - 1, doomed.leases});

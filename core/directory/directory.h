@@ -35,6 +35,11 @@ struct DirectoryOptions {
   // forgotten (an owner that never asks, e.g. one that exited, cannot stop
   // the others' reuse).
   std::size_t max_reclaimable = 1u << 20;
+  // Old pages one key keeps for its open leases (a delete and register while
+  // leased adds one): each settles in time linear in them, so a client that
+  // cycles one leased key must not make every release cost seconds (review,
+  // session 30: 40000 cycles stalled the directory 21 s). Past it, dropped.
+  std::size_t max_old_pages_per_key = 64;
   // The first lease id (then one up per lease). The server draws it at random:
   // a release a client sends after the directory restarted must not name
   // another reader's lease of the new process (ids restarting at 1 did).

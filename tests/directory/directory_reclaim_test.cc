@@ -112,6 +112,29 @@ TEST(DirectoryReclaim, R1_1_AKeyRegisteredAgainWhileLeasedGivesItsOldPageBackAft
   EXPECT_EQ(back[0].offset, 4096u);
 }
 
+// One key keeps at most max_old_pages_per_key old pages: a client cycling
+// delete and register on a leased key made each release settle them in time
+// quadratic in their number (review, session 30). Past the bound they are
+// dropped, never given out: the lease's reader may still read them.
+TEST(DirectoryReclaim, R1_1_OneKeyKeepsABoundedNumberOfOldPages) {
+  Directory d({.max_old_pages_per_key = 3});
+  ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, 0)).ok());
+  auto lease = d.lookup({"a"}, runtime::Instant(0)).lease;
+  for (std::uint64_t i = 1; i <= 5; ++i) {
+    EXPECT_EQ(d.erase({"a"}), 1u);
+    ASSERT_TRUE(d.register_key("a", at("x:1", "b", 1, i * 4096)).ok());
+  }
+  EXPECT_EQ(d.reclaimable_dropped(), 2u);         // the pages left 4th and 5th
+  EXPECT_TRUE(d.reclaim({kRegion1}, 8).empty());  // all still read under the lease
+  ASSERT_TRUE(d.release(lease.id).ok());
+  auto back = d.reclaim({kRegion1}, 8);
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(back[0].offset, 0u);
+  EXPECT_EQ(back[1].offset, 4096u);
+  EXPECT_EQ(back[2].offset, 8192u);
+  EXPECT_EQ(d.find("a"), at("x:1", "b", 1, 5 * 4096));
+}
+
 // Registered again in the very page it left, the page is the key's again: it
 // is not given back while the key lives there. Deleted twice while leased,
 // both old pages come back with the last lease.
