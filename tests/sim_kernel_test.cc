@@ -482,6 +482,20 @@ TEST(SimKernel, R8_ExtraDelayFaultDelaysAnAbortBehindTheDataSentBeforeIt) {
   EXPECT_GE(p.world.loop().now(), runtime::Instant(11ms));
 }
 
+// The same when the delay ended between the data and the abort (review,
+// session 30): the reset took the bare latency and overtook "x", dropping it.
+TEST(SimKernel, R8_AnAbortNeverOvertakesDataSentUnderALongerDelay) {
+  Pair p;
+  p.world.network().set_extra_delay("a", 10ms);
+  p.client->send("x");
+  p.world.run_for(1ms);  // "x" is on the wire, due at ~10 ms
+  p.world.network().set_extra_delay("a", 0ms);
+  p.client->abort();
+  ASSERT_TRUE(p.world.run_until([&] { return p.server_closed.has_value(); }).ok());
+  EXPECT_EQ(p.server_got, "x");
+  EXPECT_GE(p.world.loop().now(), runtime::Instant(10ms));
+}
+
 TEST(SimKernel, R8_ExtraDelayFaultDelaysCloseAndConnect) {
   Pair p;
   p.world.network().set_extra_delay("b", 10ms);

@@ -95,8 +95,9 @@ class SimConn final : public runtime::Conn, public std::enable_shared_from_this<
       const LinkParams link = net_.link(local_.host, peer_.host);
       const std::uint64_t epoch = other->epoch_;
       // A delay fault holds the reset as it holds data: it never overtakes
-      // bytes already on the wire.
-      net_.world().loop().schedule_after(one_way(link), [other, epoch] {
+      // bytes already on the wire, also when the delay shrank since they left.
+      auto& loop = net_.world().loop();
+      loop.schedule_at(std::max(loop.now() + one_way(link), last_arrival_), [other, epoch] {
         if (other->epoch_ == epoch) {
           other->remote_ended(Error(ErrorCode::kClosed, "peer aborted"), /*graceful=*/false);
         }
