@@ -346,7 +346,8 @@ int main(int argc, char** argv) {
       "Needs --listen, --memory and one of --auth-secret-file PATH or --auth none.\n"
       "Example: rcxl-agent --listen 0.0.0.0:7400 --auth-secret-file /etc/rcxl/secret \\\n"
       "           --memory file:/mnt/cxl/pool:64G --nic verbs:mlx5_0 (docs/agent.md)\n"
-      "Exit codes: 0 after SIGTERM/SIGINT, 1 bad flags or a setup error (message on stderr).");
+      "Exit codes: 0 after SIGTERM/SIGINT/SIGHUP, 1 bad flags or a setup error (message on "
+      "stderr).");
   Flags f;
   add_flags(app, f);
   if (auto code = rcxl::apps::parse_command_line(app, argc, argv, "rcxl-agent", kExitError)) {
@@ -360,6 +361,9 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  // A closed terminal's hangup stops cleanly too (metrics, extension close);
+  // its default killed the agent without either (session 30 review).
+  sigaddset(&signals, SIGHUP);
   sigaddset(&signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // A log reader that goes away (a closed pipe) must not end the service.
@@ -446,7 +450,7 @@ int main(int argc, char** argv) {
                     static_cast<long>(std::chrono::nanoseconds(left - s).count())};
       siginfo_t info{};
       const int got = sigtimedwait(&signals, &info, &wait);
-      if ((got == SIGTERM || got == SIGINT) &&
+      if ((got == SIGTERM || got == SIGINT || got == SIGHUP) &&
           std::chrono::steady_clock::now() - first_signal_at >= kSameStop) {
         break;
       }

@@ -62,7 +62,8 @@ int main(int argc, char** argv) {
   app.footer(
       "Needs --listen and one of --auth-secret-file PATH or --auth none.\n"
       "Example: rcxl-directory --listen 0.0.0.0:7100 --auth-secret-file /etc/rcxl/secret\n"
-      "Exit codes: 0 after SIGTERM/SIGINT, 1 bad flags or a setup error (message on stderr).");
+      "Exit codes: 0 after SIGTERM/SIGINT/SIGHUP, 1 bad flags or a setup error (message on "
+      "stderr).");
   Flags f;
   app.add_option("--listen", f.listen, "HOST:PORT to listen on (IPv6 as [::1]:PORT)")
       ->required()
@@ -148,6 +149,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);  // a closed terminal's hangup stops cleanly too
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // A log reader that goes away (a closed pipe) must not end the service.
   std::signal(SIGPIPE, SIG_IGN);

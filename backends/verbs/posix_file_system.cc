@@ -62,8 +62,23 @@ Result<std::string> PosixFileSystem::read_file(const std::string& path) {
 }
 
 Status PosixFileSystem::append_file(const std::string& path, std::string_view data) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  // O_NONBLOCK: opening a FIFO must not wait for a reader (an agent whose
+  // extension log was one hung at start, deaf to SIGTERM; session 30 review).
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+  const auto not_regular = [&path] {
+    return Error(ErrorCode::kIoError, "cannot append to " + path +
+                                          ": not a regular file (a FIFO, device or socket); "
+                                          "name a regular file");
+  };
+  // ENXIO: a FIFO nobody reads (O_NONBLOCK), or a device with nothing behind it.
+  if (fd < 0 && errno == ENXIO) return not_regular();
   if (fd < 0) return io_error("cannot open", path, errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return not_regular();
+  }
   const int error = write_all(fd, data);
   ::close(fd);
   if (error != 0) return io_error("cannot append to", path, error);

@@ -695,6 +695,12 @@ void Agent::handle_alloc(const SessionPtr& s, const Json& id, const protocol::Al
     std::lock_guard lock(mu_);
     if (auto answer = answer_token_locked(id, r, unrecorded)) {
       reply = std::move(*answer);
+    } else if (next_region_ == std::numeric_limits<std::uint64_t>::max()) {
+      // The next id would wrap to 0 and then onto live regions (a state file
+      // may carry any next_region; session 30 review).
+      reply = error_reply(id, Error(ErrorCode::kNoSpace,
+                                    "region ids are used up (next_region 2^64-1, from the state "
+                                    "file): start on a fresh state file"));
     } else if (auto offset = allocator_.allocate(r.size); !offset) {
       reply = error_reply(id, Error(ErrorCode::kNoSpace, "the pool has no free extent of " +
                                                              std::to_string(r.size) + " bytes"));
@@ -1160,18 +1166,20 @@ void Agent::rewrite_unwritten_table() {
 
 Status Agent::write_regions_locked() {
   if (config_.state_file.empty()) return {};
-  std::string text;
   std::vector<std::uint64_t> written;
-  std::uint64_t unknown_periods = 0;
+  RegionTable table;
   {
     std::lock_guard lock(mu_);
-    const RegionTable table = snapshot_locked();
-    unknown_periods = table.unknown_periods;
-    for (const auto& r : table.regions) {
-      if (!r.retiring) written.push_back(r.region);
-    }
-    text = encode_region_table(table);
+    table = snapshot_locked();
   }
+  // Encoded outside mu_: with thousands of regions the JSON took the agent's
+  // lock from every other connection for milliseconds (session 30 review).
+  // state_mu_ keeps the writes in snapshot order.
+  const std::uint64_t unknown_periods = table.unknown_periods;
+  for (const auto& r : table.regions) {
+    if (!r.retiring) written.push_back(r.region);
+  }
+  const std::string text = encode_region_table(table);
   Status st = rt_.file_system().write_file(config_.state_file, text);
   table_unwritten_ = !st.ok();
   if (!st.ok()) {

@@ -5,6 +5,7 @@
 // start (never silently reuse memory).
 #include <cstring>
 #include <functional>
+#include <limits>
 
 #include "tests/agent/agent_rig.h"
 
@@ -183,6 +184,29 @@ TEST(AgentRestart, R7_AnAllocTheStateFileCannotRecordIsUndoneWithNoSpace) {
   EXPECT_NE(next.region, 0u);
   EXPECT_NE(next.region, kept.region);
   EXPECT_EQ(rig.agent->metrics().regions, 2u);
+}
+
+// A state file may carry any next_region: at 2^64-1 an alloc wrapped the id
+// to 0, then 1, onto a live region's table entry (session 30 review). The
+// last id is handed out and then allocs answer no_space.
+TEST(AgentRestart, R7_RegionIdsNeverWrap) {
+  const std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+  RestartRig rig;
+  ASSERT_TRUE(rig.start_agent().ok());
+  const auto first = rig.hello_client()->alloc();
+  rig.kill_agent();
+  Json table = Json::parse(rig.mem.files().read_file(kStateFile).value());
+  table["next_region"] = max - 1;
+  ASSERT_TRUE(rig.mem.files().write_file(kStateFile, table.dump()).ok());
+  ASSERT_TRUE(rig.start_agent().ok());
+  auto c = rig.hello_client();
+  EXPECT_EQ(c->alloc().region, max - 1);
+  Json refused = c->call({{"op", "alloc"}, {"id", 9}, {"size", 1 << 20}});
+  EXPECT_EQ(code_of(refused), "no_space") << refused.dump();
+  EXPECT_THAT(refused["error"]["message"].get<std::string>(),
+              ::testing::HasSubstr("region ids are used up"));
+  EXPECT_EQ(rig.agent->metrics().regions, 2u);
+  EXPECT_EQ(code_of(c->map(first.region, first.handle)), "ok");
 }
 
 // A free whose state-file write failed is written by a later sweep once the

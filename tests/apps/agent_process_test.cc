@@ -165,6 +165,48 @@ TEST(AgentProcess, R7_AClosedOutputPipeDoesNotEndTheAgent) {
   EXPECT_EQ(agent.wait_exit(std::chrono::seconds(5)), 0);
 }
 
+// A hangup (the terminal it ran in closed) killed the agent by default: no
+// metrics, no extension close() (session 30 review). It stops cleanly now,
+// as on SIGTERM.
+TEST(AgentProcess, R7_AHangupStopsTheAgentCleanly) {
+  const fs::path dir = scratch_dir();
+  const Json ext_config = {{"log", (dir / "log").string()}};
+  Child agent =
+      Child::Start({RCXL_AGENT_BINARY, "--listen", "127.0.0.1:0", "--auth", "none", "--memory",
+                    "anon:1M", "--nic", "none", "--region-extension", "recording",
+                    "--region-extension-config", ext_config.dump(), "--boot-id", "hup-boot"});
+  const std::string line = agent.read_line();
+  ASSERT_NE(line.find("127.0.0.1:"), std::string::npos) << line << agent.read_all_err();
+  kill(agent.pid, SIGHUP);
+  EXPECT_EQ(agent.wait_exit(std::chrono::seconds(5)), 0);
+  EXPECT_NE(agent.read_all_err().find("rcxl_agent_maps_total"), std::string::npos);
+  const auto log = read_log(dir / "log");
+  ASSERT_FALSE(log.empty());
+  EXPECT_EQ(log.back(), (Json{{"hook", "close"}}));
+  fs::remove_all(dir);
+}
+
+// The recording log may not be a FIFO: opening one to append waited for a
+// reader with the stop signals blocked, so the start hung for good and
+// SIGTERM did nothing (session 30 review). The start fails, naming it.
+TEST(AgentProcess, R7_AnExtensionLogThatIsAFifoFailsTheStart) {
+  const fs::path dir = scratch_dir();
+  const fs::path fifo = dir / "log";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const Json ext_config = {{"log", fifo.string()}};
+  Child agent = Child::Start({RCXL_AGENT_BINARY, "--listen", "127.0.0.1:0", "--auth", "none",
+                              "--memory", (dir / "pool").string().insert(0, "file:") + ":1M",
+                              "--nic", "none", "--region-extension", "recording",
+                              "--region-extension-config", ext_config.dump(), "--boot-id", "b"});
+  const int code = agent.wait_exit(std::chrono::seconds(10));
+  if (code == -1) kill(agent.pid, SIGKILL);
+  EXPECT_EQ(code, 1);
+  const std::string err = agent.read_all_err();
+  EXPECT_NE(err.find("not a regular file"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(dir / "pool")) << "a failed start leaves no pool file";
+  fs::remove_all(dir);
+}
+
 TEST(AgentProcess, R2_1_AnExtensionThatCannotBeLoadedExitsNonZeroNamingIt) {
   Child agent = Child::Start({RCXL_AGENT_BINARY, "--listen", "127.0.0.1:0", "--auth", "none",
                               "--memory", "anon:1M", "--region-extension", "no_such_ext"});

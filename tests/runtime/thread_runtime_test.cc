@@ -151,6 +151,36 @@ TEST(ThreadRuntime, AppendCreatesTheFile) {
   EXPECT_EQ(rt.file_system().read_file(path).value(), "x");
 }
 
+// A FIFO to append to blocked open() until a reader came: an agent whose
+// recording log was one hung at start (session 30 review). Refused now, with
+// or without a reader, and so is a device.
+TEST(ThreadRuntime, R8_AppendRefusesWhatIsNotARegularFileWithoutWaiting) {
+  ThreadRuntime rt;
+  TempDir dir;
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto appended =
+      std::async(std::launch::async, [&] { return rt.file_system().append_file(fifo, "x"); });
+  if (appended.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    const int unblock = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // lets that open return
+    appended.wait();
+    ::close(unblock);
+    FAIL() << "append_file waits for a reader of the FIFO";
+  }
+  const Status no_reader = appended.get();
+  EXPECT_EQ(no_reader.code(), ErrorCode::kIoError);
+  EXPECT_NE(no_reader.message().find("not a regular file"), std::string::npos)
+      << no_reader.message();
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  const Status with_reader = rt.file_system().append_file(fifo, "x");
+  ::close(reader);
+  EXPECT_EQ(with_reader.code(), ErrorCode::kIoError);
+  EXPECT_NE(with_reader.message().find("not a regular file"), std::string::npos)
+      << with_reader.message();
+  EXPECT_EQ(rt.file_system().append_file("/dev/null", "x").code(), ErrorCode::kIoError);
+}
+
 TEST(ThreadRuntime, WritesIntoAMissingDirectoryAreIoErrors) {
   ThreadRuntime rt;
   TempDir dir;
