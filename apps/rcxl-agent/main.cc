@@ -362,8 +362,11 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   // A closed terminal's hangup stops cleanly too (metrics, extension close);
-  // its default killed the agent without either (session 30 review).
-  sigaddset(&signals, SIGHUP);
+  // its default killed the agent without either (session 30 review). Under
+  // nohup (SIGHUP ignored) it stays ignored: a blocked signal would be kept.
+  if (struct sigaction hup{}; sigaction(SIGHUP, nullptr, &hup) == 0 && hup.sa_handler != SIG_IGN) {
+    sigaddset(&signals, SIGHUP);
+  }
   sigaddset(&signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // A log reader that goes away (a closed pipe) must not end the service.

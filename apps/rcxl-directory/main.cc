@@ -149,7 +149,10 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGHUP);  // a closed terminal's hangup stops cleanly too
+  // A closed terminal's hangup stops cleanly too, unless ignored (nohup).
+  if (struct sigaction hup{}; sigaction(SIGHUP, nullptr, &hup) == 0 && hup.sa_handler != SIG_IGN) {
+    sigaddset(&signals, SIGHUP);
+  }
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // A log reader that goes away (a closed pipe) must not end the service.
   std::signal(SIGPIPE, SIG_IGN);

@@ -135,6 +135,7 @@ void print_counts(std::ostream& out, const char* who, KvClient& c) {
   out << "rcxl-kv counts " << who << ": stores=" << k.handler.stores << " loads=" << k.handler.loads
       << " writes=" << k.handler.writes_posted << " reads=" << k.handler.reads_posted
       << " boot_misses=" << k.handler.boot_misses
+      << " oversized_locations=" << k.handler.oversized_locations
       << " remote_access_errors=" << k.handler.remote_access_errors
       << " regions_allocated=" << k.handler.regions_allocated
       << " pages_reclaimed=" << k.handler.pages_reclaimed

@@ -23,7 +23,8 @@ class EngineKv {
   using LookupDone = std::function<void(std::size_t hit_chunks)>;
   // loaded < requested: the rest were misses (e.g. a boot changed); recompute them.
   using LoadDone = std::function<void(std::size_t loaded_chunks)>;
-  // How many of the chunks were stored (the rest failed).
+  // How many of the chunks this store wrote (the rest failed, or another
+  // writer had stored them first).
   using StoreDone = std::function<void(std::size_t stored_chunks)>;
 
   virtual ~EngineKv() = default;

@@ -32,7 +32,8 @@ class StoreWorkload {
   void start();
   bool done() const { return stores_done_ == static_cast<std::size_t>(params_.stores); }
   std::size_t stores_done() const { return stores_done_; }
-  // Stores with a chunk that was not stored (no region left, a reset).
+  // Stores with a chunk they did not write (a failure; never a chunk another
+  // writer stored first here: every key is new).
   std::size_t stores_failed() const { return stores_failed_; }
   std::uint64_t bytes_stored() const { return bytes_; }
   runtime::Instant first_start() const { return first_start_; }

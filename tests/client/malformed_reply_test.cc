@@ -65,6 +65,8 @@ class ScriptedAgent {
   // Every alloc answers region 1 with new handles, as an agent restarted
   // without its region table issues ids anew.
   void reissue_region_ids() { reissue_ = true; }
+  // From now on allocs get new ids again (the restarted agent moved past them).
+  void issue_new_region_ids() { reissue_ = false; }
   // The hello says the agent takes alloc tokens (it still ignores them).
   void advertise_alloc_tokens() { alloc_tokens_ = true; }
   // How many requests got the malformed reply (a case that sends none tests nothing).
@@ -418,11 +420,16 @@ TEST(MalformedReply, R6_1_AMapRetryNeverTakesARegionAnotherAllocGotUnderItsId) {
   const Result<OwnRegion> b = rig.wait(second);  // region 1, "own3"
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   EXPECT_EQ(b->handle, "own3");
+  agent.issue_new_region_ids();
   const Result<OwnRegion> a = rig.wait(first);
-  // The first alloc's region went with the id's reissue: it gets another one
-  // (this agent reissues id 1 again) or fails, never the second alloc's.
-  if (a.ok()) {
-    EXPECT_NE(a->handle, "own3");
+  // The first alloc's region went with the id's reissue: it gets a region of
+  // its own, never the second alloc's, and frees nothing of it.
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_NE(a->handle, "own3");
+  EXPECT_NE(a->region, 1u);
+  EXPECT_EQ(h.regions().own_regions().at({address, 1}).handle, "own3");
+  for (const Json& m : agent.requests()) {
+    EXPECT_FALSE(m.value("op", "") == "free" && m.value("handle", "") == "own3") << m.dump();
   }
 }
 
