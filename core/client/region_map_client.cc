@@ -382,7 +382,7 @@ void RegionMapClient::map_own(RegionKey key, int attempt, const std::string& han
   if (it == own_.end()) return done(Error(ErrorCode::kNotFound, "region went back"));
   // A retry speaks of the region it first mapped: an alloc that reissued the
   // id since (take_allocated) put another region at the key (R6.1).
-  if (!handle.empty() && it->second.handle != handle) {
+  if (it->second.handle != handle) {
     return done(Error(ErrorCode::kBootChanged, "region " + std::to_string(key.second) +
                                                    " was issued anew: the region mapped is gone"));
   }
