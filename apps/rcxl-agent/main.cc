@@ -307,7 +307,7 @@ struct Setup {
 Result<Setup> setup_from_flags(const Flags& f) {
   Setup s;
   auto level = rcxl::runtime::parse_log_level(f.log_level);
-  if (!level.ok()) return bad(level.status().message());
+  if (!level.ok()) return bad("--log-level: " + level.status().message());
   s.log_level = *level;
   auto listen = listen_addresses(f);
   if (!listen.ok()) return listen.status();

@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   }
 
   auto level = rcxl::runtime::parse_log_level(f.log_level);
-  if (!level.ok()) return fail(level.status().message());
+  if (!level.ok()) return fail("--log-level: " + level.status().message());
   if (f.listen.size() != 1) {
     return fail("--listen is given " + std::to_string(f.listen.size()) +
                 " times; the directory serves one address (give --listen once)");

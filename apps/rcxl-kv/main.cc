@@ -156,7 +156,8 @@ Result<rcxl::client::Config> make_config(const Flags& f, bool needs_agents) {
                 << std::endl;
     c.secret = rcxl::protocol::secret_from_file_contents(file->contents);
     if (c.secret.empty()) {
-      return rcxl::Error(ErrorCode::kBadRequest, f.secret_file + " holds an empty secret" +
+      return rcxl::Error(ErrorCode::kBadRequest, "--secret-file: " + f.secret_file +
+                                                     " holds an empty secret" +
                                                      std::string(rcxl::apps::kWriteASecret));
     }
   }
@@ -437,7 +438,7 @@ int main(int argc, char** argv) {
     return fail("--expect-reset needs --between-rounds CMD (the command that resets the node)");
   }
   auto level = rcxl::runtime::parse_log_level(f.log_level);
-  if (!level.ok()) return fail(level.status().message());
+  if (!level.ok()) return fail("--log-level: " + level.status().message());
   f.write_wait_given = write_wait->count() > 0;
   auto config = make_config(f, store->parsed() || bench->parsed());
   if (!config.ok()) return fail(config.status().message());

@@ -225,6 +225,7 @@ TEST(AgentProcess, R7_ABadLogLevelExitsNonZeroNamingTheChoices) {
   const std::string err = agent.read_all_err();
   EXPECT_NE(err.find("'loud'"), std::string::npos) << err;
   EXPECT_NE(err.find("warn"), std::string::npos) << err;
+  EXPECT_NE(err.find("--log-level: "), std::string::npos) << err;  // names its flag (session 30)
 }
 
 TEST(AgentProcess, R7_AuthNoneIsRefusedOnANonLoopbackListener) {

@@ -232,6 +232,16 @@ TEST(KvProcess, R1_3_SecretIsRequiredAndItsFileMustExist) {
                               "--nic verbs:rxe0 --secret-file /nonexistent/s load k --out /tmp");
   EXPECT_EQ(missing.exit_code, 1) << missing.output;
   EXPECT_TRUE(contains(missing.output, "/nonexistent/s")) << missing.output;
+  // An empty secret names its flag too (session 30 review).
+  const std::string empty = "/tmp/rcxl_kv_empty_secret_" + std::to_string(::getpid());
+  { std::ofstream(empty) << "\n"; }
+  ::chmod(empty.c_str(), 0600);
+  ProcessRun blank =
+      run_kv(std::string(kBase) + "--nic verbs:rxe0 --secret-file " + empty + " load k --out /tmp");
+  std::remove(empty.c_str());
+  EXPECT_EQ(blank.exit_code, 1) << blank.output;
+  EXPECT_TRUE(contains(blank.output, "--secret-file: " + empty + " holds an empty secret"))
+      << blank.output;
 }
 
 TEST(KvProcess, R1_2_RegionSizeMustHoldWholeChunks) {
