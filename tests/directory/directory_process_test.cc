@@ -193,6 +193,16 @@ TEST(DirectoryProcess, R1_1_AnIpv6ListenerIsPrintedInBrackets) {
   EXPECT_EQ(d.wait_exit(std::chrono::seconds(5)), 0);
 }
 
+// A hangup (its terminal closed) stops the directory cleanly, exit 0, as
+// SIGTERM does (session 30; before, its default killed it).
+TEST(DirectoryProcess, R1_1_AHangupStopsTheDirectoryCleanly) {
+  Child d = Child::Start({RCXL_DIRECTORY_BINARY, "--listen", "127.0.0.1:0", "--auth", "none"});
+  const std::string line = d.read_line();
+  ASSERT_TRUE(contains(line, "listening on 127.0.0.1:")) << line << d.read_all(d.err);
+  kill(d.pid, SIGHUP);
+  EXPECT_EQ(d.wait_exit(std::chrono::seconds(5)), 0);
+}
+
 TEST(DirectoryProcess, R1_3_AuthNoneIsRefusedOffLoopbackAndAuthIsRequired) {
   Child open = Child::Start({RCXL_DIRECTORY_BINARY, "--listen", "0.0.0.0:0", "--auth", "none"});
   EXPECT_EQ(open.wait_exit(std::chrono::seconds(5)), 1);
