@@ -17,6 +17,13 @@ Scenario shipped() {
   return *sc;
 }
 
+// The built-in profile a scenario names (every case here uses a shipped one).
+Profile profile_of(const Scenario& sc) {
+  auto profile = load_profile("", sc.profile);
+  EXPECT_TRUE(profile.ok()) << profile.status().ToString();
+  return profile.ok() ? *profile : Profile{};
+}
+
 double counter(const RunResult& r, const std::string& path) {
   return counter_value(r.counters, path).value_or(-1);
 }
@@ -28,9 +35,8 @@ constexpr std::uint64_t kChunk = 32ull << 20;  // cxl_ssd_default: 128 KiB x 256
 // no write hints): every page is filled from flash first, and that bounds it.
 TEST(StoreWorkload, P4_WriteHintsPrepareEveryPageAndUnpreparedPagesAreFilledFromFlash) {
   const Scenario prepared_sc = shipped();
-  auto profile = load_profile("", prepared_sc.profile);
-  ASSERT_TRUE(profile.ok());
-  const RunResult prepared = run_scenario(prepared_sc, *profile);
+  const Profile profile = profile_of(prepared_sc);
+  const RunResult prepared = run_scenario(prepared_sc, profile);
   ASSERT_TRUE(prepared.status.ok()) << prepared.status.ToString();
   for (const auto& v : prepared.invariants.violations) ADD_FAILURE() << v;
   EXPECT_EQ(prepared.store.stores, 64u);
@@ -42,7 +48,7 @@ TEST(StoreWorkload, P4_WriteHintsPrepareEveryPageAndUnpreparedPagesAreFilledFrom
   EXPECT_EQ(counter(prepared, "worker.writes_posted"), 64);
   // No faster than the wire, and the samples' times ascend to the run's length.
   EXPECT_GT(prepared.store.gbps, 0);
-  EXPECT_LE(prepared.store.gbps, profile->device.nic.bytes_per_second / 1e9);
+  EXPECT_LE(prepared.store.gbps, profile.device.nic.bytes_per_second / 1e9);
   for (std::size_t i = 1; i < prepared.store.samples.size(); ++i) {
     EXPECT_GE(prepared.store.samples[i].t_ms, prepared.store.samples[i - 1].t_ms);
   }
@@ -50,10 +56,10 @@ TEST(StoreWorkload, P4_WriteHintsPrepareEveryPageAndUnpreparedPagesAreFilledFrom
 
   // reproduce's two cases: the same numbers, and the unprepared one is the
   // same stores without the extension.
-  const StoreCase as_reproduced = run_store_case(prepared_sc, *profile, true);
+  const StoreCase as_reproduced = run_store_case(prepared_sc, profile, true);
   EXPECT_EQ(as_reproduced.failure, "");
   EXPECT_EQ(as_reproduced.trace_hash, prepared.trace_hash);
-  const StoreCase unprepared = run_store_case(prepared_sc, *profile, false);
+  const StoreCase unprepared = run_store_case(prepared_sc, profile, false);
   EXPECT_EQ(unprepared.failure, "");
   EXPECT_EQ(unprepared.store.bytes, 64 * kChunk);
   ASSERT_EQ(unprepared.store.samples.size(), 64u);
@@ -61,7 +67,7 @@ TEST(StoreWorkload, P4_WriteHintsPrepareEveryPageAndUnpreparedPagesAreFilledFrom
   without.extension = "none";
   without.client.write_hints = false;
   without.expect = {};
-  const RunResult r = run_scenario(without, *profile);
+  const RunResult r = run_scenario(without, profile);
   EXPECT_EQ(r.trace_hash, unprepared.trace_hash);
   EXPECT_EQ(counter(r, "device.write_allocate_fills"), double(64 * kChunk / 4096));
   EXPECT_EQ(counter(r, "agent.write_waits"), 0);
@@ -79,9 +85,8 @@ TEST(StoreWorkload, P4_WriteHintsPrepareEveryPageAndUnpreparedPagesAreFilledFrom
 TEST(StoreWorkload, P4_AFreshRegionsPagesNeedNoFlashReadEvenWithoutWriteHints) {
   Scenario sc = shipped();
   sc.client.write_hints = false;
-  auto profile = load_profile("", sc.profile);
-  ASSERT_TRUE(profile.ok());
-  const RunResult r = run_scenario(sc, *profile);
+  const Profile profile = profile_of(sc);
+  const RunResult r = run_scenario(sc, profile);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(counter(r, "device.write_allocate_fills"), 0);
   EXPECT_EQ(counter(r, "device.hinted_bytes_prepared"), 0);
@@ -102,16 +107,15 @@ TEST(StoreWorkload, R8_FailedStoresAreCountedAndTheirBytesAreNot) {
   reset.after = std::chrono::milliseconds(1);  // in its WRITEs (2.9 ms for 32 MiB)
   sc.faults = {reset};
   sc.agent.generation_poll = std::chrono::milliseconds(1);  // as reset_during_store
-  auto profile = load_profile("", sc.profile);
-  ASSERT_TRUE(profile.ok());
-  const RunResult r = run_scenario(sc, *profile);
+  const Profile profile = profile_of(sc);
+  const RunResult r = run_scenario(sc, profile);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   ASSERT_EQ(r.faults_fired, std::vector<bool>{true});
   EXPECT_EQ(r.store.stores, 16u);
   EXPECT_GT(r.store.failed_stores, 0u);
   EXPECT_EQ(double(r.store.failed_stores), counter(r, "kv.failed_stores"));
   EXPECT_EQ(r.store.bytes, (16 - r.store.failed_stores) * kChunk);
-  const StoreCase c = run_store_case(sc, *profile, true);
+  const StoreCase c = run_store_case(sc, profile, true);
   EXPECT_EQ(c.failure,
             "16 of 16 stores ended, " + std::to_string(r.store.failed_stores) + " of them failed");
 }
@@ -123,9 +127,8 @@ TEST(StoreWorkload, R8_StoresThePoolsCannotHoldAreRefusedBeforeTheRun) {
   Scenario sc = shipped();
   sc.pool_bytes = 32 * kChunk;  // one region
   sc.workload.stores = 33;
-  auto profile = load_profile("", sc.profile);
-  ASSERT_TRUE(profile.ok());
-  const RunResult r = run_scenario(sc, *profile);
+  const Profile profile = profile_of(sc);
+  const RunResult r = run_scenario(sc, profile);
   EXPECT_EQ(r.status.code(), ErrorCode::kBadRequest);
   EXPECT_NE(r.status.message().find("/workload: 33 stores x 1 chunk(s) on each of 1 GPU node(s) "
                                     "need 2 regions of 1073741824 bytes"),
@@ -153,9 +156,8 @@ TEST(StoreWorkload, TwoEnginesStoreTheirOwnChunks) {
   sc.topology.gpu_nodes = 2;
   sc.workload.stores = 8;
   sc.expect = {};
-  auto profile = load_profile("", sc.profile);
-  ASSERT_TRUE(profile.ok());
-  const RunResult r = run_scenario(sc, *profile);
+  const Profile profile = profile_of(sc);
+  const RunResult r = run_scenario(sc, profile);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   for (const auto& v : r.invariants.violations) ADD_FAILURE() << v;
   EXPECT_EQ(r.store.stores, 16u);
@@ -163,7 +165,7 @@ TEST(StoreWorkload, TwoEnginesStoreTheirOwnChunks) {
   EXPECT_EQ(counter(r, "worker.stores"), 16);
   EXPECT_EQ(counter(r, "kv.failed_stores"), 0);
   EXPECT_EQ(counter(r, "device.hinted_bytes_prepared"), double(16 * kChunk));
-  EXPECT_LE(r.store.gbps, profile->device.nic.bytes_per_second / 1e9);
+  EXPECT_LE(r.store.gbps, profile.device.nic.bytes_per_second / 1e9);
 }
 
 // A sweep compares serving runs; a store workload has no TTFT to compare.
