@@ -223,11 +223,8 @@ Result<ReproduceReport> reproduce(const ReproduceOptions& options) {
   }
   if (auto s = check_pools_hold_the_stores(*store_sc, profiles.at(store_sc->profile)); !s.ok()) {
     // The user's lever here is the device's capacity, not the file's pool.
-    const Profile& ssd = profiles.at(store_sc->profile);
-    const std::uint64_t chunks = requests_of(store_sc->workload, store_sc->topology.gpu_nodes) *
-                                 static_cast<std::uint64_t>(store_sc->workload.chunks_per_store);
     const std::uint64_t wanted =
-        (chunks + kChunksPerRegion - 1) / kChunksPerRegion * region_bytes(ssd);
+        regions_for_the_stores(*store_sc) * region_bytes(profiles.at(store_sc->profile));
     return Error(ErrorCode::kBadRequest,
                  "--set (profile " + store_sc->profile +
                      "): P4's store experiment (replays/store_bandwidth.json) does not fit: " +

@@ -87,13 +87,32 @@ Status check_chunks_can_be_stored(const EngineParams& engine) {
 
 }  // namespace
 
+namespace {
+
+// Memory node `i`'s pool: the scenario's pool_bytes or its device, the smaller.
+std::uint64_t pool_of(const Scenario& scenario, const Profile& profile, int i) {
+  const auto& device = profile.memory_devices.empty()
+                           ? profile.device.device
+                           : profile.memory_devices[static_cast<std::size_t>(i)];
+  return std::min<std::uint64_t>(device.capacity_bytes, scenario.pool_bytes);
+}
+
+}  // namespace
+
+std::uint64_t regions_for_the_stores(const Scenario& scenario) {
+  const WorkloadParams& w = scenario.workload;
+  if (w.kind != WorkloadKind::kStore) return 0;
+  // Each worker fills its own regions; its last one may be part full.
+  const std::uint64_t chunks =
+      static_cast<std::uint64_t>(w.stores) * static_cast<std::uint64_t>(w.chunks_per_store);
+  const std::uint64_t per_node = (chunks + kChunksPerRegion - 1) / kChunksPerRegion;
+  return per_node * static_cast<std::uint64_t>(scenario.topology.gpu_nodes);
+}
+
 Status check_pools_hold_a_region(const Scenario& scenario, const Profile& profile) {
   const std::uint64_t region = region_bytes(profile);
   for (int i = 0; i < scenario.topology.memory_nodes; ++i) {
-    const auto& device = profile.memory_devices.empty()
-                             ? profile.device.device
-                             : profile.memory_devices[static_cast<std::size_t>(i)];
-    const std::uint64_t pool = std::min<std::uint64_t>(device.capacity_bytes, scenario.pool_bytes);
+    const std::uint64_t pool = pool_of(scenario, profile, i);
     if (pool >= region) continue;
     return Error(ErrorCode::kBadRequest,
                  "/pool_bytes: memory node " + memory_node_name(i) + "'s pool of " +
@@ -109,20 +128,12 @@ Status check_pools_hold_a_region(const Scenario& scenario, const Profile& profil
 
 Status check_pools_hold_the_stores(const Scenario& scenario, const Profile& profile) {
   const WorkloadParams& w = scenario.workload;
-  if (w.kind != WorkloadKind::kStore) return {};
   const std::uint64_t region = region_bytes(profile);
   std::uint64_t held = 0;
   for (int i = 0; i < scenario.topology.memory_nodes; ++i) {
-    const auto& device = profile.memory_devices.empty()
-                             ? profile.device.device
-                             : profile.memory_devices[static_cast<std::size_t>(i)];
-    held += std::min<std::uint64_t>(device.capacity_bytes, scenario.pool_bytes) / region;
+    held += pool_of(scenario, profile, i) / region;
   }
-  // Each worker fills its own regions; its last one may be part full.
-  const std::uint64_t chunks =
-      static_cast<std::uint64_t>(w.stores) * static_cast<std::uint64_t>(w.chunks_per_store);
-  const std::uint64_t per_node = (chunks + kChunksPerRegion - 1) / kChunksPerRegion;
-  const std::uint64_t needed = per_node * static_cast<std::uint64_t>(scenario.topology.gpu_nodes);
+  const std::uint64_t needed = regions_for_the_stores(scenario);
   if (needed <= held) return {};
   return Error(ErrorCode::kBadRequest,
                "/workload: " + std::to_string(w.stores) + " stores x " +

@@ -49,6 +49,8 @@ Status check_pools_hold_a_region(const Scenario& scenario, const Profile& profil
 // A store workload writes new keys only, so each GPU node's worker needs
 // regions for all of its chunks: past what the pools hold, stores only fail.
 Status check_pools_hold_the_stores(const Scenario& scenario, const Profile& profile);
+// The regions a store workload needs over all GPU nodes (0 for serving).
+std::uint64_t regions_for_the_stores(const Scenario& scenario);
 // Fills profile.memory_devices from the profiles that the scenario's
 // topology.memory_profiles names: a memory node takes its profile's device;
 // that profile's nic and control_link must be `profile`'s (one fabric), and
