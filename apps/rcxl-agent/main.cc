@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "apps/cli_checks.h"
+#include "apps/listen_address.h"
 #include "apps/rcxl-agent/agent_flag_checks.h"
 #include "apps/rcxl-agent/none_nic.h"
 #include "apps/rcxl-agent/state_file_lock.h"
@@ -315,6 +316,11 @@ Result<Setup> setup_from_flags(const Flags& f) {
   auto secret = auth_secret(f);
   if (!secret.ok()) return secret.status();
   s.config.auth_secret = std::move(secret).value();
+  if (Status st = rcxl::apps::check_listen_addresses("--listen", s.config.listen,
+                                                     /*loopback_only=*/!s.config.auth_secret);
+      !st.ok()) {
+    return st;
+  }
   auto id = boot_id(f);
   if (!id.ok()) return id.status();
   s.config.boot_id = std::move(id).value();

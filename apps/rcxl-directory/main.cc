@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "apps/cli_checks.h"
+#include "apps/listen_address.h"
 #include "apps/secret_file.h"
 #include "backends/verbs/thread_runtime.h"
 #include "core/directory/directory_server.h"
@@ -107,6 +108,11 @@ int main(int argc, char** argv) {
   }
   auto address = rcxl::runtime::Address::Parse(f.listen.front());
   if (!address.ok()) return fail("--listen: " + address.status().message());
+  if (rcxl::Status st = rcxl::apps::check_listen_addresses("--listen", {*address},
+                                                           /*loopback_only=*/f.auth == "none");
+      !st.ok()) {
+    return fail(st.message());
+  }
 
   rcxl::directory::DirectoryServerOptions options;
   options.directory.max_keys = f.max_keys;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "backends/verbs/regular_file.h"
@@ -104,6 +105,16 @@ Status PosixFileSystem::write_file(const std::string& path, std::string_view dat
     const int rename_error = errno;
     ::unlink(temporary.c_str());
     return io_error("cannot replace", path, rename_error);
+  }
+  // The rename is durable only once its directory is, else a power cut may bring
+  // the old file back. Best effort: the new file is in place and read by now, so
+  // failing the caller would undo in memory what every reader of the file now sees.
+  const std::string directory = std::filesystem::path(path).parent_path().string();
+  const int dir_fd =
+      ::open(directory.empty() ? "." : directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    static_cast<void>(::fsync(dir_fd));
+    ::close(dir_fd);
   }
   return {};
 }

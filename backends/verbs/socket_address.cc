@@ -62,6 +62,35 @@ bool lookup_may_succeed_later(int gai_error) {
          gai_error == EAI_NODATA;
 }
 
+bool is_loopback(const SocketAddress& address) {
+  if (address.family() == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&address.storage);
+    return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (address.family() == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&address.storage);
+    if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127;
+  }
+  return false;
+}
+
+bool same_address(const SocketAddress& a, const SocketAddress& b) {
+  if (a.family() != b.family()) return false;
+  if (a.family() == AF_INET) {
+    const auto* x = reinterpret_cast<const sockaddr_in*>(&a.storage);
+    const auto* y = reinterpret_cast<const sockaddr_in*>(&b.storage);
+    return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+  }
+  if (a.family() == AF_INET6) {
+    const auto* x = reinterpret_cast<const sockaddr_in6*>(&a.storage);
+    const auto* y = reinterpret_cast<const sockaddr_in6*>(&b.storage);
+    return x->sin6_port == y->sin6_port && x->sin6_scope_id == y->sin6_scope_id &&
+           std::memcmp(&x->sin6_addr, &y->sin6_addr, sizeof x->sin6_addr) == 0;
+  }
+  return false;
+}
+
 runtime::Address to_address(const sockaddr* address) {
   char host[INET6_ADDRSTRLEN] = {};
   if (address->sa_family == AF_INET) {

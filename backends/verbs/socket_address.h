@@ -24,6 +24,10 @@ Result<std::vector<SocketAddress>> resolve(const runtime::Address& address, bool
 // getaddrinfo's error says the name is not known now (a DNS outage, a host
 // not registered yet), not that the request was malformed.
 bool lookup_may_succeed_later(int gai_error);
+// In 127.0.0.0/8, ::1, or 127.0.0.0/8 mapped into IPv6: reachable from this host only.
+bool is_loopback(const SocketAddress& address);
+// The same family, host and port: one socket binds both.
+bool same_address(const SocketAddress& a, const SocketAddress& b);
 // Numeric host and port of a socket address.
 runtime::Address to_address(const sockaddr* address);
 // The socket's own (local) or peer address; an empty Address on failure.

@@ -844,6 +844,22 @@ TEST(AgentProcess, R7_AWorldReadableSecretFileWorksWithAWarning) {
   fs::remove_all(dir);
 }
 
+// SPEC R7 (--listen): a name that does not resolve, or two spellings of one
+// address, are named with the flag before the pool opens (they read "cannot
+// resolve 'X'" and "another process holds that port" before).
+TEST(AgentProcess, R7_AListenAddressIsResolvedBeforeTheStart) {
+  const Outcome unresolved =
+      run_agent({"--listen", "no-such-host.invalid:7400", "--auth", "none", "--memory", "anon:1M"});
+  EXPECT_EQ(unresolved.exit_code, 1) << unresolved.err;
+  EXPECT_TRUE(contains(unresolved.err, "--listen no-such-host.invalid:7400: cannot resolve"))
+      << unresolved.err;
+  const Outcome spellings = run_agent({"--listen", "127.0.0.1:7781", "--listen", "127.1:7781",
+                                       "--auth", "none", "--memory", "anon:1M"});
+  EXPECT_EQ(spellings.exit_code, 1) << spellings.err;
+  EXPECT_TRUE(contains(spellings.err, "--listen 127.0.0.1:7781 and 127.1:7781 are one address"))
+      << spellings.err;
+}
+
 // SPEC R7 (--listen): an address given twice is named up front, not reported
 // as "Address already in use"; port 0 twice is two ports.
 TEST(AgentProcess, R7_AListenAddressGivenTwiceIsRefusedNamingIt) {

@@ -173,6 +173,14 @@ TEST(DirectoryProcess, R1_3_AMissingSecretFileNamesTheFlag) {
   EXPECT_TRUE(contains(r.err, "/nonexistent/secret")) << r.err;
 }
 
+// SPEC R1.1: a listen name that does not resolve names the flag and the fix.
+TEST(DirectoryProcess, R1_1_AListenNameThatDoesNotResolveNamesTheFlag) {
+  const Outcome r = run_directory({"--listen", "no-such-host.invalid:7100", "--auth", "none"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "--listen no-such-host.invalid:7100: cannot resolve")) << r.err;
+  EXPECT_TRUE(contains(r.err, "give a name or address of this host")) << r.err;
+}
+
 TEST(DirectoryProcess, R1_1_AListenAddressInUseIsNamedOnce) {
   rcxl::testing::HeldPort held;
   ASSERT_NE(held.port(), 0);
