@@ -635,8 +635,11 @@ bool CxlSsdDevice::pull_forward(Page page) {
 }
 
 void CxlSsdDevice::schedule_pump(Instant not_before) {
-  if (pump_event_) return;
   const Instant at = std::max(now() + params_.prefetch_horizon / 2, not_before);
+  // A wake set for a frame far ahead must not hold back one wanted sooner.
+  if (pump_event_ && pump_at_ <= at) return;
+  if (pump_event_) loop_.cancel(*pump_event_);
+  pump_at_ = at;
   pump_event_ = loop_.schedule_at(at, [this] {
     pump_event_.reset();
     pump();

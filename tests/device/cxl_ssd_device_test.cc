@@ -798,6 +798,37 @@ TEST(CxlSsdDevice, R8_AHorizonOfOnePageTransferStillFillsBehindDirtyVictims) {
   }
 }
 
+// SPEC R3 (prefetch runs ahead of the READs): a pump stopped for a frame
+// that frees only after a long program wakes then; a later pump that stops on
+// a busy die must still wake within half a horizon, not at that far wake.
+TEST(CxlSsdDevice, R3_PrefetchResumesWithinAHorizonOnceAFrameIsFree) {
+  sim::EventLoop loop;
+  auto params = small_params();  // 4 frames
+  params.channels = 1;           // one die: every fill and program in turn
+  params.flash_program = 100ms;
+  params.program_unit_bytes = kPage;
+  params.prefetch_horizon = 5us;  // under two flash reads: a pump stops on the busy die
+  CxlSsdDevice d(loop, params);
+  const std::vector<std::byte> page(kPage, std::byte{1});
+  for (std::uint64_t p = 0; p < 6; ++p) ASSERT_TRUE(d.write(p * kPage, page).ok());
+  EXPECT_EQ(d.counters().write_backs, 2u);  // 100 ms programs; pages 2..5 dirty in DRAM
+  loop.run_for(1ms);                         // channel and die idle; the programs run on
+  const PoolRange early{10 * kPage, kPage};
+  ASSERT_TRUE(d.prefetch(1, std::span(&early, 1), false).ok());
+  EXPECT_EQ(d.fill_queue_pages(), 1u);  // its frame's victim leaves DRAM only after ~100 ms
+  ASSERT_TRUE(d.trim(2 * kPage, 4 * kPage).ok());  // four frames free now
+  const PoolRange later{20 * kPage, 3 * kPage};
+  ASSERT_TRUE(d.prefetch(2, std::span(&later, 1), false).ok());
+  loop.run_for(1ms);  // a fill takes ~7 us on the one die
+  EXPECT_EQ(d.fill_queue_pages(), 0u);
+  for (std::uint64_t p : {10u, 20u, 21u, 22u}) {
+    EXPECT_TRUE(d.page_state(p * kPage).resident) << p;
+    EXPECT_LE(d.page_state(p * kPage).ready_at, loop.now()) << p;
+  }
+  d.release(1);
+  d.release(2);
+}
+
 // A write hint's frame is free only once its dirty victim is written back (at
 // the program rate). Filling its contents for a partial WRITE or a READ set
 // the page ready at the flash read's end, before the frame existed.
