@@ -558,23 +558,30 @@ TEST(SimNic, SampledPayloadIsTimedAtFullLengthButStoresOnlyItsRealBytes) {
   EXPECT_EQ(beyond, std::vector<std::byte>(16));
 }
 
-// Records what the RNIC reports as landed; every range is ready at once.
+// Records each WRITE the RNIC lands; every range is ready at once.
 class LandingMemory : public SimMemoryPool, public MemoryTiming {
  public:
   explicit LandingMemory(std::uint64_t size) : SimMemoryPool(size) {}
   runtime::Instant access_ready(std::uint64_t, std::uint64_t, bool, runtime::Instant at) override {
     return at;
   }
-  void accessed(std::uint64_t offset, std::uint64_t length, bool write, runtime::Instant) override {
-    if (write) landed.emplace_back(offset, length);
+  bool land_write(std::uint64_t offset, std::uint64_t length, std::span<const std::byte> payload,
+                  runtime::Instant) override {
+    landed.push_back({offset, length, payload.size()});
+    return false;  // the RNIC stores the payload
   }
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> landed;
+  struct Landing {
+    std::uint64_t offset, length, payload;
+    bool operator==(const Landing&) const = default;
+  };
+  std::vector<Landing> landed;
 };
 
-// The payload goes through MemoryPool::write, which marks its own pages; the
-// device hears only of the bytes past it (a page evicted in between must not
-// be dirtied again without its bytes: tests/device/cxl_ssd_bytes_test.cc).
-TEST(SimNic, AWriteReportsAsLandedOnlyTheBytesItsPayloadDidNotCarry) {
+// A WRITE lands whole, payload and all, in one call: the device takes it page
+// by page (a sampled op's bytes past its payload come without values), so a
+// page it covers whole needs no read of its old bytes even where the payload
+// ends inside it (tests/device/cxl_ssd_device_test.cc).
+TEST(SimNic, AWriteLandsWholeWithItsPayloadInOneCall) {
   Rig rig;
   LandingMemory pool(8 << 20);
   auto reg = rig.mem_nic.register_memory(pool, 0, 8 << 20, runtime::kAccessRemoteWrite);
@@ -586,8 +593,11 @@ TEST(SimNic, AWriteReportsAsLandedOnlyTheBytesItsPayloadDidNotCarry) {
   const auto st = rig.post({sampled, whole});
   ASSERT_TRUE(st[0].ok() && st[1].ok());
   ASSERT_EQ(pool.landed.size(), 2u);
-  EXPECT_EQ(pool.landed[0], std::make_pair(4096 + head.size(), (1u << 20) - head.size()));
-  EXPECT_EQ(pool.landed[1].second, 0u);  // nothing past a whole payload
+  EXPECT_EQ(pool.landed[0], (LandingMemory::Landing{4096, 1u << 20, head.size()}));
+  EXPECT_EQ(pool.landed[1], (LandingMemory::Landing{0, head.size(), head.size()}));
+  std::vector<std::byte> back(head.size());
+  ASSERT_TRUE(pool.read(4096, back).ok());
+  EXPECT_EQ(back, head);  // a memory that answers false has its payload stored for it
 }
 
 // An op of no bytes is refused, valid rkey or not: verbs posts no work request

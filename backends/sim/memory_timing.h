@@ -2,7 +2,9 @@
 // DRAM-fronted CXL-SSD answers "after the fill"; plain DRAM answers "now".
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "core/runtime/clock.h"
 
@@ -15,13 +17,17 @@ class MemoryTiming {
   // may its bytes be read (or written)? May start fills; must not go back in time.
   virtual runtime::Instant access_ready(std::uint64_t offset, std::uint64_t length, bool write,
                                         runtime::Instant at) = 0;
-  // Bytes reach the medium (after access_ready). For a WRITE these are only the
-  // bytes past a payload-sampled op's payload, which reach it without their
-  // values (the payload itself went through MemoryPool::write, which marks its
-  // own pages): a device marks them dirty. Telling it the payload's pages too
-  // would re-dirty, without bytes, a page evicted since write() kept its bytes.
+  // A READ's bytes reached the wire (after access_ready).
   virtual void accessed(std::uint64_t /*offset*/, std::uint64_t /*length*/, bool /*write*/,
                         runtime::Instant /*at*/) {}
+  // A WRITE of [offset, offset + length) lands (after access_ready): `payload`
+  // holds its first bytes (all of them, or a sampled op's kept ones); the rest
+  // reach the medium without their values. Page by page, as a device takes it.
+  // False: the memory only keeps bytes, the RNIC stores the payload through MemoryPool::write.
+  virtual bool land_write(std::uint64_t /*offset*/, std::uint64_t /*length*/,
+                          std::span<const std::byte> /*payload*/, runtime::Instant /*at*/) {
+    return false;
+  }
   // Some of [offset, offset + length) lost its bytes (a device's poison): a READ
   // of it fails rather than return other bytes, also past a sampled payload.
   virtual bool lost(std::uint64_t /*offset*/, std::uint64_t /*length*/) const { return false; }

@@ -447,11 +447,11 @@ class SimQueuePair final : public runtime::QueuePair,
     // The registration may have gone while the device filled the pages.
     const auto* still = check(s.op, runtime::kAccessRemoteWrite, s.batch, s.index);
     if (!still) return;
-    (void)still->pool->write(w.offset, std::as_bytes(std::span(*s.payload)));
-    // Only the bytes a sampled payload did not carry: write() marked its own.
-    if (auto* timing = dynamic_cast<MemoryTiming*>(still->pool)) {
-      const std::uint64_t kept = s.payload->size();  // <= wire_length(): start() refuses less
-      timing->accessed(w.offset + kept, s.op.wire_length() - kept, true, loop().now());
+    const auto payload =
+        std::as_bytes(std::span(*s.payload));  // <= wire_length(): start() refuses more
+    auto* timing = dynamic_cast<MemoryTiming*>(still->pool);
+    if (!timing || !timing->land_write(w.offset, s.op.wire_length(), payload, loop().now())) {
+      (void)still->pool->write(w.offset, payload);
     }
     finish_op(s.batch, s.index, Status(), loop().now() + params().latency);
   }

@@ -72,7 +72,6 @@ Status CxlSsdDevice::write(std::uint64_t offset, std::span<const std::byte> in) 
     return {};
   }
   write_back_idle(now());
-  std::array<std::byte, 4096> copy{};
   std::uint64_t done = 0;
   while (done < in.size()) {
     const std::uint64_t at = offset + done;
@@ -80,26 +79,33 @@ Status CxlSsdDevice::write(std::uint64_t offset, std::span<const std::byte> in) 
     const auto page = static_cast<Page>(at / page_bytes());
     // The frame may have gone between access_ready and now; bytes still land in DRAM.
     if (!(table_.flags(page) & PageTable::kResident)) fill_page(page, now());
-    PageTable::Flags& f = table_.flags_mut(page);
     // A write of the whole page ends its poison. Of part of it, not: the rest
     // would read as the older flash copy (R6: never older bytes as a hit).
-    if (n == page_bytes()) f &= static_cast<PageTable::Flags>(~PageTable::kPoisoned);
-    if (!(f & PageTable::kDirty)) {
-      const std::uint64_t base = std::uint64_t{page} * page_bytes();
-      for (std::uint64_t o = 0; o < page_bytes(); o += copy.size()) {
-        const std::uint64_t len = std::min<std::uint64_t>(copy.size(), page_bytes() - o);
-        flash_bytes_.read(base + o, std::span(copy).first(len));
-        dram_bytes_.write(base + o, std::span(copy).first(len));
-      }
-      mark_dirty(page, now());  // first: it reads the bit as kNoContents on a clean page
-      f |= PageTable::kHasBytes;
-    } else if (!(f & PageTable::kHasBytes)) {
-      f |= PageTable::kHasBytes;  // dirty from a sampled write: its other bytes read as zeros
+    if (n == page_bytes()) {
+      table_.flags_mut(page) &= static_cast<PageTable::Flags>(~PageTable::kPoisoned);
     }
-    dram_bytes_.write(at, in.subspan(done, n));
+    store_bytes(page, at, in.subspan(done, n));
     done += n;
   }
   return {};
+}
+
+void CxlSsdDevice::store_bytes(Page page, std::uint64_t at, std::span<const std::byte> bytes) {
+  PageTable::Flags& f = table_.flags_mut(page);
+  if (!(f & PageTable::kDirty)) {
+    std::array<std::byte, 4096> copy{};
+    const std::uint64_t base = std::uint64_t{page} * page_bytes();
+    for (std::uint64_t o = 0; o < page_bytes(); o += copy.size()) {
+      const std::uint64_t len = std::min<std::uint64_t>(copy.size(), page_bytes() - o);
+      flash_bytes_.read(base + o, std::span(copy).first(len));
+      dram_bytes_.write(base + o, std::span(copy).first(len));
+    }
+    mark_dirty(page, now());  // first: it reads the bit as kNoContents on a clean page
+    f |= PageTable::kHasBytes;
+  } else if (!(f & PageTable::kHasBytes)) {
+    f |= PageTable::kHasBytes;  // dirty from a sampled write: its other bytes read as zeros
+  }
+  dram_bytes_.write(at, bytes);
 }
 
 Status CxlSsdDevice::write_flash(std::uint64_t offset, std::span<const std::byte> in) {
@@ -202,20 +208,37 @@ Instant CxlSsdDevice::fill_frame_contents(Page p, bool write, Instant at) {
 }
 
 void CxlSsdDevice::accessed(std::uint64_t offset, std::uint64_t length, bool write, Instant at) {
-  if (!write || length == 0 || params_.all_resident || !check(offset, length).ok()) return;
+  if (write) (void)land_write(offset, length, {}, at);
+}
+
+bool CxlSsdDevice::land_write(std::uint64_t offset, std::uint64_t length,
+                              std::span<const std::byte> payload, Instant at) {
+  if (params_.all_resident || length == 0 || payload.size() > length ||
+      !check(offset, length).ok()) {
+    return false;  // the bytes alone, through write() (which refuses a bad range)
+  }
   const auto first = static_cast<Page>(offset / page_bytes());
   const auto last = static_cast<Page>((offset + length - 1) / page_bytes());
-  write_back_idle(now());
-  // Only pages the WRITE covers whole leave their poison (as in write() above).
+  // Only pages the WRITE covers whole leave their poison or skip the read of their old bytes.
   const std::uint64_t whole_first = (offset + page_bytes() - 1) / page_bytes();
   const std::uint64_t whole_end = (offset + length) / page_bytes();
+  const std::uint64_t payload_end = offset + payload.size();
+  write_back_idle(now());
   for (Page p = first;; ++p) {
-    if (!(table_.flags(p) & PageTable::kResident)) fill_page(p, at);
-    if (any_poisoned_ && p >= whole_first && p < whole_end) {
+    const bool whole = p >= whole_first && p < whole_end;
+    // The frame went since access_ready (a reset, a DRAM smaller than the WRITE).
+    if (!(table_.flags(p) & PageTable::kResident)) whole ? frame_page(p, at) : fill_page(p, at);
+    if (whole && any_poisoned_) {
       table_.flags_mut(p) &= static_cast<PageTable::Flags>(~PageTable::kPoisoned);
     }
-    mark_dirty(p, at);
-    if (p == last) break;
+    const std::uint64_t from = std::max(offset, std::uint64_t{p} * page_bytes());
+    if (from < payload_end) {
+      const std::uint64_t to = std::min(payload_end, (std::uint64_t{p} + 1) * page_bytes());
+      store_bytes(p, from, payload.subspan(from - offset, to - from));
+    } else {
+      mark_dirty(p, at);  // bytes without their values: they read as zeros
+    }
+    if (p == last) return true;
   }
 }
 
@@ -248,6 +271,15 @@ Instant CxlSsdDevice::fill_page(Page page, Instant start) {
     ++counters_.fills;
   }
   f |= PageTable::kResident;
+  table_.set_ready_at(page, in.count());
+  ++resident_pages_;
+  if (table_.pins(page) == 0) table_.lru_push_front(page);
+  return in;
+}
+
+Instant CxlSsdDevice::frame_page(Page page, Instant start) {
+  const Instant in = std::max(start, make_room(start));
+  table_.flags_mut(page) |= PageTable::kResident;
   table_.set_ready_at(page, in.count());
   ++resident_pages_;
   if (table_.pins(page) == 0) table_.lru_push_front(page);

@@ -79,9 +79,14 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
 
   // --- MemoryTiming
   Instant access_ready(std::uint64_t offset, std::uint64_t length, bool write, Instant at) override;
-  // A WRITE landed: its pages are dirty, also those past a payload-sampled op's
-  // stored bytes (those read as zeros: their bytes were never kept).
+  // A READ reached the wire: nothing to do. A WRITE: as land_write without a payload.
   void accessed(std::uint64_t offset, std::uint64_t length, bool write, Instant at) override;
+  // A WRITE lands page by page: a page whose frame went since access_ready
+  // gets one (no flash read if the WRITE covers it whole), a page it covers
+  // whole leaves its poison, and its bytes are dirty (past a sampled payload
+  // without their values: those read as zeros).
+  bool land_write(std::uint64_t offset, std::uint64_t length, std::span<const std::byte> payload,
+                  Instant at) override;
   // Some page of the range is poisoned (lost in a reset, not written since).
   bool lost(std::uint64_t offset, std::uint64_t length) const override;
 
@@ -166,6 +171,10 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   std::uint64_t page_bytes() const { return params_.page_bytes; }
   // Gives `page` a frame filled from flash starting at `start` (none if trimmed).
   Instant fill_page(Page page, Instant start);
+  // A frame for `page` without reading its old bytes (a WRITE overwrites it whole).
+  Instant frame_page(Page page, Instant start);
+  // `bytes` at pool offset `at`, inside `page`, which has a frame: dirty in DRAM.
+  void store_bytes(Page page, std::uint64_t at, std::span<const std::byte> bytes);
   // Fills a write hint's frame (resident, no contents) from flash.
   [[gnu::cold]] Instant fill_contents(Page page, Instant start);
   // A miss on such a frame at `at`: counted, filled in its kind's slot.
@@ -243,7 +252,7 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   std::uint64_t queued_pages_ = 0;
   std::uint64_t pinned_bytes_ = 0;
   std::optional<sim::EventLoop::EventId> pump_event_;
-  Instant pump_at_{0};  // when pump_event_ fires
+  Instant pump_at_{0};           // when pump_event_ fires
   Instant frame_wait_until_{0};  // the pump stopped for a frame free only then
 
   // Idle write-back: per flash channel, dirty pages in the order they became dirty.

@@ -510,6 +510,46 @@ TEST(CxlSsdDevice, R6_APartialWriteLeavesAPoisonedPagePoisoned) {
   EXPECT_EQ(read_string(d, 0, 3), "DDD");
 }
 
+// SPEC R4.1 (no flash read a WRITE does not need): pages that lost their
+// frames between access_ready and the landing (a DRAM smaller than the WRITE)
+// get frames again; those it covers whole were read from flash a second time,
+// and a READ of the bytes just written waited for that read.
+TEST(CxlSsdDevice, R4_1_AWriteLandingOnLostFramesBooksNoSecondFlashRead) {
+  sim::EventLoop loop;
+  auto params = small_params();
+  params.dram_cache_bytes = 8 * kPage;
+  CxlSsdDevice d(loop, params);
+  const std::uint64_t length = 16 * kPage;
+  const Instant ready = d.access_ready(0, length, true, loop.now());
+  loop.run_for(ready - loop.now());
+  EXPECT_EQ(d.counters().fills, 16u);  // write-allocate, page by page
+  EXPECT_FALSE(d.page_state(0).resident);
+  // The WRITE lands as the sim RNIC lands a sampled one: 64 bytes kept.
+  ASSERT_TRUE(d.land_write(0, length, bytes_of(std::string(64, 'W')), loop.now()));
+  EXPECT_EQ(d.counters().fills, 16u);
+  EXPECT_LE(d.page_state(0).ready_at, loop.now());
+  EXPECT_EQ(read_string(d, 0, 3), "WWW");
+}
+
+// SPEC R6 (never older bytes as a hit, yet a page written whole is current):
+// a WRITE covering a poisoned page whole ends its poison, also when its
+// sampled payload ends inside that page (the serving rig keeps 64 bytes).
+TEST(CxlSsdDevice, R6_AWholePageWriteWithASampledPayloadEndsThePoison) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  ASSERT_TRUE(d.write(0, bytes_of(std::string(2 * kPage, 'A'))).ok());  // only in DRAM
+  d.reset();
+  ASSERT_TRUE(d.lost(0, 2 * kPage));
+  loop.run_for(d.access_ready(0, 2 * kPage, true, loop.now()) - loop.now());
+  ASSERT_TRUE(d.land_write(0, 2 * kPage, bytes_of(std::string(64, 'B')), loop.now()));
+  EXPECT_FALSE(d.lost(0, 2 * kPage));
+  // Part of a page is not the page: a WRITE of 100 bytes keeps its poison.
+  ASSERT_TRUE(d.write(2 * kPage, bytes_of(std::string(kPage, 'C'))).ok());
+  d.reset();
+  ASSERT_TRUE(d.land_write(2 * kPage + 8, 100, bytes_of("x"), loop.now()));
+  EXPECT_TRUE(d.lost(2 * kPage, kPage));
+}
+
 // --- poison_lost_pages: a device without poison handling (what-if runs and
 // tests that plant a stale-bytes bug) returns the older flash copy instead.
 
@@ -812,7 +852,7 @@ TEST(CxlSsdDevice, R3_PrefetchResumesWithinAHorizonOnceAFrameIsFree) {
   const std::vector<std::byte> page(kPage, std::byte{1});
   for (std::uint64_t p = 0; p < 6; ++p) ASSERT_TRUE(d.write(p * kPage, page).ok());
   EXPECT_EQ(d.counters().write_backs, 2u);  // 100 ms programs; pages 2..5 dirty in DRAM
-  loop.run_for(1ms);                         // channel and die idle; the programs run on
+  loop.run_for(1ms);                        // channel and die idle; the programs run on
   const PoolRange early{10 * kPage, kPage};
   ASSERT_TRUE(d.prefetch(1, std::span(&early, 1), false).ok());
   EXPECT_EQ(d.fill_queue_pages(), 1u);  // its frame's victim leaves DRAM only after ~100 ms
