@@ -509,12 +509,21 @@ Status parse_expect(const Json& j, const std::string& origin, const Topology& to
                     const WorkloadParams& workload, Expectations& out) {
   Reader r(j, origin, "/expect");
   if (auto s = r.require_object(); !s.ok()) return s;
-  if (auto s = r.only({"boots", "counters", "min_reuse_hits"}); !s.ok()) return s;
-  if (j.contains("boots")) {
-    if (auto s = parse_boots(Reader(j["boots"], origin, "/expect/boots"), j["boots"], out.boots);
-        !s.ok()) {
+  if (auto s = r.only({"boots", "boots_exactly", "counters", "min_reuse_hits"}); !s.ok()) {
+    return s;
+  }
+  if (j.contains("boots") && j.contains("boots_exactly")) {
+    return r.fail("/boots_exactly",
+                  "give boots (these in order, others between) or boots_exactly (these and "
+                  "no other), not both");
+  }
+  for (const char* key : {"boots", "boots_exactly"}) {
+    if (!j.contains(key)) continue;
+    const std::string pointer = std::string("/expect/") + key;
+    if (auto s = parse_boots(Reader(j[key], origin, pointer), j[key], out.boots); !s.ok()) {
       return s;
     }
+    out.boots_exactly = std::string(key) == "boots_exactly";
   }
   if (j.contains("counters")) {
     Reader c(j["counters"], origin, "/expect/counters");

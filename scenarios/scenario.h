@@ -67,6 +67,7 @@ struct BootPattern {
 // refused before the run, not reported after it.
 struct Expectations {
   std::vector<BootPattern> boots;       // matched in order by later and later boots
+  bool boots_exactly = false;           // boots_exactly: one boot per pattern, no other
   std::vector<CounterBounds> counters;  // sorted by path
   std::optional<std::uint64_t> min_reuse_hits;
 };

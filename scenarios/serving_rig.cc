@@ -398,7 +398,6 @@ class Deployment {
       if (g->engine) g->engine->start();
       if (g->store) g->store->start();
     }
-    watch_boots();
     std::uint64_t steps = 0;
     auto last_report = wall0;
     out.status = world_.run_until(
@@ -651,7 +650,8 @@ class Deployment {
     ac.sweep_interval = sc_.agent.sweep_interval;
     ac.max_hint_requests = sc_.agent.max_hint_requests;
     ac.state_file = kAgentStateFile;
-    // Every change, however short-lived: the 10 ms sampler below would miss one.
+    // Every change, however short-lived (a sampler would miss one, and its
+    // timer filled the trace of a long idle run: session 31 review).
     ac.on_boot_change = [this, node = m.node->name(),
                          monitor = m.monitor.get()](const std::string& boot) {
       monitor->on_boot_change(boot);
@@ -659,7 +659,12 @@ class Deployment {
     };
     m.agent = std::make_unique<agent::Agent>(*m.checked_runtime, *m.device, *m.checked_nic,
                                              std::move(checked), ac);
-    return m.agent->start();
+    if (Status st = m.agent->start(); !st.ok()) return st;
+    // A started (or restarted) agent's first boot is no change: noted here.
+    const std::string boot = m.agent->boot();
+    note_boot(m.node->name(), boot);
+    m.monitor->on_boot(boot);
+    return {};
   }
 
   void schedule_faults() {
@@ -762,19 +767,6 @@ class Deployment {
     std::string& last = last_boot_[node];
     if (last != boot) boots_.push_back(boot);
     last = boot;
-  }
-
-  // Samples the agents' boots (a restarted agent's first boot is no change);
-  // with on_boot_change, every distinct value in order.
-  void watch_boots() {
-    if (!boot_strand_) boot_strand_ = mems_.front()->node->make_strand("boot-watch");
-    for (auto& m : mems_) {
-      if (!m->agent) continue;
-      const std::string b = m->agent->boot();
-      note_boot(m->node->name(), b);
-      m->monitor->on_boot(b);
-    }
-    if (!engines_done()) boot_strand_->post_after(10ms, [this] { watch_boots(); });
   }
 
   // One memory node's numbers: its device, agent and what its extension was told.
@@ -896,7 +888,6 @@ class Deployment {
   std::vector<std::unique_ptr<MemoryNode>> mems_;  // before gpus_: their NICs' books outlive them
   std::vector<std::unique_ptr<GpuNode>> gpus_;
   std::unique_ptr<runtime::Strand> fault_strand_;
-  std::unique_ptr<runtime::Strand> boot_strand_;
   std::vector<bool> fired_;                                // by fault index
   std::map<std::string, int> partitions_;                  // in force, by node
   std::map<std::string, runtime::Duration> extra_delays_;  // their sum, by node
@@ -921,18 +912,33 @@ std::string bound_text(double v) {
 
 std::vector<std::string> check_expectations(const Expectations& expect, const RunResult& run) {
   std::vector<std::string> failures;
-  // Each pattern must match a later boot than the previous one did.
+  std::string seen;
+  for (const auto& b : run.boots_seen) seen += (seen.empty() ? "" : ", ") + printable(b, 200);
+  // Each pattern must match a later boot than the previous one did; exactly:
+  // the next boot, and no boot is left over.
   std::size_t at = 0;
   for (const auto& pattern : expect.boots) {
-    while (at < run.boots_seen.size() && !std::regex_match(run.boots_seen[at], pattern.re)) ++at;
+    while (at < run.boots_seen.size() && !std::regex_match(run.boots_seen[at], pattern.re) &&
+           !expect.boots_exactly) {
+      ++at;
+    }
     if (at == run.boots_seen.size()) {
-      std::string seen;
-      for (const auto& b : run.boots_seen) seen += (seen.empty() ? "" : ", ") + printable(b, 200);
-      failures.push_back("no boot matching '" + printable(pattern.text, 200) +
+      failures.push_back("no boot" + (expect.boots_exactly ? " " + std::to_string(at + 1) : "") +
+                         " matching '" + printable(pattern.text, 200) +
                          "' in order; boots seen: " + seen);
       break;
     }
+    if (!std::regex_match(run.boots_seen[at], pattern.re)) {
+      failures.push_back("boot " + std::to_string(at + 1) + " '" +
+                         printable(run.boots_seen[at], 200) + "' does not match '" +
+                         printable(pattern.text, 200) + "'; boots seen: " + seen);
+      break;
+    }
     ++at;
+  }
+  if (expect.boots_exactly && failures.empty() && at < run.boots_seen.size()) {
+    failures.push_back("boots_exactly: " + std::to_string(run.boots_seen.size()) + " boots seen, " +
+                       std::to_string(expect.boots.size()) + " expected; boots seen: " + seen);
   }
   for (const auto& c : expect.counters) {
     // Paths were checked against run_counters.h when the file was read; a run

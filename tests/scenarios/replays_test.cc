@@ -365,6 +365,37 @@ TEST(Replay, R8_MeansLeaveOutRequestsWithoutAnAnswer) {
 // An agent restart while the generation cannot be told: the new agent cannot
 // start (R6.2) and stays down; the run says so and has no agent counters, so a
 // bound on one fails (before, a failed agent's zeros were reported).
+// SPEC R8 (expect): boots_exactly is one boot per pattern and no other; `boots`
+// lets others come between, so agent_restart's "the boot is unchanged" could
+// not fail (session-31 review: a reset added to it still passed).
+TEST(Replay, R8_BootsExactlyRefusesABootThePatternsDoNotName) {
+  Json j = {{"name", "t"}, {"expect", {{"boots_exactly", Json::array({"^boot-mem0:1$"})}}}};
+  auto sc = parse_scenario(j, "t.json");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  RunResult run;
+  run.boots_seen = {"boot-mem0:1"};
+  EXPECT_TRUE(check_expectations(sc->expect, run).empty());
+  run.boots_seen = {"boot-mem0:1", "boot-mem0:2"};
+  EXPECT_EQ(check_expectations(sc->expect, run),
+            std::vector<std::string>{"boots_exactly: 2 boots seen, 1 expected; boots seen: "
+                                     "boot-mem0:1, boot-mem0:2"});
+  run.boots_seen = {"boot-mem0:0", "boot-mem0:1"};
+  EXPECT_EQ(check_expectations(sc->expect, run),
+            std::vector<std::string>{"boot 1 'boot-mem0:0' does not match '^boot-mem0:1$'; "
+                                     "boots seen: boot-mem0:0, boot-mem0:1"});
+  run.boots_seen = {};
+  EXPECT_EQ(check_expectations(sc->expect, run),
+            std::vector<std::string>{"no boot 1 matching '^boot-mem0:1$' in order; boots seen: "});
+
+  // The shipped replay itself, with a reset the restart should not hide.
+  Json restart = Json::parse(*embedded_file("replays/agent_restart.json"));
+  restart["faults"].push_back({{"kind", "reset"}, {"during_load", 2}});
+  const RunResult r = run_json(restart, "agent_restart with a reset");
+  ASSERT_EQ(r.invariants.violations.size(), 1u);
+  EXPECT_NE(r.invariants.violations[0].find("boots_exactly: 2 boots seen"), std::string::npos)
+      << r.invariants.violations[0];
+}
+
 TEST(Replay, R6_2_AnAgentThatCannotRestartStaysDownAndSaysSo) {
   Json j = Json::parse(*embedded_file("replays/reset_during_load.json"));
   j["faults"] = Json::array({{{"kind", "unknown_generation"}, {"at_s", 1.9}, {"for_s", 5}},
