@@ -17,6 +17,7 @@ Status status_from_wc(ibv_wc_status status, std::uint32_t vendor_err) {
     case IBV_WC_RETRY_EXC_ERR:
     case IBV_WC_RNR_RETRY_EXC_ERR:
     case IBV_WC_REM_ABORT_ERR:
+    case IBV_WC_RESP_TIMEOUT_ERR:  // the responder stopped answering: as a retry exceeded
       return Error(ErrorCode::kUnavailable, "RDMA peer unreachable: " + text);
     case IBV_WC_WR_FLUSH_ERR:
       return Error(ErrorCode::kUnavailable,

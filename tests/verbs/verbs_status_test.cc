@@ -21,6 +21,8 @@ TEST(VerbsStatus, R6_3_RemoteAccessFailuresAreRemoteAccess) {
 TEST(VerbsStatus, R1_6_OtherFailuresKeepTheVerbsText) {
   EXPECT_TRUE(status_from_wc(IBV_WC_SUCCESS).ok());
   EXPECT_EQ(status_from_wc(IBV_WC_RETRY_EXC_ERR).code(), ErrorCode::kUnavailable);
+  // A responder that stopped answering is unreachable (the client backs off), not an I/O error.
+  EXPECT_EQ(status_from_wc(IBV_WC_RESP_TIMEOUT_ERR).code(), ErrorCode::kUnavailable);
   EXPECT_EQ(status_from_wc(IBV_WC_WR_FLUSH_ERR).code(), ErrorCode::kUnavailable);
   Status local = status_from_wc(IBV_WC_LOC_PROT_ERR, 42);
   EXPECT_EQ(local.code(), ErrorCode::kIoError);
