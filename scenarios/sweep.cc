@@ -368,15 +368,37 @@ const std::vector<Column>& columns() {
   return kColumns;
 }
 
-// A parameter's value on a chart's x axis; byte sizes in GiB.
+// A byte-size parameter's unit on a chart: the largest its values reach
+// (a 64 KiB segment size read 0.0001 GiB).
+struct ByteUnit {
+  double bytes;
+  const char* name;
+};
+
+std::optional<ByteUnit> byte_unit(const SweepParam& param) {
+  if (!param.name.ends_with("_bytes")) return std::nullopt;
+  double largest = 0;
+  for (const Json& v : param.values) {
+    if (v.is_number()) largest = std::max(largest, v.get<double>());
+  }
+  for (const ByteUnit unit : {ByteUnit{1024.0 * 1024 * 1024, "GiB"}, ByteUnit{1024.0 * 1024, "MiB"},
+                              ByteUnit{1024.0, "KiB"}}) {
+    if (largest >= unit.bytes) return unit;
+  }
+  return ByteUnit{1, "bytes"};
+}
+
+// A parameter's value on a chart's x axis; byte sizes in their unit.
 double axis_value(const SweepParam& param, std::size_t i) {
   const Json& v = param.values[i];
   const double x = v.is_boolean() ? (v.get<bool>() ? 1 : 0) : v.get<double>();
-  return param.name.size() > 6 && param.name.ends_with("_bytes") ? x / (1024.0 * 1024 * 1024) : x;
+  const auto unit = byte_unit(param);
+  return unit ? x / unit->bytes : x;
 }
 
 std::string axis_label(const SweepParam& param) {
-  return param.name.ends_with("_bytes") ? param.name + " (GiB)" : param.name;
+  const auto unit = byte_unit(param);
+  return unit ? param.name + " (" + unit->name + ")" : param.name;
 }
 
 struct Metric {

@@ -174,6 +174,8 @@ std::string render_line_chart(const ChartSpec& spec, const std::vector<Series>& 
     for (double v : s.y_low) widen_y(v);
     for (double v : s.y_high) widen_y(v);
   }
+  // No point to place (every run failed, or none measured this): ticks would be made up.
+  const bool no_data = xmin > xmax || ymin > ymax;
   if (!spec.log_y && ymin <= ymax) ymin = std::min(ymin, 0.0);  // a linear y axis starts at 0
   std::tie(xmin, xmax) = drawable(xmin, xmax);
   std::tie(ymin, ymax) = drawable(ymin, ymax);
@@ -199,12 +201,19 @@ std::string render_line_chart(const ChartSpec& spec, const std::vector<Series>& 
     << "<text x=\"" << kLeft + pw / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
     << escape(spec.title) << "</text>\n";
   // Axes and ticks.
-  for (const auto& [t, label] : axis_ticks(xmin, xmax, spec.log_x)) {
+  if (no_data) {
+    o << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << kTop + ph / 2
+      << "\" text-anchor=\"middle\" fill=\"#666\">no data: every run failed or measured "
+         "nothing here</text>\n";
+  }
+  for (const auto& [t, label] : no_data ? decltype(axis_ticks(0, 1, false)){}
+                                        : axis_ticks(xmin, xmax, spec.log_x)) {
     o << "<line x1=\"" << px(t) << "\" y1=\"" << kTop << "\" x2=\"" << px(t) << "\" y2=\""
       << kTop + ph << "\" stroke=\"#eee\"/>\n<text x=\"" << px(t) << "\" y=\"" << kTop + ph + 16
       << "\" text-anchor=\"middle\">" << label << "</text>\n";
   }
-  for (const auto& [t, label] : axis_ticks(ymin, ymax, spec.log_y)) {
+  for (const auto& [t, label] : no_data ? decltype(axis_ticks(0, 1, false)){}
+                                        : axis_ticks(ymin, ymax, spec.log_y)) {
     o << "<line x1=\"" << kLeft << "\" y1=\"" << py(t) << "\" x2=\"" << kLeft + pw << "\" y2=\""
       << py(t) << "\" stroke=\"#eee\"/>\n<text x=\"" << kLeft - 6 << "\" y=\"" << py(t) + 4
       << "\" text-anchor=\"end\">" << label << "</text>\n";

@@ -110,6 +110,23 @@ TEST(ReportStats, R8_SweepChartDrawsIntervalsMarkersAndLogAxes) {
       << "a point at 0 cannot be drawn on a log axis";
 }
 
+// SPEC R8 (sweep pictures): a chart with no point to place says so; it drew
+// made-up 0..1 axes under a metric's unit (session-31 review: a sweep whose
+// every run failed).
+TEST(ReportStats, R8_AChartWithNoDataSaysSo) {
+  Series empty;
+  empty.label = "hints";
+  const std::string svg = render_line_chart({"TTFT", "x", "ms", false}, {empty});
+  EXPECT_NE(svg.find("no data"), std::string::npos) << svg;
+  EXPECT_EQ(count(svg, "stroke=\"#eee\""), 0u) << "no tick lines";
+  Series one;
+  one.label = "hints";
+  one.x = {1};
+  one.y = {2};
+  EXPECT_EQ(render_line_chart({"TTFT", "x", "ms", false}, {one}).find("no data"),
+            std::string::npos);
+}
+
 // Review (session 25): on a log y axis an interval whose low end is at or
 // below 0 was drawn from the mean up; it goes down to the axis' bottom.
 TEST(ReportStats, R8_ALogAxisIntervalBelowZeroReachesTheAxisBottom) {

@@ -750,6 +750,24 @@ TEST(Sweep, R8_EmptyMeansAreNullAndAFaultThatNeverCameFailsTheRun) {
   std::filesystem::remove_all(late.out_dir);
 }
 
+// SPEC R8 (sweep pictures): a byte-size axis is drawn in the unit its values
+// reach; a 64 KiB segment size read "0.0001" on an axis in GiB.
+TEST(Sweep, R8_SmallByteAxesAreNotDrawnInGiB) {
+  SweepOptions o = tiny_options();
+  o.params = {param("/nic/stream_segment_bytes=65536,262144")};
+  o.configs = {"hints"};
+  o.write_files = true;
+  o.out_dir = fresh_dir("byte-axis").string();
+  auto r = sweep(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::ifstream in(std::filesystem::path(o.out_dir) / "sweep_load_mean_ms.svg");
+  const std::string svg(std::istreambuf_iterator<char>(in), {});
+  EXPECT_NE(svg.find("/nic/stream_segment_bytes (KiB)"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">250</text>"), std::string::npos) << svg;  // ticks 100..250 KiB
+  EXPECT_EQ(svg.find("GiB"), std::string::npos);
+  std::filesystem::remove_all(o.out_dir);
+}
+
 // The built-in profiles, written to `dir`, cxl_ssd_default with 0 flash channels.
 void write_broken_profiles(const std::filesystem::path& dir) {
   for (const std::string name : {"all_dram", "cxl_ssd_default"}) {
