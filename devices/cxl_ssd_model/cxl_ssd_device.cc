@@ -590,10 +590,10 @@ void CxlSsdDevice::release(Tag tag) {
 void CxlSsdDevice::pump() {
   write_back_idle(now());
   const Instant limit = now() + params_.prefetch_horizon;
-  frame_wait_until_ = Instant{0};
+  wait_until_ = Instant{0};
   while (!queue_.empty() && issue_front(limit, true)) {
   }
-  if (!queue_.empty()) schedule_pump(frame_wait_until_ - params_.prefetch_horizon);
+  if (!queue_.empty()) schedule_pump(wait_until_ - params_.prefetch_horizon);
 }
 
 Instant CxlSsdDevice::next_frame_free_at() const {
@@ -622,13 +622,14 @@ bool CxlSsdDevice::issue_front(Instant limit, bool whole_span) {
       // Commit fills only a little ahead, so promotes and demand misses still count.
       if (!(f & PageTable::kTrimmed) &&
           (flash_.die_free_at(p) > limit || flash_.backend_free_at() > limit)) {
+        wait_until_ = std::max(flash_.die_free_at(p), flash_.backend_free_at());
         return false;
       }
       // Its data would wait outside DRAM for a frame: committed that early, it
       // would only hold the channel and the die from demand misses.
       if (!(f & PageTable::kResident) && limit != Instant::max()) {
         if (const Instant frame = next_frame_free_at(); frame > limit) {
-          frame_wait_until_ = frame;
+          wait_until_ = frame;
           return false;
         }
       }

@@ -869,6 +869,27 @@ TEST(CxlSsdDevice, R3_PrefetchResumesWithinAHorizonOnceAFrameIsFree) {
   d.release(2);
 }
 
+// SPEC R8 (a profile the validation accepts runs at event cost per fill,
+// not per horizon): a pump stopped on a busy die wakes when the die frees.
+// It polled every half horizon: a 100 ns horizon over a 1 ms flash read was
+// ~20000 events a page (session-31 review).
+TEST(CxlSsdDevice, R8_APumpBlockedOnABusyDieWakesWhenItFrees) {
+  sim::EventLoop loop;
+  auto params = small_params();
+  params.channels = 1;
+  params.flash_read = 1ms;
+  params.channel_bytes_per_second = 1e11;
+  params.prefetch_horizon = 100ns;
+  CxlSsdDevice d(loop, params);
+  const PoolRange r{0, 4 * kPage};
+  ASSERT_TRUE(d.prefetch(1, std::span(&r, 1), false).ok());
+  loop.run_for(10ms);
+  EXPECT_EQ(d.fill_queue_pages(), 0u);
+  for (std::uint64_t p = 0; p < 4; ++p) EXPECT_TRUE(d.page_state(p * kPage).resident) << p;
+  EXPECT_LT(loop.executed(), 100u);
+  d.release(1);
+}
+
 // A write hint's frame is free only once its dirty victim is written back (at
 // the program rate). Filling its contents for a partial WRITE or a READ set
 // the page ready at the flash read's end, before the frame existed.
