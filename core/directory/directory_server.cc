@@ -222,8 +222,8 @@ void DirectoryServer::on_message(std::uint64_t conn_id, const Json& message) {
 
 void DirectoryServer::handle_hello(Session& session, const Json& message) {
   const Json id = message.contains("id") ? message["id"] : Json();
-  // As the agent (docs/agent.md): `version`, if present, must be 1.
-  if (message.contains("version") &&
+  // As the agent (docs/agent.md): `version`, if present and not null, must be 1.
+  if (message.contains("version") && !message["version"].is_null() &&
       (!message["version"].is_number_unsigned() || message["version"].get<std::uint64_t>() != 1)) {
     session.conn->send(
         protocol::error_reply(id, Error(ErrorCode::kBadRequest, "version must be 1")));

@@ -60,7 +60,8 @@ Result<HelloRequest> parse_hello(const Json& m) {
   auto client = optional_string(m, "client");
   if (!client.ok()) return client.status();
   hello.client = client->value_or("");
-  if (const Json* v = find(m, "version")) {
+  // A null version is an absent one, as a null client or epoch (a Python client's None).
+  if (const Json* v = find(m, "version"); v && !v->is_null()) {
     if (!v->is_number_unsigned() || v->get<std::uint64_t>() != kProtocolVersion) {
       return bad("'version' must be 1");
     }

@@ -52,6 +52,18 @@ TEST(AgentProtocol, R1_3_AMalformedRequestBeforeHelloClosesTheConnection) {
   }
 }
 
+// SPEC R1.2 (an optional field sent as null is absent): a hello whose
+// version is null is a hello without one; it was refused and closed.
+TEST(AgentProtocol, R1_3_AHelloWithANullVersionIsTakenAsWithout) {
+  AgentRig rig;
+  ASSERT_TRUE(rig.start(nullptr).ok());
+  auto c = rig.client();
+  Json reply = c->call(
+      {{"op", "hello"}, {"id", 1}, {"version", nullptr}, {"client", nullptr}, {"auth", c->auth()}});
+  EXPECT_EQ(code_of(reply), "ok") << reply.dump();
+  EXPECT_EQ(code_of(c->call({{"op", "alloc"}, {"id", 2}, {"size", 4096}})), "ok");
+}
+
 // SPEC R1.3: a peer that never says hello cannot keep a connection (a thread
 // and a --max-connections slot) for good; one that did is not timed out.
 TEST(AgentProtocol, R1_3_AConnectionWithoutHelloIsClosedAfterTheHelloTimeout) {

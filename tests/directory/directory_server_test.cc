@@ -362,6 +362,14 @@ TEST(DirectoryServer, R1_3_AHelloWithoutVersionIsTakenAsTheAgentTakesIt) {
   auto reply = raw.ask(
       {{"op", "hello"}, {"id", 1}, {"auth", protocol::hmac_sha256_hex("s3cret", challenge)}});
   EXPECT_EQ(reply["ok"], true) << reply.dump();
+  // A null version is an absent one (a Python client's None), as at the agent.
+  RawClient null_version(rig);
+  const std::string again = null_version.got[0]["challenge"];
+  reply = null_version.ask({{"op", "hello"},
+                            {"id", 1},
+                            {"version", nullptr},
+                            {"auth", protocol::hmac_sha256_hex("s3cret", again)}});
+  EXPECT_EQ(reply["ok"], true) << reply.dump();
 }
 
 TEST(DirectoryServer, R1_2_MalformedRequestsAreBadRequestsAndChangeNothing) {
