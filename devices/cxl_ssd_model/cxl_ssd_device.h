@@ -91,6 +91,9 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   bool lost(std::uint64_t offset, std::uint64_t length) const override;
 
   // --- preparation (the cxl_ssd extension)
+  // A tag no caller of this device had before: an extension that replaced
+  // another (an agent restart) must not join the old one's queued work.
+  Tag new_tag() { return next_tag_++; }
   // Queues fills of `ranges` behind earlier ones; with `pin` their pages stay in
   // DRAM until release(tag), admitted under hinted_bytes_cap in order.
   Status prefetch(Tag tag, std::span<const PoolRange> ranges, bool pin);
@@ -253,6 +256,7 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   std::uint64_t pinned_bytes_ = 0;
   std::optional<sim::EventLoop::EventId> pump_event_;
   Instant pump_at_{0};     // when pump_event_ fires
+  Tag next_tag_ = 1;        // new_tag()
   Instant wait_until_{0};  // the pump stopped for a die, the backend or a frame free only then
 
   // Idle write-back: per flash channel, dirty pages in the order they became dirty.

@@ -97,9 +97,9 @@ Status CxlSsdExtension::hint(const ext::Hint& hint) {
   if (auto s = check_ranges(hint.ranges); !s.ok()) return s;
   const auto ranges = pool_ranges(hint.ranges);
   if (hint.action == "read_hint") {
-    auto [it, inserted] = tags_.try_emplace(Key{hint.conn, hint.request}, next_tag_);
+    auto [it, inserted] = tags_.try_emplace(Key{hint.conn, hint.request}, 0);
     if (inserted) {
-      ++next_tag_;
+      it->second = device_.new_tag();
       by_request_[hint.request].insert(it->second);
     }
     Status queued = device_.prefetch(it->second, ranges, /*pin=*/true);
@@ -117,7 +117,7 @@ Status CxlSsdExtension::hint(const ext::Hint& hint) {
     if (it != tags_.end()) end_hint(it);
     return {};
   }
-  if (hint.action == "write_hint") return device_.prepare_write(next_tag_++, ranges);
+  if (hint.action == "write_hint") return device_.prepare_write(device_.new_tag(), ranges);
   if (hint.action == "read_promote") {
     auto it = by_request_.find(hint.request);
     if (it == by_request_.end()) {
@@ -191,7 +191,7 @@ void CxlSsdExtension::write_wait(const ext::WriteWait& wait, WriteWaitDone done)
   if (auto s = check_ranges(wait.ranges); !s.ok()) return done(s);
   auto pending = std::make_shared<PendingWait>();
   pending->ranges = pool_ranges(wait.ranges);
-  pending->tag = next_tag_++;
+  pending->tag = device_.new_tag();
   pending->generation = device_.generation();
   // A write wait is also the store's write hint for this agent.
   if (auto s = device_.prepare_write(pending->tag, pending->ranges); !s.ok()) return done(s);

@@ -75,7 +75,6 @@ class CxlSsdExtension final : public ext::RegionExtension {
   std::set<std::string> promoted_;  // requests promoted while hinted: later hints join them
   std::map<std::string, Instant> early_promotes_;          // request -> forgotten at
   std::set<std::pair<Instant, std::string>> early_order_;  // by when they are forgotten
-  Tag next_tag_ = 1;
   std::uint64_t seen_generation_;
 };
 

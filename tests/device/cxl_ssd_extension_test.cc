@@ -172,6 +172,28 @@ TEST(CxlSsdExtension, R6_6_ConnectionClosedEndsThatConnectionsHints) {
   EXPECT_EQ(rig.device.pinned_bytes(), 2 * kPage);
 }
 
+// SPEC R6.6/R4.5 across an agent restart: the new agent's extension on the
+// same device numbered its requests from 1 again, so ending its first read
+// hint released the old extension's write hint under that number too, and
+// dropped its queued partial-page fills (session-31 review).
+TEST(CxlSsdExtension, R6_6_ANewExtensionsTagsNeverTouchAnOldOnesWork) {
+  Rig rig;
+  // Both dies busy ~100 us with demand reads: queued fills wait past the horizon.
+  (void)rig.device.access_ready(0, 64 * kPage, false, rig.world.loop().now());
+  ASSERT_TRUE(rig.ext.hint(Rig::hint(3, "write_hint", "w", {Rig::range(100, 2 * kPage)})).ok());
+  ASSERT_EQ(rig.device.fill_queue_pages(), 2u);  // its partial head and tail pages
+  rig.ext.close();
+  CxlSsdExtension restarted{rig.device, &rig.mem};
+  ASSERT_TRUE(
+      restarted.hint(Rig::hint(1, "read_hint", "x", {Rig::range(64 * kPage, 4 * kPage)})).ok());
+  ASSERT_TRUE(restarted.hint(Rig::hint(1, "read_hint_end", "x")).ok());
+  EXPECT_EQ(rig.device.fill_queue_pages(), 2u);
+  // The old write hint's pages still come in, as if nothing had restarted.
+  rig.world.loop().run_for(1ms);
+  EXPECT_EQ(rig.device.fill_queue_pages(), 0u);
+  EXPECT_TRUE(rig.device.range_ready((1u << 20) + 100, 2 * kPage));
+}
+
 TEST(CxlSsdExtension, R3_HintedBytesOverTheCapWaitForEnds) {
   Rig rig;  // cap: 16 pages
   ASSERT_TRUE(rig.ext.hint(Rig::hint(3, "read_hint", "a", {Rig::range(0, 12 * kPage)})).ok());
