@@ -256,7 +256,7 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   std::uint64_t pinned_bytes_ = 0;
   std::optional<sim::EventLoop::EventId> pump_event_;
   Instant pump_at_{0};     // when pump_event_ fires
-  Tag next_tag_ = 1;        // new_tag()
+  Tag next_tag_ = 1;       // new_tag()
   Instant wait_until_{0};  // the pump stopped for a die, the backend or a frame free only then
 
   // Idle write-back: per flash channel, dirty pages in the order they became dirty.

@@ -206,14 +206,14 @@ std::string render_line_chart(const ChartSpec& spec, const std::vector<Series>& 
       << "\" text-anchor=\"middle\" fill=\"#666\">no data: every run failed or measured "
          "nothing here</text>\n";
   }
-  for (const auto& [t, label] : no_data ? decltype(axis_ticks(0, 1, false)){}
-                                        : axis_ticks(xmin, xmax, spec.log_x)) {
+  for (const auto& [t, label] :
+       no_data ? decltype(axis_ticks(0, 1, false)){} : axis_ticks(xmin, xmax, spec.log_x)) {
     o << "<line x1=\"" << px(t) << "\" y1=\"" << kTop << "\" x2=\"" << px(t) << "\" y2=\""
       << kTop + ph << "\" stroke=\"#eee\"/>\n<text x=\"" << px(t) << "\" y=\"" << kTop + ph + 16
       << "\" text-anchor=\"middle\">" << label << "</text>\n";
   }
-  for (const auto& [t, label] : no_data ? decltype(axis_ticks(0, 1, false)){}
-                                        : axis_ticks(ymin, ymax, spec.log_y)) {
+  for (const auto& [t, label] :
+       no_data ? decltype(axis_ticks(0, 1, false)){} : axis_ticks(ymin, ymax, spec.log_y)) {
     o << "<line x1=\"" << kLeft << "\" y1=\"" << py(t) << "\" x2=\"" << kLeft + pw << "\" y2=\""
       << py(t) << "\" stroke=\"#eee\"/>\n<text x=\"" << kLeft - 6 << "\" y=\"" << py(t) + 4
       << "\" text-anchor=\"end\">" << label << "</text>\n";
