@@ -57,8 +57,9 @@ typedef struct rcxl_write_wait {
 } rcxl_write_wait;
 
 /* Called exactly once per write_wait, from any thread, at the latest after
- * timeout_ms. status 0 = answered: `answer_json` is a JSON object text, or NULL
- * for null; non-zero = failed (`answer_json` may hold a message). The `wait`
+ * timeout_ms. status 0 = answered: `answer_json` is a JSON object text of at
+ * most 4096 bytes (longer is a failure), or NULL for null; non-zero = failed
+ * (`answer_json` may hold a message). A second call is ignored. The `wait`
  * given to write_wait, and all it points to, stays valid until this call
  * (every other hook's arguments only during the hook). */
 typedef void (*rcxl_write_wait_done)(void* done_context, int status, const char* answer_json);
@@ -83,7 +84,8 @@ typedef struct rcxl_region_extension_api_v1 {
 
   /* Optional. 1 = told (NUL-terminated into `out`), 0 = cannot tell now. */
   int (*memory_generation)(void* self, char* out, size_t out_size);
-  /* Optional. */
+  /* Optional. Without it, a closed connection's open requests are each sent
+   * a read_hint_end (when the plugin takes read_hint_end). */
   int (*connection_closed)(void* self, uint64_t conn, char* error, size_t error_size);
   /* Optional: a JSON array of action names; NULL hook = read_hint, read_hint_end.
    * Anything else (not an array of strings, or NULL returned) fails the load. */

@@ -2,7 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
 
 #include "core/runtime/printable.h"
 
@@ -11,6 +16,9 @@ namespace {
 
 constexpr std::size_t kErrorSize = 512;
 constexpr std::size_t kGenerationSize = 256;
+// A write_wait answer goes into the agent's reply: a plugin's megabytes (or
+// nesting deep enough to overflow the encoder's recursion) must not.
+constexpr std::size_t kMaxAnswerBytes = 4096;
 
 using ErrorBuffer = std::array<char, kErrorSize>;
 
@@ -32,12 +40,60 @@ std::vector<rcxl_range> to_c(const std::vector<Range>& ranges) {
   return out;
 }
 
+struct PendingWait {
+  const void* owner;  // the CAbiExtension that asked
+  RegionExtension::WriteWaitDone done;
+  std::string token;
+  std::vector<rcxl_range> ranges;
+  rcxl_write_wait c;
+};
+
+// Write waits a plugin still owes an answer, by the number it was handed as
+// its context. An answer for a number not here (a second one, or one after
+// its extension went) is dropped: it freed the wait twice before.
+class PendingWaits {
+ public:
+  static PendingWaits& all() {
+    static PendingWaits waits;
+    return waits;
+  }
+  PendingWait* add(std::uint64_t& id, std::unique_ptr<PendingWait> wait) {
+    std::lock_guard lock(mu_);
+    id = next_++;
+    return waits_.emplace(id, std::move(wait)).first->second.get();
+  }
+  std::unique_ptr<PendingWait> take(std::uint64_t id) {
+    std::lock_guard lock(mu_);
+    auto node = waits_.extract(id);
+    return node ? std::move(node.mapped()) : nullptr;
+  }
+  void drop_all_of(const void* owner) {
+    std::lock_guard lock(mu_);
+    std::erase_if(waits_, [owner](const auto& entry) { return entry.second->owner == owner; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::uint64_t next_ = 1;
+  std::map<std::uint64_t, std::unique_ptr<PendingWait>> waits_;
+};
+
 class CAbiExtension final : public RegionExtension {
  public:
   CAbiExtension(const rcxl_region_extension_api_v1* api, void* self,
                 std::vector<std::string> actions)
-      : api_(api), self_(self), actions_(std::move(actions)) {}
-  ~CAbiExtension() override { api_->destroy(self_); }
+      : api_(api),
+        self_(self),
+        actions_(std::move(actions)),
+        // SPEC R6.6: a plugin without connection_closed still has a closed
+        // connection's open requests ended, one read_hint_end each.
+        ends_for_closed_(!api_->connection_closed && std::find(actions_.begin(), actions_.end(),
+                                                               "read_hint_end") != actions_.end()) {
+  }
+  ~CAbiExtension() override {
+    api_->destroy(self_);
+    PendingWaits::all().drop_all_of(this);  // unanswered: the agent's own timeout answers them
+  }
 
   std::string name() const override { return api_->name ? api_->name : "c-abi"; }
 
@@ -68,6 +124,16 @@ class CAbiExtension final : public RegionExtension {
     const rcxl_hint c{hint.conn, hint.action.c_str(), hint.request.c_str(), ranges.data(),
                       ranges.size()};
     if (api_->hint(self_, &c, error.data(), error.size()) != 0) return failed("hint", error);
+    if (ends_for_closed_) {
+      std::lock_guard lock(open_mu_);
+      if (hint.action == "read_hint") open_[hint.conn].insert(hint.request);
+      if (hint.action == "read_hint_end") {
+        auto it = open_.find(hint.conn);
+        if (it != open_.end() && it->second.erase(hint.request) && it->second.empty()) {
+          open_.erase(it);
+        }
+      }
+    }
     return {};
   }
   void close() override { api_->close(self_); }
@@ -80,7 +146,7 @@ class CAbiExtension final : public RegionExtension {
     return std::string(out.data());
   }
   Status connection_closed(std::uint64_t conn) override {
-    if (!api_->connection_closed) return {};
+    if (!api_->connection_closed) return end_open_requests(conn);
     ErrorBuffer error{};
     if (api_->connection_closed(self_, conn, error.data(), error.size()) != 0) {
       return failed("connection_closed", error);
@@ -92,28 +158,38 @@ class CAbiExtension final : public RegionExtension {
     // Owned by the plugin until it calls back, exactly once; the wait it was
     // given stays valid until then (c_abi.h), as a plugin that answers later
     // reads it then.
-    auto* pending = new PendingWait{std::move(done), wait.token, to_c(wait.ranges), {}};
+    std::uint64_t id = 0;
+    PendingWait* pending =
+        PendingWaits::all().add(id, std::make_unique<PendingWait>(PendingWait{
+                                        this, std::move(done), wait.token, to_c(wait.ranges), {}}));
     pending->c = {wait.conn, pending->token.c_str(), pending->ranges.data(), pending->ranges.size(),
                   wait.timeout_ms};
-    api_->write_wait(self_, &pending->c, &CAbiExtension::write_wait_done, pending);
+    // The context is the wait's number, not its address: a stale one finds nothing.
+    // NOLINTNEXTLINE(performance-no-int-to-ptr)
+    void* context = reinterpret_cast<void*>(static_cast<std::uintptr_t>(id));
+    api_->write_wait(self_, &pending->c, &CAbiExtension::write_wait_done, context);
   }
 
  private:
-  struct PendingWait {
-    WriteWaitDone done;
-    std::string token;
-    std::vector<rcxl_range> ranges;
-    rcxl_write_wait c;
-  };
-
   static void write_wait_done(void* context, int status, const char* answer_json) {
-    std::unique_ptr<PendingWait> pending(static_cast<PendingWait*>(context));
+    std::unique_ptr<PendingWait> pending =
+        PendingWaits::all().take(reinterpret_cast<std::uintptr_t>(context));
+    if (!pending) return;  // answered already, or its extension is gone
     WriteWaitDone& done = pending->done;
+    const std::size_t length = answer_json ? strnlen(answer_json, kMaxAnswerBytes + 1) : 0;
     if (status != 0) {
-      return done(Error(ErrorCode::kExtensionFailed,
-                        std::string("write_wait failed: ") + (answer_json ? answer_json : "")));
+      return done(Error(
+          ErrorCode::kExtensionFailed,
+          "write_wait failed: " + runtime::printable(std::string(answer_json ? answer_json : "",
+                                                                 std::min(length, kErrorSize)),
+                                                     kErrorSize)));
     }
     if (!answer_json) return done(Json(nullptr));
+    if (length > kMaxAnswerBytes) {
+      return done(
+          Error(ErrorCode::kExtensionFailed,
+                "write_wait answer is longer than " + std::to_string(kMaxAnswerBytes) + " bytes"));
+    }
     Json answer = Json::parse(answer_json, nullptr, false);
     if (answer.is_discarded() || !(answer.is_object() || answer.is_null())) {
       return done(Error(ErrorCode::kExtensionFailed, "write_wait answer is not a JSON object"));
@@ -121,9 +197,31 @@ class CAbiExtension final : public RegionExtension {
     done(std::move(answer));
   }
 
+  // One read_hint_end per request `conn` left open (the plugin has no connection_closed).
+  Status end_open_requests(std::uint64_t conn) {
+    std::set<std::string> requests;
+    {
+      std::lock_guard lock(open_mu_);
+      auto node = open_.extract(conn);
+      if (node) requests = std::move(node.mapped());
+    }
+    Status first;
+    for (const auto& request : requests) {
+      ErrorBuffer error{};
+      const rcxl_hint c{conn, "read_hint_end", request.c_str(), nullptr, 0};
+      if (api_->hint(self_, &c, error.data(), error.size()) != 0 && first.ok()) {
+        first = failed("read_hint_end of a closed connection's request", error);
+      }
+    }
+    return first;
+  }
+
   const rcxl_region_extension_api_v1* api_;
   void* self_;
   std::vector<std::string> actions_;
+  const bool ends_for_closed_;
+  std::mutex open_mu_;
+  std::map<std::uint64_t, std::set<std::string>> open_;  // conn -> requests open at the plugin
 };
 
 // The actions the plugin takes (c_abi.h): what hint_actions lists, else the

@@ -2,6 +2,9 @@
 // R2.5 (the recording extension's config and log).
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <tuple>
+
 #include "backends/sim/sim_world.h"
 #include "backends/verbs/plugin_loader.h"
 #include "core/extension/c_abi_extension.h"
@@ -200,10 +203,8 @@ struct LaterWait {
 };
 LaterWait later_wait;
 
-// c_abi.h: the `wait` handed to write_wait stays valid until `done` is called
-// (a plugin that checks readiness later reads it then). It was the caller's
-// stack and a local vector, gone when write_wait returned.
-TEST(CAbiExtension, R2_2_AWriteWaitsArgumentsLiveUntilItsAnswer) {
+// A plugin whose write_wait keeps its arguments in later_wait and answers later.
+rcxl_region_extension_api_v1 table_answering_later() {
   auto table = table_with_required_hooks();
   table.create = [](const char*, char*, size_t) -> void* { return &later_wait; };
   table.hint_actions = [](void*) { return R"(["write_wait"])"; };
@@ -211,6 +212,14 @@ TEST(CAbiExtension, R2_2_AWriteWaitsArgumentsLiveUntilItsAnswer) {
                         void* context) {
     later_wait = {wait, done, context};
   };
+  return table;
+}
+
+// c_abi.h: the `wait` handed to write_wait stays valid until `done` is called
+// (a plugin that checks readiness later reads it then). It was the caller's
+// stack and a local vector, gone when write_wait returned.
+TEST(CAbiExtension, R2_2_AWriteWaitsArgumentsLiveUntilItsAnswer) {
+  auto table = table_answering_later();
   auto wrapped = wrap_c_extension(&table, Json::object());
   ASSERT_TRUE(wrapped.ok()) << wrapped.status().ToString();
   std::optional<Result<Json>> answer;
@@ -239,6 +248,91 @@ TEST(CAbiExtension, R2_2_AWriteWaitsArgumentsLiveUntilItsAnswer) {
                                    {"first", {8, 4096, 8192, 12288}},
                                    {"second", {9, 65536}}}));
   (*wrapped)->close();
+}
+
+// c_abi.h: `done` once per wait. A plugin that answered twice freed the wait
+// twice (heap corruption in the agent); one that answered after the extension
+// went wrote into it. Both answers are now dropped (SPEC R2.2).
+TEST(CAbiExtension, R2_2_ASecondOrLateWriteWaitAnswerIsIgnored) {
+  auto table = table_answering_later();
+  auto wrapped = wrap_c_extension(&table, Json::object());
+  ASSERT_TRUE(wrapped.ok()) << wrapped.status().ToString();
+  int answers = 0;
+  (*wrapped)->write_wait({3, "t", {{8, 0, 4096, 0}}, 50}, [&](Result<Json>) { ++answers; });
+  later_wait.done(later_wait.context, 0, R"({"ready":1})");
+  later_wait.done(later_wait.context, 0, R"({"ready":2})");
+  EXPECT_EQ(answers, 1);
+  (*wrapped)->write_wait({3, "u", {{8, 0, 4096, 0}}, 50}, [&](Result<Json>) { ++answers; });
+  const LaterWait owed = later_wait;
+  wrapped->reset();  // the extension goes with the wait unanswered
+  owed.done(owed.context, 0, R"({"ready":1})");
+  EXPECT_EQ(answers, 1);
+}
+
+// SPEC R4.4: a write_wait answer is the agent's reply; one past 4096 bytes (a
+// flat megabyte, or nesting deep enough to overflow the reply's encoder) is
+// the extension failing, and a failure's text is cut as a hook's error is.
+TEST(CAbiExtension, R4_4_AnOversizedWriteWaitAnswerIsExtensionFailed) {
+  auto table = table_answering_later();
+  auto wrapped = wrap_c_extension(&table, Json::object());
+  ASSERT_TRUE(wrapped.ok()) << wrapped.status().ToString();
+  std::optional<Result<Json>> answer;
+  auto ask = [&] {
+    answer.reset();
+    (*wrapped)->write_wait({3, "t", {{8, 0, 4096, 0}}, 50},
+                           [&](Result<Json> a) { answer = std::move(a); });
+  };
+  ask();
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  later_wait.done(later_wait.context, 0, ("{\"a\":" + deep + "}").c_str());
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status().code(), ErrorCode::kExtensionFailed);
+  EXPECT_NE(answer->status().message().find("longer than 4096 bytes"), std::string::npos);
+  ask();
+  later_wait.done(later_wait.context, 1, std::string(1 << 20, 'x').c_str());
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status().code(), ErrorCode::kExtensionFailed);
+  EXPECT_LT(answer->status().message().size(), 1200u);
+  ask();
+  later_wait.done(later_wait.context, 0, R"({"ready":1,"total":1})");
+  ASSERT_TRUE(answer.has_value() && answer->ok());
+  EXPECT_EQ(answer->value(), (Json{{"ready", 1}, {"total", 1}}));
+}
+
+// What a plugin without connection_closed was told, as "conn action request" lines.
+std::vector<std::string> plugin_hints;
+
+// SPEC R6.6: a closed connection's open hint requests end at the extension.
+// The agent leaves that to connection_closed, an optional C hook: a plugin
+// without it, taking read_hint_end, kept a gone client's requests (and the
+// DRAM they pin) open for good (session-31 review).
+TEST(CAbiExtension, R6_6_APluginWithoutConnectionClosedHasAClosedConnectionsRequestsEnded) {
+  auto table = table_with_required_hooks();
+  table.create = [](const char*, char*, size_t) -> void* { return &plugin_hints; };
+  table.hint = [](void*, const rcxl_hint* h, char*, size_t) {
+    plugin_hints.push_back(std::to_string(h->conn) + " " + h->action + " " + h->request);
+    return 0;
+  };
+  auto wrapped = wrap_c_extension(&table, Json::object());  // the default actions
+  ASSERT_TRUE(wrapped.ok()) << wrapped.status().ToString();
+  RegionExtension& ext = **wrapped;
+  const std::vector<Range> ranges = {{8, 0, 4096, 0}};
+  for (const auto& [conn, action, request] :
+       std::vector<std::tuple<int, std::string, std::string>>{{3, "read_hint", "q1"},
+                                                              {3, "read_hint", "q2"},
+                                                              {3, "read_hint", "q1"},
+                                                              {3, "read_hint_end", "q2"},
+                                                              {4, "read_hint", "q3"}}) {
+    ASSERT_TRUE(ext.hint({static_cast<std::uint64_t>(conn), action, request,
+                          action == "read_hint" ? ranges : std::vector<Range>{}})
+                    .ok());
+  }
+  plugin_hints.clear();
+  EXPECT_TRUE(ext.connection_closed(3).ok());
+  EXPECT_EQ(plugin_hints, std::vector<std::string>{"3 read_hint_end q1"});
+  EXPECT_TRUE(ext.connection_closed(3).ok());  // nothing left: nothing again
+  EXPECT_EQ(plugin_hints.size(), 1u);
+  ext.close();
 }
 
 // c_abi.h: retire's 1 gives the region back, 0 keeps it. A plugin that answers
