@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <string>
 
 #include "core/extension/c_abi_extension.h"
 
@@ -65,9 +67,18 @@ Result<std::unique_ptr<ext::RegionExtension>> load_plugin_extension(
     }
     auto entry = reinterpret_cast<rcxl_region_extension_v1_entry>(
         ::dlsym(handle, RCXL_REGION_EXTENSION_ENTRY));
-    if (!entry) {
-      return Error(ErrorCode::kExtensionFailed,
-                   path + " does not export " RCXL_REGION_EXTENSION_ENTRY);
+    // dlsym also searches the libraries the plugin links: the entry must be its own.
+    Dl_info found{};
+    std::error_code ec;
+    const bool own = entry && ::dladdr(reinterpret_cast<void*>(entry), &found) != 0 &&
+                     found.dli_fname && std::filesystem::equivalent(found.dli_fname, path, ec);
+    if (!own) {
+      return Error(
+          ErrorCode::kExtensionFailed,
+          path + " does not export " RCXL_REGION_EXTENSION_ENTRY +
+              (entry && found.dli_fname ? std::string(" itself (") + found.dli_fname +
+                                              ", a library it links, does; export the plugin's own)"
+                                        : std::string()));
     }
     auto extension = ext::wrap_c_extension(entry(), config);
     if (!extension.ok()) {

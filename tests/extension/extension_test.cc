@@ -388,6 +388,12 @@ TEST(PluginLoader, R2_1_LoadsASharedObjectPluginThroughTheCAbi) {
   auto bad_abi = registry.create("testplug_badabi", sim.context, Json::object());
   EXPECT_EQ(bad_abi.status().code(), ErrorCode::kExtensionFailed);
   EXPECT_NE(bad_abi.status().message().find("ABI version"), std::string::npos);
+  // SPEC R2.1: the entry must be the plugin's own, not one dlsym found in a library it links.
+  auto borrowed = registry.create("testplug_noentry", sim.context, Json::object());
+  EXPECT_EQ(borrowed.status().code(), ErrorCode::kExtensionFailed);
+  EXPECT_NE(borrowed.status().message().find("librcxl_testplug_library.so, a library it links"),
+            std::string::npos)
+      << borrowed.status().ToString();
   auto missing = registry.create("nosuch", sim.context, Json::object());
   EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
   EXPECT_NE(missing.status().message().find("librcxl_ext_nosuch.so"), std::string::npos);
