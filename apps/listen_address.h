@@ -2,7 +2,8 @@
 // or listener is opened: a name that does not resolve is refused naming the
 // flag; under --auth none every address a name resolves to must be loopback
 // (the name "localhost" is only as local as /etc/hosts says); two spellings
-// of one socket are refused as a repeat, not as "another process holds that port".
+// that resolve to the same addresses are refused as a repeat, not as "another
+// process holds that port".
 #pragma once
 
 #include <string>
@@ -23,12 +24,25 @@ inline const verbs::SocketAddress* first_not_loopback(
   return nullptr;
 }
 
+// The same socket addresses in the same order.
+inline bool same_addresses(const std::vector<verbs::SocketAddress>& a,
+                           const std::vector<verbs::SocketAddress>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!verbs::same_address(a[i], b[i])) return false;
+  }
+  return true;
+}
+
 // Ok, or the coded refusal of `flag`'s addresses. `loopback_only`: --auth none.
 inline Status check_listen_addresses(const std::string& flag,
                                      const std::vector<runtime::Address>& addresses,
                                      bool loopback_only) {
-  // The transport binds the first address a name resolves to that it can.
-  std::vector<verbs::SocketAddress> bound;
+  // The transport binds the first of a name's addresses it can. Two names
+  // whose lists are the same bind the same socket for sure: the second fails.
+  // (Lists that only overlap may not: localhost falls back to 127.0.0.1 when
+  // [::1] is taken.)
+  std::vector<std::vector<verbs::SocketAddress>> bound;
   for (std::size_t i = 0; i < addresses.size(); ++i) {
     const runtime::Address& address = addresses[i];
     auto resolved = verbs::resolve(address, /*passive=*/true);
@@ -48,17 +62,17 @@ inline Status check_listen_addresses(const std::string& flag,
                          "; listen on 127.0.0.1 or [::1], or give --auth-secret-file PATH");
       }
     }
-    const verbs::SocketAddress& first = resolved->front();
     for (std::size_t j = 0; j < bound.size(); ++j) {
       // Port 0 picks a new port at each bind: never a repeat.
-      if (address.port != 0 && verbs::same_address(bound[j], first)) {
-        return Error(ErrorCode::kBadRequest, flag + " " + addresses[j].ToString() + " and " +
-                                                 address.ToString() + " are one address (" +
-                                                 verbs::to_address(first.get()).ToString() +
-                                                 "); give each address once");
+      if (address.port != 0 && same_addresses(bound[j], *resolved)) {
+        return Error(ErrorCode::kBadRequest,
+                     flag + " " + addresses[j].ToString() + " and " + address.ToString() +
+                         " are one address (" +
+                         verbs::to_address(resolved->front().get()).ToString() +
+                         "); give each address once");
       }
     }
-    bound.push_back(first);
+    bound.push_back(std::move(resolved).value());
   }
   return {};
 }

@@ -60,8 +60,9 @@ typedef struct rcxl_write_wait {
  * timeout_ms. status 0 = answered: `answer_json` is a JSON object text of at
  * most 4096 bytes (longer is a failure), or NULL for null; non-zero = failed
  * (`answer_json` may hold a message). A second call is ignored. The `wait`
- * given to write_wait, and all it points to, stays valid until this call
- * (every other hook's arguments only during the hook). */
+ * given to write_wait, and all it points to, stays valid until this call or
+ * until `destroy` returns, whichever comes first: a plugin stops reading it
+ * in `destroy` (every other hook's arguments live only during the hook). */
 typedef void (*rcxl_write_wait_done)(void* done_context, int status, const char* answer_json);
 
 typedef struct rcxl_region_extension_api_v1 {

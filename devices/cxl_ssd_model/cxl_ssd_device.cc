@@ -721,6 +721,8 @@ Status CxlSsdDevice::trim(std::uint64_t offset, std::uint64_t length) {
     dram_bytes_.drop(first * page_bytes(), (end - first) * page_bytes());
     flash_bytes_.drop(first * page_bytes(), (end - first) * page_bytes());
   }
+  // Frames it freed (or trimmed pages that need no read) may unblock the queue.
+  if (!queue_.empty()) schedule_pump();
   return {};
 }
 

@@ -60,6 +60,11 @@ TEST(ListenAddress, R7_TwoSpellingsOfOneAddressAreARepeat) {
   EXPECT_EQ(st.code(), rcxl::ErrorCode::kBadRequest);
   EXPECT_TRUE(contains(st.message(), "--listen 127.0.0.1:7781 and 127.1:7781 are one address"))
       << st.message();
+  // Names whose address lists only overlap may bind apart (localhost falls
+  // back to 127.0.0.1 when [::1] is taken): only equal lists are a repeat.
+  const std::vector<SocketAddress> both = {socket_address("::1"), socket_address("127.0.0.1")};
+  EXPECT_FALSE(rcxl::apps::same_addresses(both, {socket_address("::1")}));
+  EXPECT_TRUE(rcxl::apps::same_addresses(both, both));
   // Port 0 binds a new port each time; other ports and hosts are other sockets.
   EXPECT_TRUE(
       rcxl::apps::check_listen_addresses(

@@ -81,15 +81,14 @@ void run_against_reference(bool idle_write_back, std::uint32_t seed) {
       const std::uint64_t kept = pick(2) == 0 ? w.length : pick(w.length + 1);
       std::vector<std::byte> bytes(kept);
       for (auto& b : bytes) b = static_cast<std::byte>(pick(256));
-      ASSERT_TRUE(d.write(w.offset, bytes).ok());
-      d.accessed(w.offset + kept, w.length - kept, true, loop.now());
+      ASSERT_TRUE(d.land_write(w.offset, w.length, bytes, loop.now()));
       std::copy(bytes.begin(), bytes.end(),
                 reference.begin() + static_cast<std::ptrdiff_t>(w.offset));
-      // A page the unkept bytes reach without write() having stored into it is
+      // A page the unkept bytes reach without the payload having stored into it is
       // dirty without bytes: it reads as zeros, or as what flash held.
       const std::uint64_t unkept = w.offset + kept;
       std::uint64_t first = unkept / kPage;
-      if (kept > 0 && unkept % kPage != 0) ++first;  // write() stored into this one
+      if (kept > 0 && unkept % kPage != 0) ++first;  // the payload stored into this one
       const std::uint64_t end = kept < w.length ? (w.offset + w.length + kPage - 1) / kPage : 0;
       for (std::uint64_t p = first; p < end; ++p) {
         std::fill_n(unknown.begin() + static_cast<std::ptrdiff_t>(p * kPage), kPage, true);

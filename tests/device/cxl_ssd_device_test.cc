@@ -527,8 +527,20 @@ TEST(CxlSsdDevice, R4_1_AWriteLandingOnLostFramesBooksNoSecondFlashRead) {
   // The WRITE lands as the sim RNIC lands a sampled one: 64 bytes kept.
   ASSERT_TRUE(d.land_write(0, length, bytes_of(std::string(64, 'W')), loop.now()));
   EXPECT_EQ(d.counters().fills, 16u);
-  EXPECT_LE(d.page_state(0).ready_at, loop.now());
   EXPECT_EQ(read_string(d, 0, 3), "WWW");
+  // A reset between access_ready and the landing: the frames come back at
+  // once, without a flash read, so a READ of the bytes just written never
+  // waits for one.
+  loop.run_for(d.access_ready(0, 4 * kPage, true, loop.now()) - loop.now());
+  const std::uint64_t fills = d.counters().fills;
+  d.reset();
+  ASSERT_TRUE(d.land_write(0, 4 * kPage, bytes_of(std::string(64, 'V')), loop.now()));
+  EXPECT_EQ(d.counters().fills, fills);
+  for (std::uint64_t p = 0; p < 4; ++p) {
+    EXPECT_TRUE(d.page_state(p * kPage).resident) << p;
+    EXPECT_LE(d.page_state(p * kPage).ready_at, loop.now()) << p;
+  }
+  EXPECT_EQ(read_string(d, 0, 3), "VVV");
 }
 
 // SPEC R6 (never older bytes as a hit, yet a page written whole is current):
@@ -887,6 +899,29 @@ TEST(CxlSsdDevice, R8_APumpBlockedOnABusyDieWakesWhenItFrees) {
   EXPECT_EQ(d.fill_queue_pages(), 0u);
   for (std::uint64_t p = 0; p < 4; ++p) EXPECT_TRUE(d.page_state(p * kPage).resident) << p;
   EXPECT_LT(loop.executed(), 100u);
+  d.release(1);
+}
+
+// A trim frees the frames a queue waits for (a dirty victim's write-back
+// behind long programs): the queue moves within half a horizon, not at the
+// wake it set for the write-back (session-31 diff review of the wake above).
+TEST(CxlSsdDevice, R3_ATrimThatFreesFramesLetsTheQueueMoveOn) {
+  sim::EventLoop loop;
+  auto params = small_params();  // 4 frames
+  params.channels = 1;
+  params.flash_program = 100ms;
+  params.program_unit_bytes = kPage;
+  CxlSsdDevice d(loop, params);
+  const std::vector<std::byte> page(kPage, std::byte{1});
+  for (std::uint64_t p = 0; p < 6; ++p) ASSERT_TRUE(d.write(p * kPage, page).ok());
+  loop.run_for(1ms);
+  const PoolRange r{10 * kPage, kPage};
+  ASSERT_TRUE(d.prefetch(1, std::span(&r, 1), false).ok());
+  ASSERT_EQ(d.fill_queue_pages(), 1u);  // its frame's dirty victim leaves DRAM after ~100 ms
+  ASSERT_TRUE(d.trim(2 * kPage, 4 * kPage).ok());
+  loop.run_for(1ms);
+  EXPECT_EQ(d.fill_queue_pages(), 0u);
+  EXPECT_TRUE(d.page_state(10 * kPage).resident);
   d.release(1);
 }
 
