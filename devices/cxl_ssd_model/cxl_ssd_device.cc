@@ -224,20 +224,34 @@ bool CxlSsdDevice::land_write(std::uint64_t offset, std::uint64_t length,
   const std::uint64_t whole_end = (offset + length) / page_bytes();
   const std::uint64_t payload_end = offset + payload.size();
   write_back_idle(now());
-  for (Page p = first;; ++p) {
+  // A page whose frame went since access_ready (a reset, a DRAM smaller than
+  // the WRITE) gets one; a page the WRITE covers whole leaves its poison.
+  const auto reframe = [&](Page p) {
     const bool whole = p >= whole_first && p < whole_end;
-    // The frame went since access_ready (a reset, a DRAM smaller than the WRITE).
     if (!(table_.flags(p) & PageTable::kResident)) whole ? frame_page(p, at) : fill_page(p, at);
-    if (whole && any_poisoned_) {
+    if (any_poisoned_ && whole) {
       table_.flags_mut(p) &= static_cast<PageTable::Flags>(~PageTable::kPoisoned);
     }
+  };
+  Page p = first;
+  // The pages the payload reaches (one, for a sampled chunk): its bytes.
+  for (; !payload.empty() && std::uint64_t{p} * page_bytes() < payload_end; ++p) {
+    reframe(p);
     const std::uint64_t from = std::max(offset, std::uint64_t{p} * page_bytes());
-    if (from < payload_end) {
-      const std::uint64_t to = std::min(payload_end, (std::uint64_t{p} + 1) * page_bytes());
-      store_bytes(p, from, payload.subspan(from - offset, to - from));
-    } else {
-      mark_dirty(p, at);  // bytes without their values: they read as zeros
+    const std::uint64_t to = std::min(payload_end, (std::uint64_t{p} + 1) * page_bytes());
+    store_bytes(p, from, payload.subspan(from - offset, to - from));
+    if (p == last) return true;
+  }
+  // The rest, a sampled op's bulk: dirty without their values (they read as
+  // zeros). The hot loop of a store: as lean as the checks allow.
+  for (;; ++p) {
+    if (!(table_.flags(p) & PageTable::kResident)) [[unlikely]] {
+      (p >= whole_first && p < whole_end) ? frame_page(p, at) : fill_page(p, at);
     }
+    if (any_poisoned_ && p >= whole_first && p < whole_end) {
+      table_.flags_mut(p) &= static_cast<PageTable::Flags>(~PageTable::kPoisoned);
+    }
+    mark_dirty(p, at);
     if (p == last) return true;
   }
 }
