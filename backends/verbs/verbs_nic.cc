@@ -1052,7 +1052,11 @@ void NicCore::on_completion_events() {
         connections_.find(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(context)));
     if (it == connections_.end() || it->second->cq != cq) continue;
     Connection& conn = *it->second;
-    ibv_req_notify_cq(cq, 0);
+    // Unarmed, the CQ would never wake us again and this connection's ops would hang.
+    if (ibv_req_notify_cq(cq, 0) != 0) {
+      connection_failed(conn, os_error(ErrorCode::kIoError, "ibv_req_notify_cq"));
+      continue;
+    }
     ibv_wc wcs[32];
     int n = 0;
     // Stop when the connection broke: its CQ is gone.
