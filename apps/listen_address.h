@@ -64,13 +64,17 @@ inline Status check_listen_addresses(const std::string& flag,
     }
     for (std::size_t j = 0; j < bound.size(); ++j) {
       // Port 0 picks a new port at each bind: never a repeat.
-      if (address.port != 0 && same_addresses(bound[j], *resolved)) {
+      if (address.port == 0 || !same_addresses(bound[j], *resolved)) continue;
+      // Caught here, a repeat would otherwise read as "another process holds that port".
+      if (addresses[j] == address) {
         return Error(ErrorCode::kBadRequest,
-                     flag + " " + addresses[j].ToString() + " and " + address.ToString() +
-                         " are one address (" +
-                         verbs::to_address(resolved->front().get()).ToString() +
-                         "); give each address once");
+                     flag + " " + address.ToString() + " is given twice; give each address once");
       }
+      return Error(ErrorCode::kBadRequest,
+                   flag + " " + addresses[j].ToString() + " and " + address.ToString() +
+                       " are one address (" +
+                       verbs::to_address(resolved->front().get()).ToString() +
+                       "); give each address once");
     }
     bound.push_back(std::move(resolved).value());
   }

@@ -53,17 +53,6 @@ inline std::string boot_id_wanted() {
          " printable ASCII characters without spaces or ':' (e.g. a UUID)";
 }
 
-// The first listen address given twice (port 0 picks a new port each time, so never).
-inline std::optional<runtime::Address> repeated_listen_address(
-    const std::vector<runtime::Address>& addresses) {
-  for (std::size_t i = 0; i < addresses.size(); ++i) {
-    for (std::size_t j = 0; j < i; ++j) {
-      if (addresses[i].port != 0 && addresses[i] == addresses[j]) return addresses[i];
-    }
-  }
-  return std::nullopt;
-}
-
 // nullopt, or why `path` cannot be a dax: pool. pmem2 maps a Device DAX (a
 // character device of the "dax" sysfs subsystem) or a regular file (fs-dax) of
 // at least one region; on anything else it fails without a reason.
