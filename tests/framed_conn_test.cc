@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "backends/sim/sim_world.h"
+#include "core/protocol/frame_codec.h"
+#include "core/protocol/frame_json.h"
 
 namespace rcxl::protocol {
 namespace {
@@ -106,6 +108,43 @@ TEST(FramedConn, R4_4_APausedOwnerGetsNoFrameUntilItResumes) {
   conn->set_paused(false);
   EXPECT_EQ(got, (std::vector<int>{1, 2, 3, 4, 5}));
   EXPECT_TRUE(raw->reading);
+}
+
+std::string nested(std::size_t depth) {
+  return std::string(depth, '[') + std::string(depth, ']');
+}
+
+// SPEC R1.2, bad input never crashes: nlohmann copies and dumps a value with
+// one call per level, so an owner copying a 300k-deep value (600 KB, under
+// the frame limit) overflowed its stack (the directory copied `id` first
+// thing). Past kMaxJsonDepth a frame is bad_frame and never delivered;
+// brackets inside strings do not count.
+TEST(FramedConn, R1_2_AFrameNestedPastTheLimitIsABadFrame) {
+  Rig rig;
+  std::vector<Json> got;
+  rig.conn->start(
+      *rig.strand, [&](Json m) { got.push_back(std::move(m)); }, [](const Status&) {});
+  // The outer object is one level: kMaxJsonDepth levels in all.
+  const std::string at_limit = "{\"x\":" + nested(kMaxJsonDepth - 1) + ",\"s\":\"[[[[\\\"[[\"}";
+  rig.raw->deliver(encode_frame(at_limit));
+  ASSERT_EQ(got.size(), 1u);
+  const Json copy = got[0];  // what an owner does with it
+  EXPECT_EQ(copy["s"], "[[[[\"[[");
+  EXPECT_FALSE(rig.raw->closed);
+  rig.raw->deliver(encode_frame("{\"id\":" + nested(300000) + "}"));
+  EXPECT_EQ(got.size(), 1u);
+  EXPECT_TRUE(rig.raw->closed);
+  ASSERT_EQ(rig.raw->sent.size(), 1u);
+  const std::string& error = rig.raw->sent[0];  // the bad_frame reply
+  EXPECT_NE(error.find("bad_frame"), std::string::npos) << error;
+  EXPECT_NE(error.find("deeper than 256"), std::string::npos) << error;
+}
+
+TEST(FrameJson, R1_2_OneLevelPastTheLimitIsRefused) {
+  EXPECT_FALSE(parse_json_text("{\"x\":" + nested(kMaxJsonDepth - 1) + "}").is_discarded());
+  EXPECT_TRUE(parse_json_text("{\"x\":" + nested(kMaxJsonDepth) + "}").is_discarded());
+  EXPECT_FALSE(parse_json_text("{\"x\":\"" + std::string(1000, '{') + "\"}").is_discarded());
+  EXPECT_EQ(why_not_json("{\"x\":[}"), "frame is not valid UTF-8 JSON");
 }
 
 }  // namespace

@@ -250,7 +250,7 @@ std::optional<DecodedRequest> FastRequestDecoder::try_decode(std::string& frame)
 
 Result<DecodedRequest> reference_decode(const std::string& frame) {
   Json message = parse_json_text(frame);
-  if (message.is_discarded()) return Error(ErrorCode::kBadFrame, "frame is not valid UTF-8 JSON");
+  if (message.is_discarded()) return Error(ErrorCode::kBadFrame, why_not_json(frame));
   if (!message.is_object()) return Error(ErrorCode::kBadFrame, "frame is not a JSON object");
   auto id = parse_request_id(message);
   if (!id.ok()) return id.status();

@@ -87,8 +87,7 @@ void FramedConn::deliver_frames() {
 void FramedConn::deliver(std::string& frame) {
   if (frame_filter_ && frame_filter_(frame)) return;
   Json message = parse_json_text(frame);
-  if (message.is_discarded())
-    return fail(Error(ErrorCode::kBadFrame, "frame is not valid UTF-8 JSON"));
+  if (message.is_discarded()) return fail(Error(ErrorCode::kBadFrame, why_not_json(frame)));
   if (!message.is_object()) return fail(Error(ErrorCode::kBadFrame, "frame is not a JSON object"));
   if (on_message_) on_message_(std::move(message));
 }

@@ -419,6 +419,27 @@ TEST(DirectoryServer, R1_2_AFrameWithANulByteIsBadFrameAndRegistersNothing) {
   EXPECT_EQ(rig.server.directory().size(), 0u);
 }
 
+// SPEC R1.2: the directory copied a request's `id` (and each entry's
+// `location`) before checking it; a 300k-deep one overflowed the stack and
+// killed the process (review, session 32). Such a frame is bad_frame now.
+TEST(DirectoryServer, R1_2_AFrameNestedDeeperThanTheLimitIsBadFrameNotACrash) {
+  Rig rig;
+  const std::string deep = std::string(300000, '[') + std::string(300000, ']');
+  for (const std::string& text :
+       {R"({"op":"stats","id":)" + deep + "}",
+        R"({"op":"register","id":2,"entries":[{"key":"a","location":)" + deep + "}]}"}) {
+    RawClient raw(rig);
+    raw.hello();
+    auto reply = raw.ask_raw(text);
+    EXPECT_EQ(reply["error"]["code"], "bad_frame") << reply.dump();
+    EXPECT_TRUE(rig.world.run_until([&] { return raw.closed; }).ok());
+  }
+  EXPECT_EQ(rig.server.directory().size(), 0u);
+  RawClient next(rig);
+  next.hello();
+  EXPECT_TRUE(next.ask({{"op", "stats"}, {"id", 3}}).value("ok", false));
+}
+
 // A call of more keys than one frame holds (long keys, a big load) is cut
 // into requests that fit: before, one register of 4000 entries exceeded the
 // directory's 1 MiB frame and the connection closed with bad_frame.
@@ -770,6 +791,8 @@ struct GarblingServer {
       const Json m = Json::parse(frames[i]);
       if (i == 0) {
         send({{"id", m["id"]}, {"ok", true}, {"service", "rcxl-directory"}, {"version", 1}});
+      } else if (i == 1 && raw_answer) {
+        conn->send(protocol::encode_frame(R"({"id":)" + m["id"].dump() + "," + *raw_answer + "}"));
       } else if (i == 1 && answer) {
         Json reply = *answer;
         reply["id"] = m["id"];
@@ -781,7 +804,8 @@ struct GarblingServer {
   }
   static constexpr char kChallenge[] =
       "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
-  std::optional<Json> answer;  // the second request's reply instead of a bad frame
+  std::optional<Json> answer;             // the second request's reply instead of a bad frame
+  std::optional<std::string> raw_answer;  // its fields after the id, as text
 };
 
 // SPEC R1.2: a client that gets a bad frame fails its calls and sends the
@@ -797,6 +821,21 @@ TEST(DirectoryServer, R1_2_AClientAnswersABadReplyFrameByClosingNotByReplying) {
   EXPECT_EQ(r.status().code(), ErrorCode::kClosed) << r.status().ToString();
   rig.world.run_for(std::chrono::milliseconds(10));
   EXPECT_EQ(garbling.frames.size(), 2u) << garbling.frames.back();  // hello, lookup: no more
+}
+
+// A reply is input too (R1.2): a 300k-deep `error` would have crashed the
+// client copying it; the frame is refused and the call fails.
+TEST(DirectoryServer, R1_2_AReplyNestedDeeperThanTheLimitFailsTheCall) {
+  Rig rig;
+  GarblingServer garbling(rig.server_node, *rig.server_strand, rig.world);
+  garbling.raw_answer =
+      R"("ok":false,"error":)" + std::string(300000, '[') + std::string(300000, ']');
+  DirectoryClient client(rig.client_node, *rig.client_strand,
+                         RpcConnection::Options{.address = {"dir", 7100}, .secret = "s3cret"});
+  std::optional<Result<LookupReply>> look;
+  client.lookup({"k"}, [&](auto r) { look = std::move(r); });
+  auto r = rig.wait(look);
+  EXPECT_EQ(r.status().code(), ErrorCode::kClosed) << r.status().ToString();
 }
 
 // A reply is input too (R1.2): a lookup or probe reply naming more hits than
