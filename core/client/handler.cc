@@ -188,11 +188,22 @@ void Handler::promote_read(std::string request) {
 
 void Handler::lookup(const std::vector<std::string>& keys,
                      std::function<void(Result<std::size_t>)> done) {
+  // A reader of its pool only counts what its load would take (R1.1): the
+  // scheduler otherwise promised hits on foreign agents that load as misses.
+  const bool pool_only = config_.only_pool_agents;
+  std::weak_ptr<bool> alive = alive_;
   directory_->probe(
-      keys, /*with_locations=*/false,
-      [done = std::move(done)](Result<directory::ProbeReply> reply) {
+      keys, /*with_locations=*/pool_only,
+      [this, alive, pool_only, done = std::move(done)](Result<directory::ProbeReply> reply) {
+        if (alive.expired()) return;
         if (!reply.ok()) return done(reply.status());
-        done(reply->hits);
+        if (!pool_only) return done(reply->hits);
+        std::size_t loadable = 0;
+        for (const auto& l : reply->locations) {
+          if (loadable == reply->hits || !loads_from(l)) break;
+          ++loadable;
+        }
+        done(loadable);
       },
       reply_gate_);
 }
@@ -727,18 +738,19 @@ bool Handler::accept_location(LoadJob& job, std::size_t index, const Result<Mapp
   return true;
 }
 
+bool Handler::loads_from(const directory::Location& l) const {
+  // R1.2: no value is longer than a chunk (store refuses one); a longer
+  // location would have a load allocate and READ up to a region per key.
+  return config_.reaches(l.agent) && l.length <= config_.chunk_size_bytes;
+}
+
 void Handler::resolve_locations(std::shared_ptr<LoadJob> job, std::size_t index) {
   // Cached mappings resolve in a loop (a large load must not recurse per key).
   for (; index < job->locations.size(); ++index) {
     const auto& l = job->locations[index];
-    if (!config_.reaches(l.agent)) {
-      ++stats_.foreign_locations;  // a miss from here on, and no connection to it
-      return read_batches(job);
-    }
-    // R1.2: no value is longer than a chunk (store refuses one); a longer
-    // location would have this load allocate and READ up to a region per key.
-    if (l.length > config_.chunk_size_bytes) {
-      ++stats_.oversized_locations;
+    if (!loads_from(l)) {
+      // A miss from here on, and no connection to a foreign agent.
+      ++(config_.reaches(l.agent) ? stats_.oversized_locations : stats_.foreign_locations);
       return read_batches(job);
     }
     // An endpoint in its backoff: the prefix ends here, before any map or hint.

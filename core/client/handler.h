@@ -104,7 +104,8 @@ class Handler {
   // back. A location whose boot is gone is a miss, never stale bytes.
   // `engine_hinted`: the engine hinted this load already (no R3.7 hint).
   void load(std::vector<std::string> keys, LoadDone done, bool engine_hinted = false);
-  // How many leading keys hit (a probe; no lease).
+  // How many leading keys hit (a probe; no lease). With only_pool_agents, a
+  // hit on a foreign agent or longer than a chunk ends them, as in a load.
   void lookup(const std::vector<std::string>& keys, std::function<void(Result<std::size_t>)> done);
 
   // R3.4: queue a hint and its end on the hint strand.
@@ -162,6 +163,8 @@ class Handler {
   // retired; answers the job when every one is sorted out.
   void sort_out_refused(std::shared_ptr<StoreJob> job, std::shared_ptr<StoreResult> result,
                         std::shared_ptr<const std::vector<std::size_t>> refused);
+  // Whether a load takes a hit at `l` (else the hits end before it).
+  bool loads_from(const directory::Location& l) const;
   void resolve_locations(std::shared_ptr<LoadJob> job, std::size_t index);
   // Checks location `index` against its mapping and the agent's boot.
   bool accept_location(LoadJob& job, std::size_t index, const Result<Mapping>& mapping);

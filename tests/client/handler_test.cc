@@ -684,6 +684,18 @@ TEST(Handler, R6_1_AReaderOfOnlyItsPoolMissesAForeignAgentsKeys) {
   trusting.only_pool_agents = false;
   Handler& reader = rig.handler(trusting);
   EXPECT_EQ(text_of(rig.load(reader, {"k"})->values.at(0)), "far");
+  // The scheduler's lookup counts what the load takes (review, session 32:
+  // it promised the foreign hit, which the load then missed).
+  ASSERT_EQ(rig.store(careful, {item("near", "mine")})->stored, 1u);
+  auto lookup = [&](Handler& h) {
+    std::optional<Result<std::size_t>> hits;
+    h.lookup({"near", "k"}, [&](Result<std::size_t> r) { hits = std::move(r); });
+    EXPECT_TRUE(rig.world.run_until([&] { return hits.has_value(); }).ok());
+    return hits && hits->ok() ? **hits : std::size_t{99};
+  };
+  EXPECT_EQ(lookup(careful), 1u);
+  EXPECT_EQ(rig.load(careful, {"near", "k"})->values.size(), 1u);
+  EXPECT_EQ(lookup(reader), 2u);
 }
 
 TEST(Handler, R1_2_OversizeItemsAreRefusedAndChangeNothing) {
