@@ -177,13 +177,15 @@ bool RegionMapClient::retryable(ErrorCode code) const {
 }
 
 void RegionMapClient::allocate(const std::string& agent, std::uint64_t size, Done<OwnRegion> done) {
-  allocate_once(agent, size, /*retry_on_boot=*/true, std::move(done));
+  // Two: a `boot_changed` map reply names no boot, so the retry's map may
+  // meet stale_epoch before this client learns the new one.
+  allocate_once(agent, size, /*boot_retries=*/2, std::move(done));
 }
 
-void RegionMapClient::allocate_once(const std::string& agent, std::uint64_t size,
-                                    bool retry_on_boot, Done<OwnRegion> done) {
+void RegionMapClient::allocate_once(const std::string& agent, std::uint64_t size, int boot_retries,
+                                    Done<OwnRegion> done) {
   std::weak_ptr<bool> alive = alive_;
-  hello(agent, [this, alive, agent, size, retry_on_boot,
+  hello(agent, [this, alive, agent, size, boot_retries,
                 done = std::move(done)](const Result<AgentHello>& hello) mutable {
     if (alive.expired()) return;
     if (!hello.ok()) return done(hello.status());
@@ -197,7 +199,7 @@ void RegionMapClient::allocate_once(const std::string& agent, std::uint64_t size
     }
     agents_[agent].conn->call(
         std::move(request),
-        [this, alive, agent, size, token, retry_on_boot, done = std::move(done)](
+        [this, alive, agent, size, token, boot_retries, done = std::move(done)](
             const Status& status, const Json& reply) mutable {
           if (alive.expired()) return;
           if (!status.ok()) {
@@ -205,7 +207,7 @@ void RegionMapClient::allocate_once(const std::string& agent, std::uint64_t size
             if (reply.is_null() && !token.empty()) remember_unanswered(agent, token, size);
             return done(status);
           }
-          take_allocated(agent, size, retry_on_boot, reply, std::move(done));
+          take_allocated(agent, size, boot_retries, reply, std::move(done));
         },
         {},
         [this, alive, agent, token](const Json& reply) {
@@ -323,8 +325,8 @@ std::size_t RegionMapClient::unanswered_allocs() const {
   return n;
 }
 
-void RegionMapClient::take_allocated(const std::string& agent, std::uint64_t size,
-                                     bool retry_on_boot, const Json& reply, Done<OwnRegion> done) {
+void RegionMapClient::take_allocated(const std::string& agent, std::uint64_t size, int boot_retries,
+                                     const Json& reply, Done<OwnRegion> done) {
   // PROTOCOL.md: {"region":R,"size":S,"handle":..,"read_handle":..}.
   const auto id = protocol::u64_field(reply, "region");
   const auto handle = protocol::string_field(reply, "handle");
@@ -358,22 +360,22 @@ void RegionMapClient::take_allocated(const std::string& agent, std::uint64_t siz
   region.read_handle = *read_handle;
   own_[key] = region;
   std::weak_ptr<bool> alive = alive_;
-  map_own(
-      key, 1, region.handle,
-      [this, alive, key, agent, size, retry_on_boot, handle = region.handle,
-       done = std::move(done)](const Result<Mapping>& mapping) mutable {
-        if (alive.expired()) return;
-        // Only this alloc's region: another alloc may hold the id by now (R6.1).
-        auto it = own_.find(key);
-        const bool ours = it != own_.end() && it->second.handle == handle;
-        if (mapping.ok() && ours) return done(it->second);
-        const ErrorCode code = mapping.ok() ? ErrorCode::kBootChanged : mapping.status().code();
-        if (ours) give_back(key.first, key.second);
-        if (retry_on_boot && (code == ErrorCode::kStaleEpoch || code == ErrorCode::kBootChanged)) {
-          return allocate_once(agent, size, false, std::move(done));
-        }
-        done(mapping.ok() ? Error(code, "boot changed") : mapping.status());
-      });
+  map_own(key, 1, region.handle,
+          [this, alive, key, agent, size, boot_retries, handle = region.handle,
+           done = std::move(done)](const Result<Mapping>& mapping) mutable {
+            if (alive.expired()) return;
+            // Only this alloc's region: another alloc may hold the id by now (R6.1).
+            auto it = own_.find(key);
+            const bool ours = it != own_.end() && it->second.handle == handle;
+            if (mapping.ok() && ours) return done(it->second);
+            const ErrorCode code = mapping.ok() ? ErrorCode::kBootChanged : mapping.status().code();
+            if (ours) give_back(key.first, key.second);
+            if (boot_retries > 0 &&
+                (code == ErrorCode::kStaleEpoch || code == ErrorCode::kBootChanged)) {
+              return allocate_once(agent, size, boot_retries - 1, std::move(done));
+            }
+            done(mapping.ok() ? Error(code, "boot changed") : mapping.status());
+          });
 }
 
 void RegionMapClient::map_own(RegionKey key, int attempt, const std::string& handle,

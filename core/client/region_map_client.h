@@ -184,7 +184,7 @@ class RegionMapClient {
   void send_read_map(const RegionKey& key, const std::string& handle,
                      std::optional<std::string> location_boot, bool retry_stale,
                      Done<Mapping> finish);
-  void allocate_once(const std::string& agent, std::uint64_t size, bool retry_on_boot,
+  void allocate_once(const std::string& agent, std::uint64_t size, int boot_retries,
                      Done<OwnRegion> done);
   // Frees the region an alloc reply names, whose call's caller was told it
   // failed (so nobody holds it); true when it did. `why` goes in the log line.
@@ -204,7 +204,7 @@ class RegionMapClient {
   // frees what it answers; one that gets no reply again waits for the next time.
   void ask_unanswered_again(const std::string& agent);
   // An alloc reply: checks it, takes the region and maps it.
-  void take_allocated(const std::string& agent, std::uint64_t size, bool retry_on_boot,
+  void take_allocated(const std::string& agent, std::uint64_t size, int boot_retries,
                       const nlohmann::json& reply, Done<OwnRegion> done);
   bool retryable(ErrorCode code) const;
 

@@ -3,7 +3,9 @@
 // must end (an error or a miss) and the process live on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
+#include <utility>
 
 #include "core/protocol/framed_conn.h"
 #include "tests/client/client_rig.h"
@@ -77,6 +79,10 @@ class ScriptedAgent {
     delay_ = delay;
   }
   const std::vector<Json>& requests() const { return requests_; }
+  // The next map answers boot_changed (the boot moved while it ran, R6.5) and
+  // the agent's boot is `next` from then on: a map under another epoch gets
+  // stale_epoch naming it, as PROTOCOL.md's agent answers.
+  void change_boot_at_next_map(std::string next) { next_boot_ = std::move(next); }
   // From now on `op` gets `reply` (the ones before were well formed).
   void override_from_now(std::string op, Json reply) {
     override_op_ = std::move(op);
@@ -90,8 +96,14 @@ class ScriptedAgent {
     if (op == override_op_ || (op == "extension" && override_op_ == request.value("action", ""))) {
       reply = reply_;
       ++overridden_;
+    } else if (op == "map" && !next_boot_.empty()) {
+      boot_ = std::exchange(next_boot_, "");
+      reply = {{"ok", false}, {"error", {{"code", "boot_changed"}, {"message", "m"}}}};
+    } else if (op == "map" && request.value("epoch", boot_) != boot_) {
+      reply = {
+          {"ok", false}, {"error", {{"code", "stale_epoch"}, {"message", "m"}}}, {"boot", boot_}};
     } else if (op == "hello") {
-      reply.update({{"boot", "b1"},
+      reply.update({{"boot", boot_},
                     {"conn", 1},
                     {"region_extension", {{"version", 1}, {"actions", actions_}}}});
       if (alloc_tokens_) reply["alloc_tokens"] = true;
@@ -103,7 +115,7 @@ class ScriptedAgent {
                     {"handle", "own" + n},
                     {"read_handle", "read" + n}});
     } else if (op == "map") {
-      reply.update({{"boot", "b1"},
+      reply.update({{"boot", boot_},
                     {"addr", registration_.addr},
                     {"rkey", registration_.rkey},
                     {"size", registration_.length}});
@@ -128,6 +140,8 @@ class ScriptedAgent {
   Json actions_;
   std::uint64_t regions_ = 0;
   bool reissue_ = false;
+  std::string boot_ = "b1";
+  std::string next_boot_;
   bool alloc_tokens_ = false;
   int overridden_ = 0;
   std::string delayed_op_;
@@ -436,6 +450,25 @@ TEST(MalformedReply, R6_1_AMapRetryNeverTakesARegionAnotherAllocGotUnderItsId) {
 // An alloc whose reply comes after the call timed out made a region nobody
 // holds: its handle is only in that reply. While the connection stays open
 // (the agent answered something else meanwhile) the client frees it.
+// R6.5: a new region's first map answered boot_changed names no boot, so the
+// retry's map went out under the old epoch, met stale_epoch, and that used up
+// the one retry: the store failed with no_space against a healthy agent
+// (review, session 32). The alloc may retry twice on boot news.
+TEST(MalformedReply, R6_5_AFirstMapAnsweredBootChangedStillStores) {
+  ScriptedRig scripted;
+  auto& [rig, agent, config, h] = scripted;
+  agent.change_boot_at_next_map("b2");
+  auto r = rig.store(h, {item("k", "v")});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stored, 1u);
+  std::vector<std::string> ops;
+  for (const Json& m : agent.requests()) ops.push_back(m.value("op", ""));
+  // The first two regions are given back; the third holds the page.
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "alloc"), 3);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "free"), 2);
+  EXPECT_EQ(text_of(rig.load(h, {"k"})->values.at(0)), "v");
+}
+
 TEST(MalformedReply, R1_5_AnAllocReplyAfterItsTimeoutFreesTheRegion) {
   ScriptedRig scripted;
   auto& [rig, agent, config, h] = scripted;
