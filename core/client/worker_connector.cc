@@ -17,7 +17,9 @@ void WorkerConnector::start_load(const std::string& request, std::vector<std::st
                                  Handler::LoadDone done) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!promoted_.count(request)) {
+    // Only promotes that go out are counted and remembered (R4.5: off with
+    // read_promotes or read_hints off).
+    if (handler_.config().effective_read_promotes() && !promoted_.count(request)) {
       const std::uint64_t seq = ++seq_;
       promoted_[request] = seq;
       promoted_order_[seq] = request;

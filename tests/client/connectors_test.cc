@@ -153,6 +153,22 @@ TEST(WorkerConnector, R4_5_PromotesOncePerRequestAtLoadStartAndDoesNotHint) {
   EXPECT_TRUE(s.mem.log("hint", "read_hint").empty());  // only the scheduler hints loads
 }
 
+// promotes_sent() counted a promote the handler never sent (review, session 32).
+TEST(WorkerConnector, R4_5_PromotesOffSendsAndCountsNone) {
+  RoleRig s;
+  Config c = s.rig.config();
+  c.read_hints = true;
+  c.read_promotes = false;
+  Handler& quiet = s.rig.handler(c);
+  WorkerConnector worker(s.rig.gpu, quiet);
+  std::optional<Result<LoadResult>> loaded;
+  worker.start_load("q", {"a", "b"}, [&](auto r) { loaded = std::move(r); });
+  ASSERT_EQ(s.rig.wait(loaded)->values.size(), 2u);
+  s.rig.settle(quiet);
+  EXPECT_TRUE(s.mem.log("hint", "read_promote").empty());
+  EXPECT_EQ(worker.promotes_sent(), 0u);
+}
+
 TEST(WorkerConnector, R4_1_SavesRunInOrderOnTheWriteBehindStrandWithWriteHints) {
   RoleRig s;
   WorkerConnector worker(s.rig.gpu, *s.worker_handler);
