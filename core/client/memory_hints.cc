@@ -78,8 +78,9 @@ const std::string* MemoryHints::request_of(const Item& item) {
 // SPEC R3.8: the end goes when it comes, not behind other requests' hints (a
 // slow directory probe each could hold it for minutes, the request's bytes
 // accounted at the agent all that time). Its own hints and promotes still
-// queued are dropped: they would only open what it ends. One in flight ends
-// once its messages are out (they share the connection, so the end follows).
+// queued are dropped: they would only open what it ends. A hint in flight
+// ends once its messages are out (they share the connection, so the end
+// follows); a promote in flight opens nothing, so the end goes at once.
 void MemoryHints::end_now(const std::string& request) {
   std::erase_if(queue_, [&](const std::pair<Item, bool>& queued) {
     const std::string* r = request_of(queued.first);
@@ -102,7 +103,9 @@ void MemoryHints::pump() {
   queue_.pop_front();
   if (!is_end) --queued_hints_;
   auto holder = std::make_shared<Item>(std::move(item));
-  const std::string* request = request_of(*holder);
+  // A promote opens nothing: its request's end need not wait for it.
+  const std::string* request =
+      std::holds_alternative<ReadPromote>(*holder) ? nullptr : request_of(*holder);
   in_flight_ = request != nullptr ? std::optional<std::string>(*request) : std::nullopt;
   std::weak_ptr<bool> alive = alive_;
   process(*holder, [this, alive, holder] {

@@ -302,6 +302,25 @@ TEST(MemoryHints, R3_8_AnEndIsNotHeldBehindOtherRequestsHints) {
   EXPECT_EQ(h.hints().stats().ended_before_sent, 1u);
 }
 
+// SPEC R3.8: a promote opens nothing, yet its request's end waited for it
+// like for a hint in flight: a promote connecting to an unreachable agent of
+// the pool held the end, and the request stayed open at the agent that had it,
+// for up to the connect's timeout (review, session 32).
+TEST(MemoryHints, R3_8_AnEndIsNotHeldBehindAPromoteOfItsRequest) {
+  ClientRig rig;
+  auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
+  rig.add_memory("mem2", {{"actions", kAllActions}});
+  Handler& h = open_hint(rig, mem, "x");
+  ASSERT_EQ(mem.agent->metrics().open_hint_requests, 1u);
+  rig.world.network().partition("mem2");  // the promote's hello there waits
+  h.promote_read("x");
+  rig.world.run_for(1ms);
+  h.end_read_hint("x");
+  rig.world.run_for(50ms);
+  EXPECT_EQ(mem.agent->metrics().open_hint_requests, 0u);
+  EXPECT_EQ(mem.log("hint", "read_hint_end").size(), 1u);
+}
+
 TEST(MemoryHints, R3_6_AtMost4096HintedRequestsOpenTheOldestEnded) {
   ClientRig rig;
   auto& mem = rig.add_memory("mem", {{"actions", kAllActions}});
