@@ -343,6 +343,8 @@ AgentMetrics Agent::metrics() const {
   for (const auto& [id, region] : regions_) {
     m.registrations += (region->reg ? 1 : 0) + (region->read_reg ? 1 : 0);
   }
+  m.lingering_registrations = lingering_.size();
+  m.registrations += lingering_.size();
   m.connections = conns_.size();
   m.regions = regions_.size();
   m.retiring_regions = retiring_.size();
@@ -836,7 +838,8 @@ Result<runtime::Registration> Agent::register_and_announce(const ext::RegionInfo
     // SPEC R5.2: before the reply leaves, so a device can drop stale contents.
     Status st = call_extension("mapped", [&] { return ext_->mapped(info, fresh); });
     if (!st.ok()) {
-      (void)nic_.deregister(*reg);
+      std::lock_guard lock(mu_);
+      drop_registration_locked(*reg, info.region);
       return Error(ErrorCode::kExtensionFailed, st.message());
     }
   }
@@ -956,9 +959,9 @@ void Agent::handle_map(const SessionPtr& s, const Json& id, const protocol::MapR
       again = true;
     }
     if (again) {
-      (void)nic_.deregister(*reg);
+      drop_registration_locked(*reg, r.region);
     } else if (!failure.ok()) {
-      if (reg.ok()) (void)nic_.deregister(*reg);
+      if (reg.ok()) drop_registration_locked(*reg, r.region);
       if (!region) freed_while_mapping_.erase(r.region);  // the sweep may retire it now
       ++metrics_.maps_refused;
       reply = error_reply(id, failure);
@@ -1045,7 +1048,7 @@ void Agent::retire_outside_lock(const std::vector<ext::RegionInfo>& candidates) 
   for (const auto& info : candidates) {
     {
       std::lock_guard lock(mu_);
-      if (freed_while_mapping_.count(info.region)) continue;
+      if (freed_while_mapping_.count(info.region) || lingers_locked(info.region)) continue;
       // SPEC R2.2: retire() is asked about a region still on the node, by one
       // caller at a time. A sweep's list may be stale: the free that raced it
       // may have returned the region, whose bytes may be mapped anew since.
@@ -1379,11 +1382,34 @@ void Agent::handle_extension(const SessionPtr& s, const Json& id,
 void Agent::deregister_locked(Region& region) {
   for (auto* reg : {&region.reg, &region.read_reg}) {
     if (!*reg) continue;
-    if (Status st = nic_.deregister(**reg); !st.ok()) {
-      log_.warn("deregistering region ", region.info.region, " failed: ", st.message());
-    }
+    drop_registration_locked(**reg, region.info.region);
     reg->reset();
   }
+}
+
+void Agent::drop_registration_locked(const runtime::Registration& reg, std::uint64_t region) {
+  Status st = nic_.deregister(reg);
+  if (st.ok()) return;
+  log_.warn("deregistering region ", region, " failed: ", st.message(),
+            "; its rkey stays live, so the registration is tried again at each sweep and the "
+            "region's memory is not given out again until it goes");
+  lingering_.emplace_back(reg, region);
+}
+
+void Agent::retry_lingering_locked() {
+  std::erase_if(lingering_, [this](const auto& lingering) {
+    Status st = nic_.deregister(lingering.first);
+    if (st.ok()) {
+      log_.info("region ", lingering.second, "'s lingering registration is gone");
+      return true;
+    }
+    return false;
+  });
+}
+
+bool Agent::lingers_locked(std::uint64_t region) const {
+  return std::any_of(lingering_.begin(), lingering_.end(),
+                     [region](const auto& lingering) { return lingering.second == region; });
 }
 
 void Agent::drop_hold_locked(Region& region, std::uint64_t conn) {
@@ -1537,6 +1563,7 @@ void Agent::sweep() {
   std::vector<SessionPtr> closed;
   {
     std::lock_guard lock(mu_);
+    retry_lingering_locked();
     for (const auto& [id, info] : retiring_) candidates.push_back(info);
     closed = take_reapable_locked();
   }

@@ -178,6 +178,12 @@ class Agent {
                              std::vector<ext::Range>& out) const;
   void drop_hold_locked(Region& region, std::uint64_t conn);
   void deregister_locked(Region& region);
+  // R6.3: a registration the NIC would not drop stays live, so it is kept and
+  // tried again at each sweep; its region's memory is not given out again
+  // (the region is not retired) while one lingers.
+  void drop_registration_locked(const runtime::Registration& reg, std::uint64_t region);
+  void retry_lingering_locked();
+  bool lingers_locked(std::uint64_t region) const;
   // A boot change: every mapping, hold and open hint request goes (SPEC R6.3).
   // Returns the closed requests (conn, name): the extension is told outside mu_.
   std::vector<std::pair<std::uint64_t, std::string>> drop_everything_locked();
@@ -237,6 +243,8 @@ class Agent {
   std::vector<std::string> advertised_list_;
   std::map<std::uint64_t, std::unique_ptr<Region>> regions_;
   std::map<std::uint64_t, ext::RegionInfo> retiring_;
+  // Registrations whose deregister failed, and their regions (drop_registration_locked).
+  std::vector<std::pair<runtime::Registration, std::uint64_t>> lingering_;
   // An alloc's token -> the region it made, while that region lives (docs/agent.md).
   std::map<std::string, std::uint64_t> alloc_tokens_;  // by token_key
   // Tokens whose region was freed, or that a made_only ask found unused: an

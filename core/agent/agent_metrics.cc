@@ -39,6 +39,10 @@ std::string metrics_text(const AgentMetrics& m) {
   scalar(out, "registrations", "gauge",
          "NIC registrations held (a region mapped under both handles has two).", m.registrations);
   scalar(out, "registrations_total", "counter", "NIC registrations made.", m.registrations_total);
+  scalar(out, "lingering_registrations", "gauge",
+         "NIC registrations a deregister failed to drop, still live: tried again at each sweep, "
+         "their regions' memory not given out again meanwhile.",
+         m.lingering_registrations);
   scalar(out, "boot_changes_total", "counter", "Boot changes (generation or unknown).",
          m.boot_changes);
   scalar(out, "unknown_periods_total", "counter", "Periods the generation was unknown.",

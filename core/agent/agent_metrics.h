@@ -18,6 +18,8 @@ struct AgentMetrics {
   std::uint64_t allocs_answered_again = 0;
   std::uint64_t registrations = 0;        // gauge: NIC registrations held now (read-only ones too)
   std::uint64_t registrations_total = 0;  // register_memory calls that succeeded
+  // gauge: of `registrations`, those the NIC would not drop, tried again at each sweep
+  std::uint64_t lingering_registrations = 0;
   std::uint64_t boot_changes = 0;
   std::uint64_t unknown_periods = 0;
   std::uint64_t connections = 0;         // gauge

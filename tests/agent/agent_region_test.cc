@@ -45,8 +45,9 @@ TEST(AgentRegions, R2_2_AValidateAccessThatRaisesIsExtensionFailedNotRefused) {
 }
 
 // The sim RNIC, but registrations fail while `full` (its MR table or the
-// locked-memory limit exhausted).
-class FullNic final : public rcxl::testing::ForwardingNic {
+// locked-memory limit exhausted) and deregistrations while `stuck`
+// (ibv_dereg_mr can return EBUSY or an I/O error: the registration stays live).
+class FailingNic final : public rcxl::testing::ForwardingNic {
  public:
   using ForwardingNic::ForwardingNic;
   Result<runtime::Registration> register_memory(runtime::MemoryPool& pool, std::uint64_t offset,
@@ -54,14 +55,20 @@ class FullNic final : public rcxl::testing::ForwardingNic {
     if (full) return Error(ErrorCode::kUnavailable, "ibv_reg_mr: Cannot allocate memory");
     return inner_.register_memory(pool, offset, length, access);
   }
-  bool full = true;
+  Status deregister(const runtime::Registration& r) override {
+    if (stuck) return Error(ErrorCode::kIoError, "ibv_dereg_mr: Device or resource busy");
+    return inner_.deregister(r);
+  }
+  bool full = false;
+  bool stuck = false;
 };
 
 // PROTOCOL.md lists no code for the agent's own failures: a NIC that cannot
 // register answers no_space (a PROTOCOL code), and the map changes nothing.
 TEST(AgentRegions, R2_2_ANicThatCannotRegisterAnswersNoSpaceAndChangesNothing) {
   AgentRig rig;
-  FullNic nic(rig.mem_nic);
+  FailingNic nic(rig.mem_nic);
+  nic.full = true;
   rig.agent = std::make_unique<Agent>(rig.mem, rig.pool, nic, rig.recording(), rig.config());
   ASSERT_TRUE(rig.agent->start().ok());
   auto c = rig.hello_client();
@@ -120,6 +127,39 @@ TEST(AgentRegions, R2_2_RetireRefusalsKeepTheRegionUntilTheSweepGetsAYes) {
   EXPECT_EQ(rig.log_lines("retire").size(), 3u);
   rig.run_for(2000ms);
   EXPECT_EQ(rig.log_lines("retire").size(), 3u);  // never asked again
+}
+
+// SPEC R6.3 (review, session 32): a failed deregister was logged and
+// forgotten, and the freed region's memory went to the next alloc while the
+// old rkey still reached it. The registration is kept and tried again at each
+// sweep; the region is retired only once it is gone.
+TEST(AgentRegions, R6_3_ARegistrationTheNicWouldNotDropKeepsItsMemoryOutOfUse) {
+  AgentRig rig;
+  FailingNic nic(rig.mem_nic);
+  nic.stuck = true;
+  rig.agent = std::make_unique<Agent>(rig.mem, rig.pool, nic, rig.recording(), rig.config());
+  ASSERT_TRUE(rig.agent->start().ok());
+  auto c = rig.hello_client();
+  const auto total = rig.agent->free_bytes();
+  auto a = c->alloc(1 << 20);
+  ASSERT_EQ(code_of(c->map(a.region, a.handle)), "ok");
+  ASSERT_EQ(
+      code_of(c->call({{"op", "free"}, {"id", 9}, {"region", a.region}, {"handle", a.handle}})),
+      "ok");
+  rig.run_for(2100ms);  // two sweeps, each failing again
+  EXPECT_EQ(rig.mem_nic.registrations(), 1u);
+  EXPECT_EQ(rig.agent->metrics().registrations, 1u);
+  EXPECT_EQ(rig.agent->metrics().lingering_registrations, 1u);
+  EXPECT_EQ(rig.agent->retiring_regions(), 1u);
+  EXPECT_EQ(rig.agent->free_bytes(), total - (1 << 20));
+  EXPECT_TRUE(rig.log_lines("retire").empty());  // not asked while the rkey lives
+  nic.stuck = false;
+  rig.run_for(1000ms);
+  EXPECT_EQ(rig.mem_nic.registrations(), 0u);
+  EXPECT_EQ(rig.agent->metrics().lingering_registrations, 0u);
+  EXPECT_EQ(rig.agent->retiring_regions(), 0u);
+  EXPECT_EQ(rig.agent->free_bytes(), total);
+  EXPECT_EQ(rig.log_lines("retire").size(), 1u);
 }
 
 struct FreshCase {
@@ -347,8 +387,7 @@ TEST(AgentRegions, R1_5_AReaderMapsFirstAndTheOwnerAddsItsRkeyLater) {
 // first, its holds and the extension as they were.
 TEST(AgentRegions, R1_5_AReadOnlyRegistrationTheNicCannotMakeChangesNothing) {
   AgentRig rig;
-  FullNic nic(rig.mem_nic);
-  nic.full = false;
+  FailingNic nic(rig.mem_nic);
   rig.agent = std::make_unique<Agent>(rig.mem, rig.pool, nic, rig.recording(), rig.config());
   ASSERT_TRUE(rig.agent->start().ok());
   auto [owner, reader, a] = owner_and_reader(rig);
