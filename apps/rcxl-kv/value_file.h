@@ -121,6 +121,10 @@ inline Status write_value_file(const std::string& path, std::span<const std::byt
     ~Unwatch() { detail::temp_in_use = 0; }
   } unwatch;
   int err = write_all(fd, value);
+  // The bytes reach the disk before the name does: ext4 and xfs may commit
+  // the rename first, and a power cut then leaves an empty or cut value. The
+  // directory is not synced: after a cut the old file or the whole new one.
+  if (err == 0 && ::fdatasync(fd) != 0) err = errno;
   if (::close(fd) != 0 && err == 0) err = errno;
   // mkstemp's 0600: a loaded value reads as any file the user writes would.
   if (err == 0) {
