@@ -287,6 +287,8 @@ void Agent::stop() {
     }
     for (auto& [id, record] : conns_) {
       record.holds.clear();
+      // Closed with their connections (the extension is closed, not told).
+      metrics_.hint_requests_closed_by_disconnect += record.open_requests.size();
       record.open_requests.clear();
     }
     for (auto& [id, s] : sessions_) sessions.push_back(s);

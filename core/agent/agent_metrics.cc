@@ -32,7 +32,9 @@ std::string metrics_text(const AgentMetrics& m) {
   scalar(out, "write_waits_total", "counter", "write_wait calls handed to the extension.",
          m.write_waits);
   scalar(out, "maps_total", "counter", "Successful map replies.", m.maps);
-  scalar(out, "maps_refused_total", "counter", "Refused maps.", m.maps_refused);
+  scalar(out, "maps_refused_total", "counter",
+         "Refused maps (with those whose connection closed first, which get no reply).",
+         m.maps_refused);
   scalar(out, "allocs_answered_again_total", "counter",
          "Allocs whose token named a region already made for it (a retry).",
          m.allocs_answered_again);
@@ -49,13 +51,15 @@ std::string metrics_text(const AgentMetrics& m) {
          m.unknown_periods);
   scalar(out, "connections", "gauge", "Open control connections.", m.connections);
   scalar(out, "connections_closed_total", "counter",
-         "Control connections that closed (the extension's connection_closed is told of each).",
+         "Control connections that closed (each told to the extension's connection_closed, "
+         "but those a stop closes: the extension is closed then).",
          m.connections_closed);
   scalar(out, "hint_requests_closed_by_disconnect_total", "counter",
-         "Open hint requests closed because their connection closed.",
+         "Open hint requests closed because their connection closed (a stop closes them all).",
          m.hint_requests_closed_by_disconnect);
   scalar(out, "hint_requests_closed_by_boot_change_total", "counter",
-         "Open hint requests closed because the boot changed (each ended at the extension).",
+         "Open hint requests closed because the boot changed (each ended at an extension that "
+         "takes read_hint_end, unless its connection closes first).",
          m.hint_requests_closed_by_boot_change);
   scalar(out, "regions", "gauge", "Allocated regions.", m.regions);
   scalar(out, "retiring_regions", "gauge", "Freed regions retire() kept.", m.retiring_regions);

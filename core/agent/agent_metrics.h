@@ -23,7 +23,7 @@ struct AgentMetrics {
   std::uint64_t boot_changes = 0;
   std::uint64_t unknown_periods = 0;
   std::uint64_t connections = 0;         // gauge
-  std::uint64_t connections_closed = 0;  // closed control connections (R6.6: each told)
+  std::uint64_t connections_closed = 0;  // closed control connections (R6.6: each told but at stop)
   // Hint requests a connection still held open when it closed, closed by that (R3.3).
   std::uint64_t hint_requests_closed_by_disconnect = 0;
   // Hint requests open when the boot changed, closed by that (PROTOCOL Boot);

@@ -472,6 +472,8 @@ TEST(AgentRegions, R7_StopDeregistersEveryMappingClosesConnectionsAndClosesTheEx
   rig.agent->stop();
   EXPECT_EQ(rig.mem_nic.registrations(), 0u);
   EXPECT_EQ(rig.agent->metrics().open_hint_requests, 0u);
+  // Gone from the gauge, so counted as closed with their connection.
+  EXPECT_EQ(rig.agent->metrics().hint_requests_closed_by_disconnect, 1u);
   EXPECT_TRUE(c->wait_closed());
   EXPECT_EQ(rig.log_lines("close").size(), 1u);
   EXPECT_TRUE(rig.log_lines("connection_closed").empty());  // the extension is closed already
