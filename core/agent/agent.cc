@@ -1459,6 +1459,13 @@ void Agent::end_closed_requests(const std::vector<std::pair<std::uint64_t, std::
       auto live = weak.lock();
       // A closing connection's connection_closed ends everything it had.
       if (!scope || !live || live->closing || stopped_) return;
+      {
+        // Open again (a read_hint under the new boot came in before this ran,
+        // on threads): this end would close the new request at the extension.
+        std::lock_guard lock(mu_);
+        auto record = conns_.find(live->id);
+        if (record != conns_.end() && record->second.open_requests.count(name)) return;
+      }
       (void)call_extension("hint", [&] {
         return ext_->hint(ext::Hint{live->id, "read_hint_end", name, {}});
       });
