@@ -6,7 +6,6 @@
 #include <map>
 
 #include "core/extension/recording_extension.h"
-#include "core/protocol/messages.h"
 #include "devices/cxl_ssd_model/cxl_ssd_extension.h"
 #include "scenarios/json_document.h"
 
@@ -27,15 +26,6 @@ const std::map<std::string, std::function<Status(const Json&)>>& config_checks()
        [](const Json& config) -> Status {
          auto parsed = ext::RecordingConfig::FromJson(config);
          if (!parsed.ok()) return parsed.status();
-         // The agent would only warn and not advertise it: in a scenario it is a typo.
-         for (std::size_t i = 0; i < parsed->actions.size(); ++i) {
-           if (!protocol::action_from_name(parsed->actions[i])) {
-             return Error(ErrorCode::kBadRequest,
-                          "actions/" + std::to_string(i) + " '" + printable(parsed->actions[i]) +
-                              "' is no action; use read_hint, read_hint_end, read_promote, "
-                              "write_hint or write_wait");
-           }
-         }
          // Its files are the simulated node's, which start empty: the agent
          // could never read a generation and would not start.
          if (parsed->generation_file) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/protocol/messages.h"
 #include "core/runtime/printable.h"
 
 namespace rcxl::ext {
@@ -66,6 +67,13 @@ Result<RecordingConfig> RecordingConfig::FromJson(const Json& config) {
       out.actions.clear();
       for (const Json& a : value) {
         if (!a.is_string()) return bad("actions must be an array of strings");
+        // The agent would only warn and not advertise it: here it is a typo.
+        if (!protocol::action_from_name(a.get<std::string>())) {
+          return bad("actions/" + std::to_string(out.actions.size()) + " '" +
+                     runtime::printable(a.get<std::string>()) +
+                     "' is no action; use read_hint, read_hint_end, read_promote, write_hint or "
+                     "write_wait");
+        }
         out.actions.push_back(a.get<std::string>());
       }
     } else if (key == "generation_file" || key == "log") {
