@@ -151,7 +151,15 @@ void InvariantMonitor::on_extension_closed() {
 // one since must fail, whether or not the agent called deregister for it.
 void InvariantMonitor::on_boot_change(const std::string& boot) {
   on_boot(boot);
-  for (const std::uint32_t rkey : live_rkeys_) dropped_rkeys_[rkey] = clock_.now();
+  drop_live_rkeys();
+}
+
+void InvariantMonitor::on_process_end() {
+  drop_live_rkeys();
+}
+
+void InvariantMonitor::drop_live_rkeys() {
+  for (const std::uint32_t rkey : live_rkeys_) dropped_rkeys_.emplace(rkey, clock_.now());
   live_rkeys_.clear();
 }
 
@@ -161,7 +169,8 @@ void InvariantMonitor::on_register(const runtime::Registration& registration) {
 }
 
 void InvariantMonitor::on_deregister(const runtime::Registration& registration) {
-  dropped_rkeys_[registration.rkey] = clock_.now();
+  // The earliest drop counts: a boot change before a (late, retried) deregister.
+  dropped_rkeys_.emplace(registration.rkey, clock_.now());
   live_rkeys_.erase(registration.rkey);
 }
 

@@ -47,6 +47,8 @@ class InvariantMonitor {
   // --- NIC calls (CheckedNic)
   void on_register(const runtime::Registration& registration);
   void on_deregister(const runtime::Registration& registration);
+  // The NIC's process ended (an agent restart): its registrations died with it.
+  void on_process_end();
   // One op of a batch posted at `posted` completed with `status`.
   void on_completion(const runtime::RdmaOp& op, runtime::Instant posted, const Status& status);
 
@@ -77,6 +79,8 @@ class InvariantMonitor {
 
  private:
   void violate(const std::string& kind, const std::string& example);
+  // Every live rkey is dropped now (R6.3), unless it was dropped earlier.
+  void drop_live_rkeys();
 
   const runtime::Clock& clock_;
   InvariantLimits limits_;

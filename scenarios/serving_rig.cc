@@ -747,8 +747,11 @@ class Deployment {
         // An agent a failed restart left down just starts (a second restart).
         if (m->agent) m->agent->stop();
         m->agent.reset();
-        // Its queue pairs went with the process (the RNIC's verbs resources are its own).
+        // Its queue pairs and registrations went with the process (the RNIC's
+        // verbs resources are its own); the monitor judges by that, not by
+        // what the agent's stop deregistered.
         m->nic->end_process();
+        m->monitor->on_process_end();
         m->restart_failure.clear();
         if (auto s = start_agent(*m); !s.ok()) {
           // The agent stays down (R6.2: a start that cannot tell the generation

@@ -44,10 +44,15 @@ struct Rig {
 
   // The whole pool, readable and writable, and the QP connected.
   runtime::Registration expose_all(SimMemoryPool& pool) {
+    auto reg = register_all(pool);
+    connect();
+    return reg;
+  }
+  // What a new agent process does: its registrations went with the old one.
+  runtime::Registration register_all(SimMemoryPool& pool) {
     auto reg = mem_nic.register_memory(pool, 0, pool.size(),
                                        runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite);
     EXPECT_TRUE(reg.ok()) << reg.status().ToString();
-    connect();
     return reg.ok() ? *reg : runtime::Registration{};
   }
 
@@ -223,23 +228,28 @@ TEST(SimNic, R6_3_AQueuePairEndsWithItsPeersProcess) {
   SimMemoryPool pool(1 << 20);
   auto reg = rig.expose_all(pool);
   std::vector<std::byte> buf(4096);
-  const RdmaOp read{RdmaOp::Kind::kRead, buf, reg.addr, reg.rkey};
+  RdmaOp read{RdmaOp::Kind::kRead, buf, reg.addr, reg.rkey};
+  auto new_process = [&] {
+    rig.mem_nic.end_process();
+    reg = rig.register_all(pool);
+    read.rkey = reg.rkey;
+  };
   ASSERT_TRUE(rig.post({read})[0].ok());
 
   // Posted before the DREQ arrived: the op reaches a QP that is gone.
-  rig.mem_nic.end_process();
+  new_process();
   auto st = rig.post({read});
   EXPECT_EQ(st[0].code(), ErrorCode::kUnavailable) << st[0].ToString();
   EXPECT_NE(st[0].message().find("the peer's process ended"), std::string::npos);
   EXPECT_TRUE(rig.post({read})[0].ok());  // reconnected to the new process
 
   // Idle when it ended: the DREQ broke it, so the next post reconnects at once.
-  rig.mem_nic.end_process();
+  new_process();
   rig.world.run_for(1ms);
   EXPECT_TRUE(rig.post({read})[0].ok());
 
   // Down: nothing accepts a connect or runs an op until it listens again.
-  rig.mem_nic.end_process();
+  new_process();
   rig.mem_nic.set_accepting(false);
   rig.world.run_for(1ms);
   EXPECT_EQ(rig.post({read})[0].code(), ErrorCode::kUnavailable);
@@ -254,6 +264,22 @@ TEST(SimNic, R6_3_AQueuePairEndsWithItsPeersProcess) {
   EXPECT_EQ(rig.fabric.remote_access_errors(), 0u);
 }
 
+// A process's memory registrations end with it, as an RNIC frees a dead
+// process's MRs: before, an rkey the agent never deregistered (a lingering one,
+// a stop that missed it) still took RDMA from the next process's peers.
+TEST(SimNic, R6_3_RegistrationsEndWithTheirProcess) {
+  Rig rig;
+  SimMemoryPool pool(1 << 20);
+  auto old_reg = rig.expose_all(pool);
+  std::vector<std::byte> buf(4096);
+  rig.mem_nic.end_process();
+  auto reg = rig.register_all(pool);
+  rig.world.run_for(1ms);
+  EXPECT_EQ(rig.post({{RdmaOp::Kind::kRead, buf, old_reg.addr, old_reg.rkey}})[0].code(),
+            ErrorCode::kRemoteAccess);
+  EXPECT_TRUE(rig.post({{RdmaOp::Kind::kRead, buf, reg.addr, reg.rkey}})[0].ok());
+}
+
 // A reconnect sends the connect's proof again, as verbs sends its stored
 // private data: after the agent restarted with new proofs, the QP's ops fail
 // unauthenticated (the client then connects anew with the live hello's proof)
@@ -261,7 +287,7 @@ TEST(SimNic, R6_3_AQueuePairEndsWithItsPeersProcess) {
 TEST(SimNic, R1_3_AReconnectWhosePeerNoLongerTakesItsProofIsUnauthenticated) {
   Rig rig;
   SimMemoryPool pool(1 << 20);
-  auto reg = rig.mem_nic.register_memory(pool, 0, pool.size(), runtime::kAccessRemoteRead).value();
+  auto reg = rig.register_all(pool);
   std::string wanted = "A";
   rig.mem_nic.check_connects(
       [&wanted](std::string_view proof) { return proof.substr(0, proof.find('\0')) == wanted; });
@@ -272,9 +298,11 @@ TEST(SimNic, R1_3_AReconnectWhosePeerNoLongerTakesItsProofIsUnauthenticated) {
                                  });
   ASSERT_TRUE(rig.world.run_until([&] { return rig.qp != nullptr; }).ok());
   std::vector<std::byte> buf(64);
-  const RdmaOp read{RdmaOp::Kind::kRead, buf, reg.addr, reg.rkey};
+  RdmaOp read{RdmaOp::Kind::kRead, buf, reg.addr, reg.rkey};
   ASSERT_TRUE(rig.post({read})[0].ok());
   rig.mem_nic.end_process();
+  reg = rig.register_all(pool);  // the new process's
+  read.rkey = reg.rkey;
   wanted = "B";
   rig.world.run_for(1ms);  // the DREQ arrived: the next post reconnects
   for (int i = 0; i < 2; ++i) {
@@ -302,7 +330,8 @@ TEST(SimNic, R6_3_AnOpInFlightWhenThePeersProcessEndedFailsAfterAReconnect) {
   rig.world.run_for(10us);  // the READ streams (~0.7 ms on the wire)
   ASSERT_FALSE(first.has_value());
   rig.mem_nic.end_process();
-  rig.world.run_for(10us);  // the DREQ has arrived: the next post reconnects
+  reg = rig.register_all(pool);  // the new process's
+  rig.world.run_for(10us);       // the DREQ has arrived: the next post reconnects
   rig.qp->post({{RdmaOp::Kind::kRead, small, reg.addr, reg.rkey}},
                [&](std::vector<Status> st) { second = std::move(st); });
   ASSERT_TRUE(rig.world.run_until([&] { return first && second; }).ok());
@@ -476,12 +505,7 @@ TEST(SimNic, R6_3_AWriteRefusedMidStreamStopsSending) {
     }
     ASSERT_TRUE(rig.world.run_until([&] { return first.has_value(); }).ok());
     EXPECT_FALSE((*first)[0].ok());
-    if (!process_ends) {
-      reg = rig.mem_nic
-                .register_memory(pool, 0, pool.size(),
-                                 runtime::kAccessRemoteRead | runtime::kAccessRemoteWrite)
-                .value();
-    }
+    reg = rig.register_all(pool);  // again, or in the new process
     // gpu2's QP went with the process too: its first post reconnects (~4 latencies).
     const double reconnect = runtime::to_seconds(rig.fabric.params().latency) * 4;
     auto t0 = rig.world.loop().now();

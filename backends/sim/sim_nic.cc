@@ -698,6 +698,7 @@ const SimNic::Exposed* SimNic::find(std::uint32_t rkey, std::uint64_t addr, std:
 }
 
 void SimNic::end_process() {
+  exposed_.clear();  // its memory registrations die with it, deregistered or not
   ++process_count_;
   process_ended_at_ = fabric_.world().loop().now();
 }

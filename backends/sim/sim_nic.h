@@ -98,9 +98,9 @@ class SimNic final : public runtime::Nic {
   PortTimeline& rx() { return rx_; }
 
   // The process that owns this NIC's queue pairs ended (an agent restart):
-  // they are gone, their ops fail `unavailable`, and rdma_cm tells each peer (a
-  // DREQ) one way later, so a peer's next post reconnects. While `accepting` is
-  // false (the process is down) nothing listens: connects fail, ops too.
+  // they and its memory registrations are gone, their ops fail `unavailable`, and rdma_cm tells
+  // each peer (a DREQ) one way later, so a peer's next post reconnects. While `accepting` is false
+  // (the process is down) nothing listens: connects fail, ops too.
   void end_process();
   void set_accepting(bool on) { accepting_ = on; }
   bool accepting() const { return accepting_; }

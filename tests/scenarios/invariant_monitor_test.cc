@@ -398,6 +398,33 @@ TEST(Invariants, R6_3_ABootChangeDropsEveryLiveRegistration) {
   EXPECT_NE(m.violations()[0].find("dropped registration"), std::string::npos);
 }
 
+// SPEC R6.3 (review, session 32): an agent restart drops every registration
+// of the old process, deregistered or not; the monitor took only the agent's
+// own deregisters for it. And a later deregister (a retried, lingering one)
+// does not move a boot change's earlier drop time on.
+TEST(Invariants, R6_3_AProcessEndAndTheEarliestDropCount) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  std::vector<std::byte> buf(64);
+  const RdmaOp read7{RdmaOp::Kind::kRead, buf, 0x1000, 7};
+  const RdmaOp read8{RdmaOp::Kind::kRead, buf, 0x2000, 8};
+  m.on_register({0x1000, 7, 4096});
+  m.on_register({0x2000, 8, 4096});
+  clock.t = runtime::Instant(5ms);
+  m.on_process_end();
+  clock.t = runtime::Instant(10ms);
+  m.on_completion(read7, runtime::Instant(4ms), Status());  // posted before the end
+  EXPECT_EQ(m.violation_count(), 0u);
+  m.on_completion(read7, runtime::Instant(6ms), Status());
+  EXPECT_EQ(m.violation_count(), 1u);
+  m.on_register({0x2000, 8, 4096});  // the new process hands key 8 out again
+  m.on_boot_change("n:2");           // dropped at 10 ms
+  clock.t = runtime::Instant(20ms);
+  m.on_deregister({0x2000, 8, 4096});  // retried late
+  m.on_completion(read8, runtime::Instant(15ms), Status());
+  EXPECT_EQ(m.violation_count(), 2u);
+}
+
 TEST(Invariants, R6_3_TheSimRnicFailsRdmaThroughADroppedRegistration) {
   sim::SimWorld world(4);
   sim::SimFabric fabric(world);
