@@ -520,6 +520,15 @@ Status parse_expect(const Json& j, const std::string& origin, const Topology& to
   for (const char* key : {"boots", "boots_exactly"}) {
     if (!j.contains(key)) continue;
     const std::string pointer = std::string("/expect/") + key;
+    // Every run advertises a boot: [] would check nothing (boots) or fail every run.
+    if (j[key].is_array() && j[key].empty()) {
+      return r.fail(std::string("/") + key,
+                    std::string(key) == "boots"
+                        ? "is empty and checks nothing; name the boots in order, e.g. "
+                          "[\"^boot-mem0:1$\"], or drop it"
+                        : "is empty, and every run advertises a boot, so it would fail every "
+                          "run; name them, e.g. [\"^boot-mem0:1$\"]");
+    }
     if (auto s = parse_boots(Reader(j[key], origin, pointer), j[key], out.boots); !s.ok()) {
       return s;
     }
@@ -539,6 +548,9 @@ Status parse_expect(const Json& j, const std::string& origin, const Topology& to
   if (j.contains("min_reuse_hits")) {
     std::uint64_t hits = 0;
     if (auto s = r.unsigned_int("min_reuse_hits", hits, 0, UINT64_MAX); !s.ok()) return s;
+    if (hits == 0) {
+      return r.fail("/min_reuse_hits", "0 checks nothing; give 1 or more, or drop it");
+    }
     if (const std::uint64_t most = reuse_turns_of(workload); hits > most) {
       return r.fail("/min_reuse_hits",
                     std::to_string(hits) + " can never be met: the workload has " +
