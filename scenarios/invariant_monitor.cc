@@ -71,9 +71,17 @@ void InvariantMonitor::on_agent_frame_in(std::uint64_t conn, std::string_view pa
 void InvariantMonitor::on_agent_frame_out(std::uint64_t conn, std::string_view payload) {
   const auto pending = fresh_owner_maps_.find(conn);
   const bool answers_map = pending != fresh_owner_maps_.end();
-  if (!answers_map && payload.find("\"read_handle\"") == std::string_view::npos) return;
+  const bool tells_boot = payload.find("\"boot\"") != std::string_view::npos;
+  if (!answers_map && !tells_boot && payload.find("\"read_handle\"") == std::string_view::npos) {
+    return;
+  }
   const auto j = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return;
+  // R6.1/R6.4 by what clients are told (hello, map, stale_epoch replies), not
+  // only by what the agent's own tracker says its boot is.
+  if (const auto boot = j.find("boot"); boot != j.end() && boot->is_string()) {
+    on_boot(boot->get<std::string>());
+  }
   if (answers_map) {
     // The map is answered: the extension heard of it before (R5.2), or never will.
     auto map = pending->second.find(j.value("id", nlohmann::json()).dump());

@@ -308,6 +308,23 @@ TEST(Invariants, R6_4_ABootNeverRepeatsAfterAnUnknownPeriod) {
   EXPECT_NE(m.violations()[0].find("unknown period"), std::string::npos);
 }
 
+// The boot checks judged only the agent's tracker (its boot-change callback):
+// an agent that still told clients an old boot after a change passed (review,
+// session 32). Replies on its wire count too.
+TEST(Invariants, R6_4_ABootToldOnTheWireAfterItChangedIsCaught) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  m.on_boot("b:1");
+  m.on_agent_frame_out(1, R"({"id":1,"ok":true,"boot":"b:1","conn":1})");  // hello
+  m.on_boot_change("b:unknown");
+  m.on_boot_change("b:1~1");
+  m.on_agent_frame_out(1, R"({"id":2,"ok":true,"boot":"b:1~1","addr":0,"rkey":1,"size":4096})");
+  EXPECT_EQ(m.violation_count(), 0u);
+  m.on_agent_frame_out(2, R"({"id":1,"ok":true,"boot":"b:1","conn":2})");
+  ASSERT_EQ(m.violations().size(), 1u);
+  EXPECT_NE(m.violations()[0].find("after an unknown period"), std::string::npos);
+}
+
 TEST(Invariants, R4_3_WritesPostWithinTheWaitBudgetPlusReplyTimeout) {
   FixedClock clock;
   InvariantMonitor m(clock, {});
