@@ -151,6 +151,10 @@ void InvariantMonitor::on_connection_closed(std::uint64_t conn) {
 
 void InvariantMonitor::on_extension_closed() {
   open_.clear();
+  // The agent stopped: its maps in flight went unanswered with their
+  // connections, whose close handlers may never run in the sim.
+  fresh_owner_maps_.clear();
+  fresh_licences_.clear();
 }
 
 // The agent ends the requests a boot change closed at the extension (PROTOCOL

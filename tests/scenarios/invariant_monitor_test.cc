@@ -100,6 +100,20 @@ TEST(Invariants, R5_2_ARefusedOwnerMapDoesNotLicenseALaterFresh) {
   EXPECT_EQ(legal.violation_count(), 0u);
 }
 
+// An owner's fresh map left unanswered by an agent that stopped licensed a
+// later fresh for good: the connection's close may never reach the monitor
+// (review, session 32). The stop takes every licence back.
+TEST(Invariants, R5_2_AStoppedAgentsUnansweredFreshMapLicensesNothing) {
+  FixedClock clock;
+  InvariantMonitor m(clock, {});
+  alloc_then_map(m, 5, "own");
+  m.on_extension_closed();
+  m.on_agent_frame_in(2, R"({"id":3,"op":"map","region":5,"handle":"rd","epoch":"b:1"})");
+  m.on_mapped({5, 0, 4096}, /*fresh=*/true, true);
+  ASSERT_EQ(m.violations().size(), 1u);
+  EXPECT_NE(m.violations()[0].find("without a map asking for it"), std::string::npos);
+}
+
 TEST(Invariants, R5_2_FreshNobodyAskedForIsAViolation) {
   FixedClock clock;
   InvariantMonitor m(clock, {});
