@@ -329,6 +329,34 @@ TEST(SimKernel, ConnectToNothingIsRefused) {
   EXPECT_EQ(result->code(), ErrorCode::kUnavailable);
 }
 
+// A socket bound to 127.0.0.1 takes connections from its own host only, as
+// on TCP: before, any node reached it, so the agent's `--auth none` (loopback
+// listeners only, SPEC R7) protected nothing in the sim (review, session 32).
+TEST(SimKernel, R7_ALoopbackListenerTakesNoConnectFromAnotherNode) {
+  SimWorld world(1);
+  auto& a = world.add_node("a");
+  auto& b = world.add_node("b");
+  auto sa = a.make_strand("s");
+  auto sb = b.make_strand("s");
+  int accepted = 0;
+  auto listener =
+      a.transport().listen({"127.0.0.1", 9}, *sa, [&](std::shared_ptr<runtime::Conn> c) {
+        ++accepted;
+        c->abort();
+      });
+  ASSERT_TRUE(listener.ok());
+  std::optional<Status> from_b, from_a;
+  b.transport().connect({"a", 9}, *sb,
+                        [&](Result<std::shared_ptr<runtime::Conn>> c) { from_b = c.status(); });
+  a.transport().connect({"127.0.0.1", 9}, *sa,
+                        [&](Result<std::shared_ptr<runtime::Conn>> c) { from_a = c.status(); });
+  world.run_for(10ms);
+  ASSERT_TRUE(from_b.has_value() && from_a.has_value());
+  EXPECT_EQ(from_b->code(), ErrorCode::kUnavailable) << from_b->ToString();
+  EXPECT_TRUE(from_a->ok()) << from_a->ToString();
+  EXPECT_EQ(accepted, 1);
+}
+
 struct Pair {
   SimWorld world{3};
   SimNode& a = world.add_node("a");

@@ -340,11 +340,13 @@ Result<std::unique_ptr<runtime::Listener>> SimNetwork::listen(
   }
   auto listener = std::make_unique<SimListener>(*this, key, bound, strand, std::move(on_accept));
   listeners_[key] = listener.get();
+  if (address.is_loopback()) loopback_only_.insert(key);
   return std::unique_ptr<runtime::Listener>(std::move(listener));
 }
 
 void SimNetwork::unlisten(const std::string& key) {
   listeners_.erase(key);
+  loopback_only_.erase(key);
 }
 
 void SimNetwork::connect(const std::string& node, const Address& address, runtime::Strand& strand,
@@ -378,7 +380,11 @@ void SimNetwork::connect(const std::string& node, const Address& address, runtim
       one_way(), [this, target, local, &sim_strand, alive, on_connected = std::move(on_connected),
                   fail, one_way]() mutable {
         auto it = listeners_.find(target.ToString());
-        if (it == listeners_.end() || partitioned(local.host) || partitioned(target.host)) {
+        // A socket bound to 127.0.0.1 takes no connection from another host.
+        const bool from_afar =
+            local.host != target.host && loopback_only_.count(target.ToString()) != 0;
+        if (it == listeners_.end() || from_afar || partitioned(local.host) ||
+            partitioned(target.host)) {
           fail(one_way(), "connection refused by " + target.ToString(), std::move(on_connected));
           return;
         }

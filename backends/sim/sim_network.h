@@ -66,6 +66,8 @@ class SimNetwork {
   std::map<std::string, runtime::Duration> extra_delay_;
   std::set<std::string> partitioned_;
   std::map<std::string, SimListener*> listeners_;  // "node:port"
+  // Listeners bound to a loopback address: other nodes cannot reach them.
+  std::set<std::string> loopback_only_;
   std::map<std::uint64_t, std::weak_ptr<SimConn>> conns_;
   std::map<std::string, std::uint16_t> next_port_;
   std::uint64_t next_conn_id_ = 1;

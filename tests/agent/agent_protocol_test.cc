@@ -152,13 +152,20 @@ TEST(AgentProtocol, R7_AuthNoneOnlyWithLoopbackListeners) {
   config.auth_secret.reset();
   config.listen = {{"127.0.0.1", 7000}};
   ASSERT_TRUE(loopback.start(nullptr, config).ok());
-  auto c = loopback.client();
+  // Clients on the memory node itself: another host cannot reach 127.0.0.1.
+  auto local = [&] {
+    return std::make_unique<TestClient>(loopback.world, loopback.mem,
+                                        runtime::Address{"127.0.0.1", 7000});
+  };
+  auto c = local();
   EXPECT_EQ(code_of(c->call({{"op", "hello"}, {"id", 1}})), "ok");
-  auto any = loopback.client();
+  auto any = local();
   EXPECT_EQ(code_of(any->call({{"op", "hello"}, {"id", 1}, {"auth", "anything"}})), "ok");
   // PROTOCOL: "accepts a missing or any auth" -- not only strings.
-  auto number = loopback.client();
+  auto number = local();
   EXPECT_EQ(code_of(number->call({{"op", "hello"}, {"id", 1}, {"auth", 7}})), "ok");
+  auto remote = loopback.client();  // from the GPU node
+  EXPECT_TRUE(remote->closed());
 }
 
 TEST(AgentProtocol, R1_4_HelloWithoutExtensionHasNoRegionExtension) {
