@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -650,6 +651,8 @@ class Deployment {
     ac.sweep_interval = sc_.agent.sweep_interval;
     ac.max_hint_requests = sc_.agent.max_hint_requests;
     ac.state_file = kAgentStateFile;
+    // As the package installs it (packaging/): the table's directory exists.
+    m.node->files().make_directory(std::filesystem::path(kAgentStateFile).parent_path().string());
     // Every change, however short-lived (a sampler would miss one, and its
     // timer filled the trace of a long idle run: session 31 review).
     ac.on_boot_change = [this, node = m.node->name(),

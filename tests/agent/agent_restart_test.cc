@@ -16,6 +16,8 @@ constexpr char kStateFile[] = "/var/lib/rcxl-agent/regions.json";
 const std::string kGenBoot = std::string(kBootId);
 
 struct RestartRig : AgentRig {
+  // As the package installs it: the state file's directory exists.
+  RestartRig() { mem.files().make_directory("/var/lib/rcxl-agent"); }
   AgentConfig config() const {
     AgentConfig c = AgentRig::config();
     c.state_file = kStateFile;

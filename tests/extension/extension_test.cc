@@ -78,6 +78,24 @@ TEST(RecordingExtension, R2_5_ALogItCannotWriteIsRefusedAtTheStart) {
   EXPECT_TRUE(RecordingExtension::Factory()(sim.context, {{"log", "/log"}}).ok());
 }
 
+// The sim's files had no directories: a log in one that does not exist (or a
+// directory as the log) started in the sim and failed on a real node (review,
+// session 32). The sim file system refuses them as the POSIX port does.
+TEST(RecordingExtension, R2_5_ALogInADirectoryThatDoesNotExistIsRefusedInTheSimToo) {
+  Sim sim;
+  for (const char* log : {"/no/such/dir/log", "", "/", "/var/log/"}) {
+    SCOPED_TRACE(log);
+    auto made = RecordingExtension::Factory()(sim.context, {{"log", log}});
+    ASSERT_FALSE(made.ok());
+    EXPECT_NE(made.status().message().find("directory that exists"), std::string::npos)
+        << made.status().message();
+  }
+  sim.node.files().make_directory("/no/such/dir");
+  EXPECT_TRUE(RecordingExtension::Factory()(sim.context, {{"log", "/no/such/dir/log"}}).ok());
+  EXPECT_FALSE(sim.node.files().write_file("/no/such", "").ok());      // a directory now
+  EXPECT_TRUE(sim.node.files().write_file("relative-log", "x").ok());  // the working directory
+}
+
 TEST(RecordingExtension, R2_5_GenerationFileIsTrimmedAndMissingMeansCannotTell) {
   Sim sim;
   auto r = RecordingConfig::FromJson({{"generation_file", "/gen"}});
