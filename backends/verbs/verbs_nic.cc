@@ -826,14 +826,24 @@ void NicCore::on_active_event(Connection& conn, rdma_cm_event_type type, int sta
 
 Status NicCore::create_queue_pair(Connection& conn) {
   if (!conn.bounce) {
-    const std::uint64_t bytes = std::max<std::uint64_t>(conn.ring.capacity(), 4096);
-    conn.bounce = static_cast<std::byte*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
-    if (!conn.bounce) return Error(ErrorCode::kNoSpace, "staging buffer");
-    conn.bounce_mr = ibv_reg_mr(pd_, conn.bounce, bytes, static_cast<int>(IBV_ACCESS_LOCAL_WRITE));
-    if (!conn.bounce_mr) {
+    std::uint64_t bytes = std::max<std::uint64_t>(conn.ring.capacity(), 4096);
+    // Under the locked-memory limit (8 MiB for a user by default, hardware.md)
+    // a smaller buffer still works, with fewer WRITEs in flight: halve it down
+    // to one work request's worth before failing.
+    const std::uint64_t least = std::max<std::uint64_t>(options_.max_wr_bytes, 4096);
+    for (;;) {
+      conn.bounce = static_cast<std::byte*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
+      if (!conn.bounce) return Error(ErrorCode::kNoSpace, "staging buffer");
+      conn.bounce_mr =
+          ibv_reg_mr(pd_, conn.bounce, bytes, static_cast<int>(IBV_ACCESS_LOCAL_WRITE));
+      if (conn.bounce_mr) break;
       const int err = errno;
-      return reg_mr_error(err, "(staging buffer)", bytes);
+      std::free(conn.bounce);
+      conn.bounce = nullptr;
+      if (err != ENOMEM || bytes / 2 < least) return reg_mr_error(err, "(staging buffer)", bytes);
+      bytes /= 2;
     }
+    if (bytes != conn.ring.capacity()) conn.ring = BounceRing(bytes);
   }
   // A CQ per QP sized to its send queue: it can never overflow.
   conn.cq = ibv_create_cq(ctx_, static_cast<int>(qp_depth_ + 1),
