@@ -29,6 +29,12 @@ Status reply_status(const Json& reply) {
     return Error(ErrorCode::kInternal,
                  "reply neither ok nor a coded error: " + reply.dump().substr(0, 200));
   }
+  // A local code (closed, unavailable, ...) from a peer would read as this
+  // side's own failure: a hint refused "closed" was forgotten, never ended.
+  if (!is_wire_code(*code)) {
+    return Error(ErrorCode::kInternal,
+                 "reply coded '" + name + "', which PROTOCOL.md has no peer send: " + message);
+  }
   return Error(*code, message.empty() ? name : message);
 }
 

@@ -41,6 +41,10 @@ enum class ErrorCode {
 std::string_view error_code_name(ErrorCode code);
 // Inverse of error_code_name; nullopt for an unknown name.
 std::optional<ErrorCode> error_code_from_name(std::string_view name);
+// Whether a code is in PROTOCOL.md's table (the first block): a peer may send it.
+inline bool is_wire_code(ErrorCode code) {
+  return code > ErrorCode::kOk && code <= ErrorCode::kBadFrame;
+}
 
 class [[nodiscard]] Status {
  public:

@@ -418,8 +418,8 @@ TEST(MalformedReply, R6_1_AMapRetryNeverTakesARegionAnotherAllocGotUnderItsId) {
   agent.reissue_region_ids();
   ASSERT_TRUE(rig.store(h, {item("hello", "x")}).ok());  // connected; region 1 "own1"
   // The next map fails with a code the client retries (after map_retry_delay).
-  agent.override_from_now("map",
-                          {{"ok", false}, {"error", {{"code", "unavailable"}, {"message", "m"}}}});
+  agent.override_from_now(
+      "map", {{"ok", false}, {"error", {{"code", "extension_failed"}, {"message", "m"}}}});
   const std::string address = ScriptedAgent::address().ToString();
   std::optional<Result<OwnRegion>> first, second;
   h.strand().post([&] {

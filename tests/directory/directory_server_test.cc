@@ -884,6 +884,23 @@ TEST(DirectoryServer, R1_2_ARefusalCodedOkIsNoSuccess) {
   EXPECT_EQ(rig.wait(released).code(), ErrorCode::kInternal);
 }
 
+// PROTOCOL.md's table is what a peer may send: a local code from the wire
+// ("closed", "unavailable") read as this side's own failure, so a read_hint
+// refused "closed" was forgotten and never ended (review, session 32).
+TEST(DirectoryServer, R1_2_ALocalOnlyCodeFromAPeerIsInternal) {
+  for (const char* local : {"closed", "unavailable", "timeout", "io_error", "remote_access"}) {
+    SCOPED_TRACE(local);
+    const Status st =
+        reply_status({{"id", 1}, {"ok", false}, {"error", {{"code", local}, {"message", "m"}}}});
+    EXPECT_EQ(st.code(), ErrorCode::kInternal) << st.ToString();
+    EXPECT_NE(st.message().find(local), std::string::npos) << st.ToString();
+  }
+  EXPECT_EQ(
+      reply_status({{"id", 1}, {"ok", false}, {"error", {{"code", "not_found"}, {"message", "m"}}}})
+          .code(),
+      ErrorCode::kNotFound);
+}
+
 // A register reply must answer each entry with a boolean: a short one (or a
 // non-boolean answer) made the answers of later batches slide onto earlier
 // keys, and a registered key's page could go back for reuse.
