@@ -61,13 +61,13 @@ class ChildProcess {
     if (err >= 0) close(err);
   }
 
-  // Reads stdout until a whole line arrives (or 10 s pass).
-  std::string read_line() {
+  // Reads stdout (or `fd`) until a whole line arrives (or 10 s pass).
+  std::string read_line(int fd = -1) {
     std::string line;
     char ch;
     while (line.empty() || line.back() != '\n') {
-      pollfd p{out, POLLIN, 0};
-      if (poll(&p, 1, 10000) <= 0 || read(out, &ch, 1) != 1) break;
+      pollfd p{fd < 0 ? out : fd, POLLIN, 0};
+      if (poll(&p, 1, 10000) <= 0 || read(p.fd, &ch, 1) != 1) break;
       line.push_back(ch);
     }
     return line;

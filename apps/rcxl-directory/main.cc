@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   app.footer(
       "Needs --listen and one of --auth-secret-file PATH or --auth none.\n"
       "Example: rcxl-directory --listen 0.0.0.0:7100 --auth-secret-file /etc/rcxl/secret\n"
+      "SIGUSR1 prints the stats op's answer (keys, leases, evictions) on stderr.\n"
       "Exit codes: 0 after SIGTERM/SIGINT/SIGHUP, 1 bad flags or a setup error (message on "
       "stderr).");
   Flags f;
@@ -159,6 +160,9 @@ int main(int argc, char** argv) {
   if (struct sigaction hup{}; sigaction(SIGHUP, nullptr, &hup) == 0 && hup.sa_handler != SIG_IGN) {
     sigaddset(&signals, SIGHUP);
   }
+  // As for the agent (its metrics): the stats op's answer on stderr. Its
+  // default would end the process, and every key is only in memory.
+  sigaddset(&signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // A log reader that goes away (a closed pipe) must not end the service.
   std::signal(SIGPIPE, SIG_IGN);
@@ -173,8 +177,13 @@ int main(int argc, char** argv) {
   if (!bound.ok()) return fail("--listen: " + bound.status().message());
   std::cout << "rcxl-directory listening on " << bound->ToString() << std::endl;
 
-  int signal = 0;
-  while (sigwait(&signals, &signal) != 0) {
+  for (;;) {
+    int signal = 0;
+    if (sigwait(&signals, &signal) != 0) continue;
+    if (signal != SIGUSR1) break;
+    std::promise<std::string> stats;
+    strand->post([&] { stats.set_value(server.stats().dump()); });
+    std::cerr << "rcxl-directory stats " << stats.get_future().get() << std::endl;
   }
   std::promise<void> stopped;
   strand->post([&] {

@@ -396,16 +396,18 @@ Result<Json> DirectoryServer::handle_op(const std::string& op, const Json& messa
     const std::size_t max = std::min<std::size_t>(message["max"].get<std::uint64_t>(), fits);
     return Json{{"locations", locations_json(directory_.reclaim(regions, max))}};
   }
-  if (op == "stats") {
-    return Json{{"keys", directory_.live_keys()},
-                {"doomed", directory_.doomed_keys()},
-                {"leases", directory_.open_leases()},
-                {"evictions", directory_.evictions()},
-                {"reclaimable", directory_.reclaimable()},
-                {"reclaimable_dropped", directory_.reclaimable_dropped()}};
-  }
+  if (op == "stats") return stats();
   // Echoed cut and escaped: a 1 MiB op made a reply larger than a frame.
   return Error(ErrorCode::kBadRequest, "unknown op " + runtime::printable(op));
+}
+
+Json DirectoryServer::stats() const {
+  return Json{{"keys", directory_.live_keys()},
+              {"doomed", directory_.doomed_keys()},
+              {"leases", directory_.open_leases()},
+              {"evictions", directory_.evictions()},
+              {"reclaimable", directory_.reclaimable()},
+              {"reclaimable_dropped", directory_.reclaimable_dropped()}};
 }
 
 }  // namespace rcxl::directory

@@ -41,6 +41,8 @@ class DirectoryServer {
 
   Directory& directory() { return directory_; }
   std::size_t connections() const { return conns_.size(); }
+  // What the `stats` op answers (keys, leases, evictions, reclaimable pages).
+  protocol::Json stats() const;
 
  private:
   struct Session {

@@ -211,6 +211,20 @@ TEST(DirectoryProcess, R1_1_AHangupStopsTheDirectoryCleanly) {
   EXPECT_EQ(d.wait_exit(std::chrono::seconds(5)), 0);
 }
 
+// SIGUSR1 (the agent's "metrics" signal) killed the directory and every key
+// it held (new-user review, session 32): it prints the stats op's answer.
+TEST(DirectoryProcess, R1_1_Sigusr1PrintsStatsAndKeepsServing) {
+  Child d = Child::Start({RCXL_DIRECTORY_BINARY, "--listen", "127.0.0.1:0", "--auth", "none"});
+  const std::string line = d.read_line();
+  ASSERT_TRUE(contains(line, "listening on 127.0.0.1:")) << line << d.read_all(d.err);
+  kill(d.pid, SIGUSR1);
+  const std::string stats = d.read_line(d.err);
+  EXPECT_TRUE(contains(stats, "rcxl-directory stats {\"doomed\":0")) << stats;
+  EXPECT_EQ(d.wait_exit(std::chrono::milliseconds(300)), -1) << "the directory exited";
+  kill(d.pid, SIGTERM);
+  EXPECT_EQ(d.wait_exit(std::chrono::seconds(5)), 0);
+}
+
 TEST(DirectoryProcess, R1_3_AuthNoneIsRefusedOffLoopbackAndAuthIsRequired) {
   Child open = Child::Start({RCXL_DIRECTORY_BINARY, "--listen", "0.0.0.0:0", "--auth", "none"});
   EXPECT_EQ(open.wait_exit(std::chrono::seconds(5)), 1);
