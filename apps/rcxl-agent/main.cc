@@ -98,7 +98,7 @@ void add_flags(CLI::App& app, Flags& f) {
   namespace limits = rcxl::apps::agent;
   app.add_option("--listen", f.listen, "HOST:PORT to listen on (repeatable, each address once)")
       ->required();
-  app.add_option("--auth-secret-file", f.auth_secret_file,
+  app.add_option("--auth-secret-file,--secret-file", f.auth_secret_file,
                  "file holding the shared secret: a regular file of at most " +
                      std::to_string(rcxl::apps::kMaxSecretFileBytes) +
                      " bytes, chmod 600 (this or --auth none is required)")

@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
       ->type_name("HOST:PORT")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--auth-secret-file", f.auth_secret_file,
+  app.add_option("--auth-secret-file,--secret-file", f.auth_secret_file,
                  "file holding the shared secret (this or --auth none is required)")
       ->check(rcxl::apps::NonEmptyPath());
   app.add_option("--auth", f.auth,

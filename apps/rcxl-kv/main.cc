@@ -359,7 +359,9 @@ int main(int argc, char** argv) {
   app.add_option("--directory", f.directory, "rcxl-directory HOST:PORT")->required();
   app.add_option("--agent", f.agents, "rcxl-agent HOST:PORT of the pool (repeatable; for stores)");
   app.add_option("--nic", f.nic, "verbs:DEVICE, e.g. verbs:mlx5_0 or verbs:rxe0")->required();
-  app.add_option("--secret-file", f.secret_file, "file holding the shared secret")
+  // The services' spelling too: a user copies the flag from the agent's command line.
+  app.add_option("--secret-file,--auth-secret-file", f.secret_file,
+                 "file holding the shared secret")
       ->check(rcxl::apps::NonEmptyPath());
   app.add_option("--auth", f.auth, "'none': no authentication (services run with --auth none)");
   app.add_option("--chunk-size", f.chunk_size, "bytes per key's page (K/M/G)")

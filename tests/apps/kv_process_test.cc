@@ -232,6 +232,11 @@ TEST(KvProcess, R1_3_SecretIsRequiredAndItsFileMustExist) {
                               "--nic verbs:rxe0 --secret-file /nonexistent/s load k --out /tmp");
   EXPECT_EQ(missing.exit_code, 1) << missing.output;
   EXPECT_TRUE(contains(missing.output, "/nonexistent/s")) << missing.output;
+  // The agent's and directory's spelling is taken too (new-user review, session 32).
+  ProcessRun services = run_kv(
+      std::string(kBase) + "--nic verbs:rxe0 --auth-secret-file /nonexistent/s load k --out /tmp");
+  EXPECT_EQ(services.exit_code, 1) << services.output;
+  EXPECT_TRUE(contains(services.output, "/nonexistent/s")) << services.output;
   // An empty secret names its flag too (session 30 review).
   const std::string empty = "/tmp/rcxl_kv_empty_secret_" + std::to_string(::getpid());
   { std::ofstream(empty) << "\n"; }
