@@ -45,6 +45,7 @@ struct Flags {
   std::string auth;
   std::string memory;
   std::string nic = "none";
+  std::string rdma_listen;  // verbs only: IP[:PORT] of the rdma_cm listener
   std::string region_extension = "none";
   std::string region_extension_config;
   std::vector<std::string> extension_path;
@@ -82,11 +83,13 @@ Result<std::string> read_text(const std::string& path) {
   return rcxl::verbs::PosixFileSystem().read_file(path);
 }
 
-Result<std::unique_ptr<rcxl::runtime::Nic>> open_nic(const std::string& spec) {
+Result<std::unique_ptr<rcxl::runtime::Nic>> open_nic(const std::string& spec,
+                                                     const std::string& rdma_listen) {
   if (spec == "none") return std::unique_ptr<rcxl::runtime::Nic>(new rcxl::apps::NoneNic());
   if (spec.rfind("verbs:", 0) == 0) {
     rcxl::verbs::VerbsNicOptions options;
     options.device = spec.substr(6);
+    options.listen_address = rdma_listen;
     auto nic = rcxl::verbs::VerbsNic::open(options);
     if (!nic.ok()) return nic.status();
     return std::unique_ptr<rcxl::runtime::Nic>(std::move(nic).value());
@@ -111,6 +114,9 @@ void add_flags(CLI::App& app, Flags& f) {
                      std::to_string(limits::kMinPoolBytes) + ", K/M/G suffixes")
       ->required();
   app.add_option("--nic", f.nic, "none | verbs:DEVICE")->capture_default_str();
+  app.add_option("--rdma-listen", f.rdma_listen,
+                 "IP[:PORT] where clients connect RDMA (verbs only; default: the device's IPv4 "
+                 "address, port 7471; give it on InfiniBand, or for a second agent on one NIC)");
   app.add_option("--region-extension", f.region_extension,
                  "region extension name: built in none or recording, or a plugin's name")
       ->envname("RCXL_AGENT_REGION_EXTENSION")
@@ -317,6 +323,9 @@ Result<Setup> setup_from_flags(const Flags& f) {
       !st.ok()) {
     return st;
   }
+  if (!f.rdma_listen.empty() && f.nic.rfind("verbs:", 0) != 0) {
+    return bad("--rdma-listen needs --nic verbs:DEVICE (--nic " + f.nic + " listens for no RDMA)");
+  }
   auto id = boot_id(f);
   if (!id.ok()) return id.status();
   s.config.boot_id = std::move(id).value();
@@ -394,10 +403,12 @@ int main(int argc, char** argv) {
                 " bytes, no region; a pool needs at least " +
                 std::to_string(rcxl::apps::agent::kMinPoolBytes));
   }
-  auto nic = open_nic(f.nic);
+  auto nic = open_nic(f.nic, f.rdma_listen);
   if (!nic.ok()) {
     // Without RDMA the control plane still runs: say so where the NIC is missing.
-    return fail("--nic " + f.nic + ": " + nic.status().message() +
+    return fail("--nic " + f.nic +
+                (f.rdma_listen.empty() ? "" : " --rdma-listen " + f.rdma_listen) + ": " +
+                nic.status().message() +
                 "; --nic none serves the control plane only (maps answer rkey 0, no data moves)");
   }
 

@@ -35,6 +35,7 @@ constexpr int kExitVerify = 4;
 struct Flags {
   std::string directory;
   std::vector<std::string> agents;
+  std::vector<std::string> agent_rdma;  // AGENT=IP[:PORT], an agent's --rdma-listen
   std::string nic;
   std::string secret_file;
   std::string auth;
@@ -120,6 +121,28 @@ Result<rcxl::client::Config> make_config(const Flags& f, bool needs_agents) {
                          "--agent " + a + " is given twice; name each agent once");
     }
     c.agents.push_back(*address);
+  }
+  // Where each agent's RDMA listens when not at its host, port 7471.
+  std::map<std::string, std::string> rdma_at;
+  for (const auto& pair : f.agent_rdma) {
+    const auto eq = pair.find('=');
+    auto agent = rcxl::runtime::Address::Parse(pair.substr(0, eq));
+    if (eq == std::string::npos || !agent.ok() || eq + 1 == pair.size()) {
+      return rcxl::Error(ErrorCode::kBadRequest,
+                         "--agent-rdma " + rcxl::runtime::printable(pair, 200) +
+                             ": give AGENT_HOST:PORT=RDMA_IP[:PORT], the agent's --listen and "
+                             "its --rdma-listen, e.g. 10.0.0.5:7000=10.1.0.5:7471");
+    }
+    if (!rdma_at.emplace(agent->ToString(), pair.substr(eq + 1)).second) {
+      return rcxl::Error(ErrorCode::kBadRequest, "--agent-rdma names " + agent->ToString() +
+                                                     " twice; give each agent once");
+    }
+  }
+  if (!rdma_at.empty()) {
+    c.nic_endpoint = [rdma_at](const rcxl::runtime::Address& agent) {
+      auto it = rdma_at.find(agent.ToString());
+      return it != rdma_at.end() ? it->second : agent.host;
+    };
   }
   if (f.client_name.empty() || f.client_name.size() > kMaxClientNameBytes) {
     return rcxl::Error(ErrorCode::kBadRequest,
@@ -358,6 +381,9 @@ int main(int argc, char** argv) {
   app.fallthrough();
   app.add_option("--directory", f.directory, "rcxl-directory HOST:PORT")->required();
   app.add_option("--agent", f.agents, "rcxl-agent HOST:PORT of the pool (repeatable; for stores)");
+  app.add_option("--agent-rdma", f.agent_rdma,
+                 "AGENT_HOST:PORT=RDMA_IP[:PORT]: where an agent started with --rdma-listen takes "
+                 "RDMA (repeatable; default: the agent's host, port 7471)");
   app.add_option("--nic", f.nic, "verbs:DEVICE, e.g. verbs:mlx5_0 or verbs:rxe0")->required();
   // The services' spelling too: a user copies the flag from the agent's command line.
   app.add_option("--secret-file,--auth-secret-file", f.secret_file,

@@ -152,6 +152,20 @@ TEST(KvProcess, R1_2_OnlyPoolAgentsWithoutAPoolIsRefused) {
   EXPECT_FALSE(contains(r.output, "no_such_dev0")) << r.output;  // before the NIC
 }
 
+// An agent's RDMA endpoint when it runs --rdma-listen (new-user review,
+// session 32): malformed or repeated pairs are refused before the NIC opens.
+TEST(KvProcess, R1_2_ABadAgentRdmaPairIsRefused) {
+  const std::string base = "--directory 127.0.0.1:1 --nic verbs:no_such_dev0 --auth none ";
+  for (const std::string pairs :
+       {"--agent-rdma 10.0.0.5:7000", "--agent-rdma =10.1.0.5",
+        "--agent-rdma 10.0.0.5:7000=", "--agent-rdma a:1=b --agent-rdma a:1=c"}) {
+    ProcessRun r = run_kv(base + pairs + " load k --out /tmp");
+    EXPECT_EQ(r.exit_code, 1) << pairs << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "--agent-rdma")) << pairs << ": " << r.output;
+    EXPECT_FALSE(contains(r.output, "no_such_dev0")) << r.output;  // before the NIC
+  }
+}
+
 // R4.3: a write wait rides on a write hint; with write hints off
 // --write-wait-ms was silently ignored. Refused before the NIC opens; 0 and the
 // default stay fine (session 26).
