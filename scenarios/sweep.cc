@@ -93,16 +93,21 @@ Result<Json> parse_value(const std::string& option, const std::string& name,
                      "'" + text + "' is not a value; write a number (3000, 0.5, 4G) or true/false");
   }
   const std::string suffix(end);
+  // Either case, as the agent's and rcxl-kv's sizes (--memory anon:4g).
   static const std::map<std::string, double> kSuffix = {{"", 1},
                                                         {"K", 1024.0},
                                                         {"M", 1024.0 * 1024},
                                                         {"G", 1024.0 * 1024 * 1024},
-                                                        {"T", 1024.0 * 1024 * 1024 * 1024}};
+                                                        {"T", 1024.0 * 1024 * 1024 * 1024},
+                                                        {"k", 1024.0},
+                                                        {"m", 1024.0 * 1024},
+                                                        {"g", 1024.0 * 1024 * 1024},
+                                                        {"t", 1024.0 * 1024 * 1024 * 1024}};
   auto it = kSuffix.find(suffix);
   if (it == kSuffix.end()) {
     return bad_param(option, name,
                      "'" + text + "' has an unknown suffix '" + suffix +
-                         "'; sizes take K, M, G or T (binary: 4G = 4 * 2^30)");
+                         "'; sizes take K, M, G or T, either case (binary: 4G = 4 * 2^30)");
   }
   v *= it->second;
   if (!std::isfinite(v)) return bad_param(option, name, "'" + text + "' is not a finite number");

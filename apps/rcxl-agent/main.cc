@@ -111,7 +111,7 @@ void add_flags(CLI::App& app, Flags& f) {
                  "--auth-secret-file is required)");
   app.add_option("--memory", f.memory,
                  "anon:BYTES | file:PATH:BYTES | dax:PATH (a Device DAX or a file); BYTES >= " +
-                     std::to_string(limits::kMinPoolBytes) + ", K/M/G suffixes")
+                     std::to_string(limits::kMinPoolBytes) + ", K/M/G/T suffixes")
       ->required();
   app.add_option("--nic", f.nic, "none | verbs:DEVICE")->capture_default_str();
   app.add_option("--rdma-listen", f.rdma_listen,

@@ -390,9 +390,9 @@ int main(int argc, char** argv) {
                  "file holding the shared secret")
       ->check(rcxl::apps::NonEmptyPath());
   app.add_option("--auth", f.auth, "'none': no authentication (services run with --auth none)");
-  app.add_option("--chunk-size", f.chunk_size, "bytes per key's page (K/M/G)")
+  app.add_option("--chunk-size", f.chunk_size, "bytes per key's page (K/M/G/T)")
       ->capture_default_str();
-  app.add_option("--region-size", f.region_size, "bytes per allocated region (K/M/G)")
+  app.add_option("--region-size", f.region_size, "bytes per allocated region (K/M/G/T)")
       ->capture_default_str();
   add_on_off_flags(app, "read-hints", "read hints (SPEC R3.4)", "on",
                    [&f](bool on) { f.read_hints = on; });

@@ -27,6 +27,9 @@ unsigned suffix_shift(char c) {
     case 'G':
     case 'g':
       return 30;
+    case 'T':  // as the simulator's sizes take it
+    case 't':
+      return 40;
     default:
       return 0;
   }
@@ -43,7 +46,7 @@ Result<std::uint64_t> parse_byte_size(std::string_view text) {
   std::uint64_t value = 0;
   for (char c : digits) {
     if (c < '0' || c > '9') {
-      return bad_size(text, "size must be an integer with an optional K, M or G suffix");
+      return bad_size(text, "size must be an integer with an optional K, M, G or T suffix");
     }
     const std::uint64_t digit = static_cast<std::uint64_t>(c - '0');
     if (value > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) {

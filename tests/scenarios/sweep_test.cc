@@ -63,6 +63,8 @@ TEST(Sweep, R8_ParsesNamesValuesAndBinarySuffixes) {
   EXPECT_EQ(dram.values[1].get<std::uint64_t>(), 512ull << 20);
   EXPECT_EQ(dram.values[2].get<std::uint64_t>(), 1536u);
   EXPECT_EQ(dram.values[3].get<std::uint64_t>(), 3000u);
+  // Either case, as the agent's --memory and rcxl-kv's sizes (session 32).
+  EXPECT_EQ(param("dram_cache_bytes=4g").values[0].get<std::uint64_t>(), 4ull << 30);
   const SweepParam lead = param("hint_lead_ms=0.3,2");
   EXPECT_DOUBLE_EQ(lead.values[0].get<double>(), 0.3);
   const SweepParam pointer = param("/client/read_hint_on_arrival=false,true");

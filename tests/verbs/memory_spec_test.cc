@@ -14,11 +14,14 @@ TEST(MemorySpec, R7_PlainIntegerAndSuffixes) {
   EXPECT_EQ(*parse_byte_size("3M"), 3u * 1024 * 1024);
   EXPECT_EQ(*parse_byte_size("2G"), 2ull * 1024 * 1024 * 1024);
   EXPECT_EQ(*parse_byte_size("17179869184"), 16ull << 30);
+  // T in either case, as rcxl-sim's sizes (new-user review, session 32).
+  EXPECT_EQ(*parse_byte_size("12T"), 12ull << 40);
+  EXPECT_EQ(*parse_byte_size("1t"), 1ull << 40);
 }
 
 TEST(MemorySpec, R7_BadSizesAreBadRequest) {
-  for (const char* text : {"", "K", "0", "0G", "-1", "1.5G", "12T", "1KB", " 1", "1 ", "0x10",
-                           "99999999999999999999", "17179869184G"}) {
+  for (const char* text : {"", "K", "0", "0G", "-1", "1.5G", "1P", "1KB", " 1", "1 ", "0x10",
+                           "99999999999999999999", "17179869184G", "16777216T"}) {
     auto size = parse_byte_size(text);
     ASSERT_FALSE(size.ok()) << text;
     EXPECT_EQ(size.status().code(), ErrorCode::kBadRequest) << text;
@@ -27,10 +30,10 @@ TEST(MemorySpec, R7_BadSizesAreBadRequest) {
   // A size alone (rcxl-kv --chunk-size) is not called a memory spec; in a
   // spec, the whole spec is named.
   EXPECT_EQ(parse_byte_size("1.5M").status().message(),
-            "bad size '1.5M': size must be an integer with an optional K, M or G suffix");
+            "bad size '1.5M': size must be an integer with an optional K, M, G or T suffix");
   EXPECT_EQ(parse_memory_spec("anon:1.5M").status().message(),
             "bad memory spec 'anon:1.5M': bad size '1.5M': size must be an integer with an "
-            "optional K, M or G suffix");
+            "optional K, M, G or T suffix");
 }
 
 TEST(MemorySpec, R7_Anon) {
