@@ -915,6 +915,16 @@ Result<SweepReport> sweep(const SweepOptions& options) {
                               "\n  reproduce: " + cmd);
   }
 
+  // Every metric but the device's is over reuse turns: a sweep none of whose
+  // runs served one printed n/a everywhere and passed (new-user review, session 32).
+  const bool measured = std::any_of(report.runs.begin(), report.runs.end(),
+                                    [](const SweepRun& r) { return !r.summary.ttfts.empty(); });
+  if (!report.runs.empty() && !measured) {
+    report.failures.push_back(
+        "no run served a reuse turn (turns 2.. of a conversation), so every TTFT and load "
+        "metric is n/a: give --turns 2 or more");
+  }
+
   // CSV and JSON rows: one per run.
   std::string& csv = report.csv;
   Json rows = Json::array();

@@ -197,6 +197,23 @@ SweepOptions tiny_grid(int threads) {
   return o;
 }
 
+// One-turn conversations serve no reuse turn: every cell read n/a and the
+// sweep passed (new-user review, session 32). It fails, saying why.
+TEST(Sweep, R8_ASweepThatMeasuresNoReuseTurnFails) {
+  SweepOptions o = tiny_options();
+  o.turns = 1;
+  o.configs = {"hints"};
+  auto report = sweep(o);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(report->failures.size(), 1u);
+  EXPECT_NE(report->failures[0].find("give --turns 2 or more"), std::string::npos)
+      << report->failures[0];
+  o.turns = 2;
+  report = sweep(o);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_TRUE(report->failures.empty()) << report->failures.front();
+}
+
 TEST(Sweep, R8_ResultsDoNotDependOnTheThreadCount) {
   auto one = sweep(tiny_grid(1));
   auto two = sweep(tiny_grid(2));
