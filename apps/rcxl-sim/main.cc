@@ -624,7 +624,8 @@ int run_cli(int argc, char** argv) {
                         "seed_serving (its client and profile are set by --configs)"));
   sweep
       ->add_option("--conversations", sweep_conversations,
-                   "override the workload's conversations (a quicker, smaller sweep)")
+                   "override the workload's conversations (a quicker, smaller sweep; a few "
+                   "conversations' KV may fit the device DRAM, so hints and no_hints tie)")
       ->transform(rcxl::apps::WholeNumberIn(1, rcxl::scenarios::kMaxConversations));
   sweep->add_option("--turns", sweep_turns, "override the workload's turns per conversation")
       ->transform(rcxl::apps::WholeNumberIn(1, rcxl::scenarios::kMaxTurns));
