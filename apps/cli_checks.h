@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/runtime/printable.h"
+#include "core/runtime/transport.h"
 
 namespace rcxl::apps {
 
@@ -254,6 +255,18 @@ inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** arg
     return usage_exit_code;
   }
   return std::nullopt;
+}
+
+// An RDMA endpoint a client can be told: "IP", "IP:PORT" or "[IPV6]:PORT"
+// (a bare IPv6 carries no port), its port 1..65535. Empty when fine, else why not.
+inline std::string rdma_endpoint_problem(const std::string& text) {
+  if (text.empty()) return "is empty; give IP or IP:PORT";
+  const bool has_port = text.front() == '[' || std::count(text.begin(), text.end(), ':') == 1;
+  if (!has_port) return "";
+  auto address = rcxl::runtime::Address::Parse(text);
+  if (!address.ok()) return address.status().message();
+  if (address->port == 0) return "port 0 is no port a client can be told; give 1..65535";
+  return "";
 }
 
 }  // namespace rcxl::apps

@@ -915,14 +915,21 @@ Result<SweepReport> sweep(const SweepOptions& options) {
                               "\n  reproduce: " + cmd);
   }
 
-  // Every metric but the device's is over reuse turns: a sweep none of whose
-  // runs served one printed n/a everywhere and passed (new-user review, session 32).
-  const bool measured = std::any_of(report.runs.begin(), report.runs.end(),
-                                    [](const SweepRun& r) { return !r.summary.ttfts.empty(); });
-  if (!report.runs.empty() && !measured) {
+  // Every metric but the device's is over reuse turns: a sweep whose passing
+  // runs served none printed n/a everywhere and passed (new-user review,
+  // session 32). Runs that failed say why themselves.
+  const bool passed = std::any_of(report.runs.begin(), report.runs.end(),
+                                  [](const SweepRun& r) { return r.summary.ok(); });
+  const bool measured = std::any_of(report.runs.begin(), report.runs.end(), [](const SweepRun& r) {
+    return r.summary.ok() && !r.summary.ttfts.empty();
+  });
+  if (passed && !measured) {
     report.failures.push_back(
-        "no run served a reuse turn (turns 2.. of a conversation), so every TTFT and load "
-        "metric is n/a: give --turns 2 or more");
+        options.turns == 1
+            ? "no run served a reuse turn: --turns 1 has none (turns 2.. of a conversation "
+              "load KV), so every TTFT and load metric is n/a; give --turns 2 or more"
+            : "no passing run answered a reuse turn, so every TTFT and load metric is n/a; "
+              "give more turns or a longer run");
   }
 
   // CSV and JSON rows: one per run.

@@ -326,6 +326,10 @@ Result<Setup> setup_from_flags(const Flags& f) {
   if (!f.rdma_listen.empty() && f.nic.rfind("verbs:", 0) != 0) {
     return bad("--rdma-listen needs --nic verbs:DEVICE (--nic " + f.nic + " listens for no RDMA)");
   }
+  if (const std::string why = rcxl::apps::rdma_endpoint_problem(f.rdma_listen);
+      !f.rdma_listen.empty() && !why.empty()) {
+    return bad("--rdma-listen " + f.rdma_listen + ": " + why);
+  }
   auto id = boot_id(f);
   if (!id.ok()) return id.status();
   s.config.boot_id = std::move(id).value();

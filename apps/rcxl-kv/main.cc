@@ -127,7 +127,8 @@ Result<rcxl::client::Config> make_config(const Flags& f, bool needs_agents) {
   for (const auto& pair : f.agent_rdma) {
     const auto eq = pair.find('=');
     auto agent = rcxl::runtime::Address::Parse(pair.substr(0, eq));
-    if (eq == std::string::npos || !agent.ok() || eq + 1 == pair.size()) {
+    if (eq == std::string::npos || !agent.ok() || eq + 1 == pair.size() ||
+        !rcxl::apps::rdma_endpoint_problem(pair.substr(eq + 1)).empty()) {
       return rcxl::Error(ErrorCode::kBadRequest,
                          "--agent-rdma " + rcxl::runtime::printable(pair, 200) +
                              ": give AGENT_HOST:PORT=RDMA_IP[:PORT], the agent's --listen and "

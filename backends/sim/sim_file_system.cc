@@ -30,6 +30,7 @@ Status SimFileSystem::check_file_path(const std::string& path) const {
   const auto slash = path.rfind('/');
   if (slash == std::string::npos) return {};  // in the working directory
   const std::string dir = directory_form(slash == 0 ? "/" : path.substr(0, slash));
+  if (dir == "." || dir.empty()) return {};  // "./x", "a/../x": the working directory
   if (!directories_.count(dir)) {
     return Error(ErrorCode::kIoError, path + ": no such file or directory (" + dir +
                                           " does not exist on this simulated node)");

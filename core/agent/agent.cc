@@ -5,6 +5,7 @@
 #include <deque>
 #include <exception>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 #include "core/protocol/auth.h"
@@ -840,8 +841,12 @@ Result<runtime::Registration> Agent::register_and_announce(const ext::RegionInfo
     // SPEC R5.2: before the reply leaves, so a device can drop stale contents.
     Status st = call_extension("mapped", [&] { return ext_->mapped(info, fresh); });
     if (!st.ok()) {
-      std::lock_guard lock(mu_);
-      drop_registration_locked(*reg, info.region);
+      // Unlocked, as before the lingering list: an ibv_dereg_mr of a large
+      // region takes a while, and every connection waits on mu_.
+      if (Status dropped = nic_.deregister(*reg); !dropped.ok() && still_live(dropped)) {
+        std::lock_guard lock(mu_);
+        linger_locked(*reg, info.region, dropped);
+      }
       return Error(ErrorCode::kExtensionFailed, st.message());
     }
   }
@@ -1389,23 +1394,40 @@ void Agent::deregister_locked(Region& region) {
   }
 }
 
+// not_found: the NIC no longer knows the rkey, so nothing is left to drop.
+bool Agent::still_live(const Status& deregistered) {
+  return !deregistered.ok() && deregistered.code() != ErrorCode::kNotFound;
+}
+
 void Agent::drop_registration_locked(const runtime::Registration& reg, std::uint64_t region) {
   Status st = nic_.deregister(reg);
-  if (st.ok()) return;
-  log_.warn("deregistering region ", region, " failed: ", st.message(),
+  if (still_live(st)) linger_locked(reg, region, st);
+}
+
+void Agent::linger_locked(const runtime::Registration& reg, std::uint64_t region,
+                          const Status& why) {
+  log_.warn("deregistering region ", region, " failed: ", why.message(),
             "; its rkey stays live, so the registration is tried again at each sweep and the "
             "region's memory is not given out again until it goes");
   lingering_.emplace_back(reg, region);
 }
 
-void Agent::retry_lingering_locked() {
-  std::erase_if(lingering_, [this](const auto& lingering) {
-    Status st = nic_.deregister(lingering.first);
-    if (st.ok()) {
-      log_.info("region ", lingering.second, "'s lingering registration is gone");
-      return true;
-    }
-    return false;
+void Agent::retry_lingering() {
+  std::vector<std::pair<runtime::Registration, std::uint64_t>> tries;
+  {
+    std::lock_guard lock(mu_);
+    tries = lingering_;
+  }
+  // Outside mu_: each is an ibv_dereg_mr (only the sweep's strand retries).
+  std::set<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>> gone;  // rkey, addr, region
+  for (const auto& [reg, region] : tries) {
+    if (still_live(nic_.deregister(reg))) continue;
+    log_.info("region ", region, "'s lingering registration is gone");
+    gone.emplace(reg.rkey, reg.addr, region);
+  }
+  std::lock_guard lock(mu_);
+  std::erase_if(lingering_, [&gone](const auto& l) {
+    return gone.count({l.first.rkey, l.first.addr, l.second}) != 0;
   });
 }
 
@@ -1570,9 +1592,9 @@ void Agent::sweep() {
   read_generation();
   std::vector<ext::RegionInfo> candidates;
   std::vector<SessionPtr> closed;
+  retry_lingering();
   {
     std::lock_guard lock(mu_);
-    retry_lingering_locked();
     for (const auto& [id, info] : retiring_) candidates.push_back(info);
     closed = take_reapable_locked();
   }

@@ -182,8 +182,10 @@ class Agent {
   // tried again at each sweep; its region's memory is not given out again
   // (the region is not retired) while one lingers.
   void drop_registration_locked(const runtime::Registration& reg, std::uint64_t region);
-  void retry_lingering_locked();
+  void linger_locked(const runtime::Registration& reg, std::uint64_t region, const Status& why);
+  void retry_lingering();  // on the sweep's strand; takes mu_ itself
   bool lingers_locked(std::uint64_t region) const;
+  static bool still_live(const Status& deregistered);
   // A boot change: every mapping, hold and open hint request goes (SPEC R6.3).
   // Returns the closed requests (conn, name): the extension is told outside mu_.
   std::vector<std::pair<std::uint64_t, std::string>> drop_everything_locked();

@@ -59,7 +59,7 @@ std::string metrics_text(const AgentMetrics& m) {
          m.hint_requests_closed_by_disconnect);
   scalar(out, "hint_requests_closed_by_boot_change_total", "counter",
          "Open hint requests closed because the boot changed (each ended at an extension that "
-         "takes read_hint_end, unless its connection closes first).",
+         "takes read_hint_end, unless its connection closes or opens it again first).",
          m.hint_requests_closed_by_boot_change);
   scalar(out, "regions", "gauge", "Allocated regions.", m.regions);
   scalar(out, "retiring_regions", "gauge", "Freed regions retire() kept.", m.retiring_regions);

@@ -14,7 +14,7 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-// Deeper unknown values are left to nlohmann (it has no depth limit).
+// Deeper unknown values go to the nlohmann path, which refuses past kMaxJsonDepth.
 constexpr int kMaxUnknownDepth = 64;
 
 // Walks any value so that everything in the frame is checked, as a DOM parse does.

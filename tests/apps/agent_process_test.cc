@@ -329,6 +329,12 @@ TEST(AgentProcess, R7_RdmaListenNeedsAVerbsNic) {
   const Outcome r = run_agent(with(kLoopbackNoAuth, {"--rdma-listen", "10.0.0.1:7472"}));
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_TRUE(contains(r.err, "--rdma-listen needs --nic verbs:DEVICE")) << r.err;
+  // A port clients can be told (verbs:x: the flag is judged before the NIC opens).
+  for (const char* at : {"10.0.0.1:0", "10.0.0.1:74x"}) {
+    const Outcome bad = run_agent(with(kLoopbackNoAuth, {"--nic", "verbs:x", "--rdma-listen", at}));
+    EXPECT_EQ(bad.exit_code, 1) << bad.err;
+    EXPECT_TRUE(contains(bad.err, std::string("--rdma-listen ") + at + ": ")) << bad.err;
+  }
 }
 
 TEST(AgentProcess, R7_VersionPrintsTheProjectsVersion) {

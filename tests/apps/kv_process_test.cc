@@ -158,7 +158,8 @@ TEST(KvProcess, R1_2_ABadAgentRdmaPairIsRefused) {
   const std::string base = "--directory 127.0.0.1:1 --nic verbs:no_such_dev0 --auth none ";
   for (const std::string pairs :
        {"--agent-rdma 10.0.0.5:7000", "--agent-rdma =10.1.0.5",
-        "--agent-rdma 10.0.0.5:7000=", "--agent-rdma a:1=b --agent-rdma a:1=c"}) {
+        "--agent-rdma 10.0.0.5:7000=", "--agent-rdma a:1=10.1.0.5:74x",
+        "--agent-rdma a:1=10.1.0.5:0", "--agent-rdma a:1=b --agent-rdma a:1=c"}) {
     ProcessRun r = run_kv(base + pairs + " load k --out /tmp");
     EXPECT_EQ(r.exit_code, 1) << pairs << ": " << r.output;
     EXPECT_TRUE(contains(r.output, "--agent-rdma")) << pairs << ": " << r.output;

@@ -447,9 +447,6 @@ TEST(MalformedReply, R6_1_AMapRetryNeverTakesARegionAnotherAllocGotUnderItsId) {
   }
 }
 
-// An alloc whose reply comes after the call timed out made a region nobody
-// holds: its handle is only in that reply. While the connection stays open
-// (the agent answered something else meanwhile) the client frees it.
 // R6.5: a new region's first map answered boot_changed names no boot, so the
 // retry's map went out under the old epoch, met stale_epoch, and that used up
 // the one retry: the store failed with no_space against a healthy agent
@@ -469,6 +466,9 @@ TEST(MalformedReply, R6_5_AFirstMapAnsweredBootChangedStillStores) {
   EXPECT_EQ(text_of(rig.load(h, {"k"})->values.at(0)), "v");
 }
 
+// An alloc whose reply comes after the call timed out made a region nobody
+// holds: its handle is only in that reply. While the connection stays open
+// (the agent answered something else meanwhile) the client frees it.
 TEST(MalformedReply, R1_5_AnAllocReplyAfterItsTimeoutFreesTheRegion) {
   ScriptedRig scripted;
   auto& [rig, agent, config, h] = scripted;

@@ -94,6 +94,8 @@ TEST(RecordingExtension, R2_5_ALogInADirectoryThatDoesNotExistIsRefusedInTheSimT
   EXPECT_TRUE(RecordingExtension::Factory()(sim.context, {{"log", "/no/such/dir/log"}}).ok());
   EXPECT_FALSE(sim.node.files().write_file("/no/such", "").ok());      // a directory now
   EXPECT_TRUE(sim.node.files().write_file("relative-log", "x").ok());  // the working directory
+  EXPECT_TRUE(sim.node.files().write_file("./rel", "x").ok());
+  EXPECT_TRUE(sim.node.files().write_file("a/../rel2", "x").ok());
 }
 
 TEST(RecordingExtension, R2_5_GenerationFileIsTrimmedAndMissingMeansCannotTell) {
