@@ -63,14 +63,19 @@ class FailingNic final : public rcxl::testing::ForwardingNic {
   bool stuck = false;
 };
 
+// The rig's agent (recording extension) started on `nic` instead of the sim RNIC.
+Status start_on(AgentRig& rig, FailingNic& nic) {
+  rig.agent = std::make_unique<Agent>(rig.mem, rig.pool, nic, rig.recording(), rig.config());
+  return rig.agent->start();
+}
+
 // PROTOCOL.md lists no code for the agent's own failures: a NIC that cannot
 // register answers no_space (a PROTOCOL code), and the map changes nothing.
 TEST(AgentRegions, R2_2_ANicThatCannotRegisterAnswersNoSpaceAndChangesNothing) {
   AgentRig rig;
   FailingNic nic(rig.mem_nic);
   nic.full = true;
-  rig.agent = std::make_unique<Agent>(rig.mem, rig.pool, nic, rig.recording(), rig.config());
-  ASSERT_TRUE(rig.agent->start().ok());
+  ASSERT_TRUE(start_on(rig, nic).ok());
   auto c = rig.hello_client();
   auto a = c->alloc();
   Json refused = c->map(a.region, a.handle, true);
@@ -137,8 +142,7 @@ TEST(AgentRegions, R6_3_ARegistrationTheNicWouldNotDropKeepsItsMemoryOutOfUse) {
   AgentRig rig;
   FailingNic nic(rig.mem_nic);
   nic.stuck = true;
-  rig.agent = std::make_unique<Agent>(rig.mem, rig.pool, nic, rig.recording(), rig.config());
-  ASSERT_TRUE(rig.agent->start().ok());
+  ASSERT_TRUE(start_on(rig, nic).ok());
   auto c = rig.hello_client();
   const auto total = rig.agent->free_bytes();
   auto a = c->alloc(1 << 20);
@@ -388,8 +392,7 @@ TEST(AgentRegions, R1_5_AReaderMapsFirstAndTheOwnerAddsItsRkeyLater) {
 TEST(AgentRegions, R1_5_AReadOnlyRegistrationTheNicCannotMakeChangesNothing) {
   AgentRig rig;
   FailingNic nic(rig.mem_nic);
-  rig.agent = std::make_unique<Agent>(rig.mem, rig.pool, nic, rig.recording(), rig.config());
-  ASSERT_TRUE(rig.agent->start().ok());
+  ASSERT_TRUE(start_on(rig, nic).ok());
   auto [owner, reader, a] = owner_and_reader(rig);
   Json own = owner->map(a.region, a.handle, true);
   ASSERT_EQ(code_of(own), "ok");
