@@ -257,15 +257,20 @@ inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** arg
   return std::nullopt;
 }
 
-// An RDMA endpoint a client can be told: "IP", "IP:PORT" or "[IPV6]:PORT"
-// (a bare IPv6 carries no port), its port 1..65535. Empty when fine, else why not.
-inline std::string rdma_endpoint_problem(const std::string& text) {
+// An RDMA endpoint: "IP", "IP:PORT" or "[IPV6]:PORT" (a bare IPv6 carries no
+// port), its port 1..65535, or 0 (any free port) for a listener, which prints
+// the port it got. Empty when fine, else why not.
+enum class RdmaEndpointUse { kConnect, kListen };
+inline std::string rdma_endpoint_problem(const std::string& text,
+                                         RdmaEndpointUse use = RdmaEndpointUse::kConnect) {
   if (text.empty()) return "is empty; give IP or IP:PORT";
   const bool has_port = text.front() == '[' || std::count(text.begin(), text.end(), ':') == 1;
   if (!has_port) return "";
   auto address = rcxl::runtime::Address::Parse(text);
   if (!address.ok()) return address.status().message();
-  if (address->port == 0) return "port 0 is no port a client can be told; give 1..65535";
+  if (address->port == 0 && use == RdmaEndpointUse::kConnect) {
+    return "port 0 is no port to connect to; give 1..65535";
+  }
   return "";
 }
 

@@ -116,7 +116,8 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--nic", f.nic, "none | verbs:DEVICE")->capture_default_str();
   app.add_option("--rdma-listen", f.rdma_listen,
                  "IP[:PORT] where clients connect RDMA (verbs only; default: the device's IPv4 "
-                 "address, port 7471; give it on InfiniBand, or for a second agent on one NIC)");
+                 "address, port 7471; give it on InfiniBand, or for a second agent on one NIC; "
+                 "PORT 0 takes a free port, printed as 'rcxl-agent rdma listening on IP:PORT')");
   app.add_option("--region-extension", f.region_extension,
                  "region extension name: built in none or recording, or a plugin's name")
       ->envname("RCXL_AGENT_REGION_EXTENSION")
@@ -326,7 +327,8 @@ Result<Setup> setup_from_flags(const Flags& f) {
   if (!f.rdma_listen.empty() && f.nic.rfind("verbs:", 0) != 0) {
     return bad("--rdma-listen needs --nic verbs:DEVICE (--nic " + f.nic + " listens for no RDMA)");
   }
-  if (const std::string why = rcxl::apps::rdma_endpoint_problem(f.rdma_listen);
+  if (const std::string why =
+          rcxl::apps::rdma_endpoint_problem(f.rdma_listen, rcxl::apps::RdmaEndpointUse::kListen);
       !f.rdma_listen.empty() && !why.empty()) {
     return bad("--rdma-listen " + f.rdma_listen + ": " + why);
   }
@@ -442,6 +444,10 @@ int main(int argc, char** argv) {
   for (const auto& address : agent->listen_addresses()) {
     std::cout << "rcxl-agent listening on " << address.ToString() << " boot " << agent->boot()
               << std::endl;
+  }
+  // Where queue pairs go: clients need it with --rdma-listen (a port 0 is known only now).
+  if (const std::string rdma = (*nic)->endpoint(); rdma != "none") {
+    std::cout << "rcxl-agent rdma listening on " << rdma << std::endl;
   }
 
   for (;;) {

@@ -330,11 +330,16 @@ TEST(AgentProcess, R7_RdmaListenNeedsAVerbsNic) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_TRUE(contains(r.err, "--rdma-listen needs --nic verbs:DEVICE")) << r.err;
   // A port clients can be told (verbs:x: the flag is judged before the NIC opens).
-  for (const char* at : {"10.0.0.1:0", "10.0.0.1:74x"}) {
-    const Outcome bad = run_agent(with(kLoopbackNoAuth, {"--nic", "verbs:x", "--rdma-listen", at}));
-    EXPECT_EQ(bad.exit_code, 1) << bad.err;
-    EXPECT_TRUE(contains(bad.err, std::string("--rdma-listen ") + at + ": ")) << bad.err;
-  }
+  const Outcome bad =
+      run_agent(with(kLoopbackNoAuth, {"--nic", "verbs:x", "--rdma-listen", "10.0.0.1:74x"}));
+  EXPECT_EQ(bad.exit_code, 1) << bad.err;
+  EXPECT_TRUE(contains(bad.err, "rcxl-agent: --rdma-listen 10.0.0.1:74x: ")) << bad.err;
+  // Port 0 is any free port (printed once bound, the VM's e2e uses it): the
+  // flag passes and the missing device is what fails.
+  const Outcome any =
+      run_agent(with(kLoopbackNoAuth, {"--nic", "verbs:x", "--rdma-listen", "10.0.0.1:0"}));
+  EXPECT_EQ(any.exit_code, 1) << any.err;
+  EXPECT_TRUE(contains(any.err, "--nic verbs:x --rdma-listen 10.0.0.1:0: ")) << any.err;
 }
 
 TEST(AgentProcess, R7_VersionPrintsTheProjectsVersion) {
