@@ -234,6 +234,26 @@ inline std::optional<std::string> unknown_option_problem(CLI::App& app) {
   return std::nullopt;
 }
 
+// An option of a subcommand given before the subcommand's name ("rcxl-sim
+// --json reproduce"): CLI11 says only "argument was not expected: --json".
+// Names the subcommand it goes after.
+inline std::optional<std::string> misplaced_option_problem(CLI::App& app, int argc, char** argv) {
+  for (CLI::App* sub : app.get_subcommands()) {
+    int named_at = 1;
+    while (named_at < argc && sub->get_name() != argv[named_at]) ++named_at;
+    for (int i = 1; i < named_at; ++i) {
+      const std::string word = argv[i];
+      if (word.size() < 3 || word.rfind("--", 0) != 0) continue;
+      const std::string flag = word.substr(0, word.find('='));
+      if (app.get_option_no_throw(flag) != nullptr) continue;
+      if (sub->get_option_no_throw(flag) == nullptr) continue;
+      return "'" + flag + "' is an option of '" + sub->get_name() + "': put it after '" +
+             sub->get_name() + "'";
+    }
+  }
+  return std::nullopt;
+}
+
 // `PROGRAM --version` prints "PROGRAM VERSION" and exits 0.
 inline void add_version_flag(CLI::App& app, const std::string& program, const char* version) {
   app.set_version_flag("--version", program + " " + version, "print the version and exit");
@@ -248,7 +268,8 @@ inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** arg
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    std::optional<std::string> problem = unknown_option_problem(app);
+    std::optional<std::string> problem = misplaced_option_problem(app, argc, argv);
+    if (!problem) problem = unknown_option_problem(app);
     if (!problem) problem = subcommand_problem(app);
     std::cerr << program << ": " << parse_problem_line(problem.value_or(e.what()))
               << "; run with --help for more information" << std::endl;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -481,12 +482,13 @@ bool refuse_subcommand(CLI::App& app, int argc, char** argv) {
 }
 
 // --help prints help and exits 0; any other parse error is one line and exit 2.
-int parse_error(CLI::App& app, const CLI::ParseError& e) {
+int parse_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
   if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
   std::string where = "rcxl-sim";
   for (const auto* sub : app.get_subcommands()) where += " " + sub->get_name();
-  const std::string what =
-      rcxl::apps::parse_problem_line(rcxl::apps::unknown_option_problem(app).value_or(e.what()));
+  std::optional<std::string> problem = rcxl::apps::misplaced_option_problem(app, argc, argv);
+  if (!problem) problem = rcxl::apps::unknown_option_problem(app);
+  const std::string what = rcxl::apps::parse_problem_line(problem.value_or(e.what()));
   std::fprintf(stderr, "%s: %s; run %s --help\n", where.c_str(), what.c_str(), where.c_str());
   return 2;
 }
@@ -638,7 +640,7 @@ int run_cli(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return parse_error(app, e);
+    return parse_error(app, e, argc, argv);
   }
   for (const CLI::Option* option : path_options) {
     if (option->count() == 0 || !option->as<std::string>().empty()) continue;

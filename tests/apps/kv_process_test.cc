@@ -152,6 +152,15 @@ TEST(KvProcess, R1_2_OnlyPoolAgentsWithoutAPoolIsRefused) {
   EXPECT_FALSE(contains(r.output, "no_such_dev0")) << r.output;  // before the NIC
 }
 
+// A subcommand's option before the subcommand: CLI11 said only "--nic is
+// required" or "not expected"; the message says where it goes.
+TEST(KvProcess, R8_AnOptionBeforeItsSubcommandIsNamed) {
+  ProcessRun r = run_kv("--directory 127.0.0.1:1 --nic none --auth none --out /tmp load k");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "rcxl-kv: '--out' is an option of 'load': put it after 'load'"))
+      << r.output;
+}
+
 // An agent's RDMA endpoint when it runs --rdma-listen (new-user review,
 // session 32): malformed or repeated pairs are refused before the NIC opens.
 TEST(KvProcess, R1_2_ABadAgentRdmaPairIsRefused) {
