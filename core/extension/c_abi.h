@@ -3,15 +3,22 @@
  * A shared object `librcxl_ext_<name>.so` exports
  *     const rcxl_region_extension_api_v1* rcxl_region_extension_v1(void);
  * returning a static table. The agent checks `abi_version` (must be
- * RCXL_REGION_EXTENSION_ABI_VERSION) and `struct_size` (at least the size it
- * was built with), calls `create` once with the config JSON text, then the hooks
- * with the instance pointer, `close` once and `destroy` last.
+ * RCXL_REGION_EXTENSION_ABI_VERSION) and `struct_size` (at least version 1's
+ * table; a table of a later version appends fields, an agent reads those it
+ * knows and takes hooks past a shorter table as NULL), calls `create` once with
+ * the config JSON text, then the hooks with the instance pointer, `close` once
+ * and `destroy` last (also when the load fails after `create`, e.g. on a bad
+ * `hint_actions`).
  *
  * Rules (SPEC R2.2/R2.3): hooks answer from local state within microseconds and
  * never block on the device; they may be called from several threads, but
- * never concurrently for one connection. Error text goes to `error` (NUL-
- * terminated, at most `error_size` bytes); a non-zero return is a failure.
- * Optional hooks may be NULL. Later versions only append fields.
+ * never concurrently for one connection. Hooks are C: they must not throw.
+ * Error text goes to `error` (NUL-terminated, at most `error_size` bytes); a
+ * non-zero return is a failure (see validate_access and retire for theirs).
+ * Optional hooks may be NULL. The argument structs below (rcxl_region_info,
+ * rcxl_range, rcxl_hint, rcxl_write_wait) are fixed for version 1: changing
+ * one is a new abi_version. Hints are advice: one may reach the plugin after
+ * `retire` agreed to give its region back.
  */
 #ifndef RCXL_CORE_EXTENSION_C_ABI_H_
 #define RCXL_CORE_EXTENSION_C_ABI_H_
@@ -74,6 +81,9 @@ typedef struct rcxl_region_extension_api_v1 {
   void* (*create)(const char* config_json, char* error, size_t error_size);
   void (*destroy)(void* self);
 
+  /* 0 = may be mapped; > 0 = no (the map is answered `refused`, which a
+   * client does not retry); < 0 = cannot tell now, e.g. the device link is down
+   * (`extension_failed`, which a client retries). */
   int (*validate_access)(void* self, const rcxl_region_info* region, char* error,
                          size_t error_size);
   int (*mapped)(void* self, const rcxl_region_info* region, int fresh, char* error,
@@ -89,7 +99,8 @@ typedef struct rcxl_region_extension_api_v1 {
    * a read_hint_end (when the plugin takes read_hint_end). */
   int (*connection_closed)(void* self, uint64_t conn, char* error, size_t error_size);
   /* Optional: a JSON array of action names; NULL hook = read_hint, read_hint_end.
-   * Anything else (not an array of strings, or NULL returned) fails the load. */
+   * Anything else (not an array of strings, or NULL returned) fails the load.
+   * The text is the plugin's; the agent reads it during the call only. */
   const char* (*hint_actions)(void* self);
   /* Optional: required when hint_actions lists write_wait. */
   void (*write_wait)(void* self, const rcxl_write_wait* wait, rcxl_write_wait_done done,

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <utility>
 
 #include "core/runtime/printable.h"
 
@@ -22,10 +24,18 @@ constexpr std::size_t kMaxAnswerBytes = 4096;
 
 using ErrorBuffer = std::array<char, kErrorSize>;
 
+// Every field of ABI version 1's table: the least a plugin's struct_size says.
+constexpr std::size_t kV1TableSize =
+    offsetof(rcxl_region_extension_api_v1, write_wait) + sizeof(void (*)());
+static_assert(kV1TableSize == sizeof(rcxl_region_extension_api_v1),
+              "a new hook appended to the table is a new version's; keep kV1TableSize at v1's");
+
 Status failed(const std::string& hook, const ErrorBuffer& error,
               ErrorCode code = ErrorCode::kExtensionFailed) {
-  // The plugin may fill the buffer without a NUL: read at most its size.
-  std::string text(error.data(), strnlen(error.data(), error.size()));
+  // The plugin may fill the buffer without a NUL: read at most its size; its
+  // text reaches logs and replies, so control bytes are escaped.
+  std::string text = runtime::printable(
+      std::string(error.data(), strnlen(error.data(), error.size())), kErrorSize);
   return Error(code, hook + " failed" + (text.empty() ? "" : ": " + text));
 }
 
@@ -80,9 +90,10 @@ class PendingWaits {
 
 class CAbiExtension final : public RegionExtension {
  public:
-  CAbiExtension(const rcxl_region_extension_api_v1* api, void* self,
+  CAbiExtension(const rcxl_region_extension_api_v1& api, void* self,
                 std::vector<std::string> actions)
-      : api_(api),
+      : table_(api),
+        api_(&table_),
         self_(self),
         actions_(std::move(actions)),
         // SPEC R6.6: a plugin without connection_closed still has a closed
@@ -91,6 +102,7 @@ class CAbiExtension final : public RegionExtension {
                                                                "read_hint_end") != actions_.end()) {
   }
   ~CAbiExtension() override {
+    close();  // c_abi.h: `close` once, `destroy` last, even when the agent never closed it
     api_->destroy(self_);
     PendingWaits::all().drop_all_of(this);  // unanswered: the agent's own timeout answers them
   }
@@ -100,9 +112,10 @@ class CAbiExtension final : public RegionExtension {
   Status validate_access(const RegionInfo& region) override {
     ErrorBuffer error{};
     const auto info = to_c(region);
-    if (api_->validate_access(self_, &info, error.data(), error.size()) != 0) {
-      return failed("validate_access", error, ErrorCode::kRefused);
-    }
+    // c_abi.h: > 0 says no (refused); < 0 could not tell (extension_failed, retryable).
+    const int answer = api_->validate_access(self_, &info, error.data(), error.size());
+    if (answer > 0) return failed("validate_access", error, ErrorCode::kRefused);
+    if (answer < 0) return failed("validate_access", error);
     return {};
   }
   Status mapped(const RegionInfo& region, bool fresh) override {
@@ -123,10 +136,11 @@ class CAbiExtension final : public RegionExtension {
     const auto ranges = to_c(hint.ranges);
     const rcxl_hint c{hint.conn, hint.action.c_str(), hint.request.c_str(), ranges.data(),
                       ranges.size()};
-    if (api_->hint(self_, &c, error.data(), error.size()) != 0) return failed("hint", error);
+    const bool ok = api_->hint(self_, &c, error.data(), error.size()) == 0;
     if (ends_for_closed_) {
       std::lock_guard lock(open_mu_);
-      if (hint.action == "read_hint") open_[hint.conn].insert(hint.request);
+      if (ok && hint.action == "read_hint") open_[hint.conn].insert(hint.request);
+      // The agent closes the request whatever the plugin answered: it is sent no second end.
       if (hint.action == "read_hint_end") {
         auto it = open_.find(hint.conn);
         if (it != open_.end() && it->second.erase(hint.request) && it->second.empty()) {
@@ -134,9 +148,12 @@ class CAbiExtension final : public RegionExtension {
         }
       }
     }
-    return {};
+    return ok ? Status() : failed("hint", error);
   }
-  void close() override { api_->close(self_); }
+  void close() override {
+    if (std::exchange(closed_, true)) return;
+    api_->close(self_);
+  }
   bool has_memory_generation() const override { return api_->memory_generation != nullptr; }
   std::optional<std::string> memory_generation() override {
     if (!api_->memory_generation) return std::nullopt;
@@ -171,7 +188,15 @@ class CAbiExtension final : public RegionExtension {
   }
 
  private:
-  static void write_wait_done(void* context, int status, const char* answer_json) {
+  // Runs on the plugin's thread, under C frames: nothing may unwind into them.
+  static void write_wait_done(void* context, int status, const char* answer_json) noexcept {
+    try {
+      answer_write_wait(context, status, answer_json);
+    } catch (...) {  // NOLINT(bugprone-empty-catch)
+      // Out of memory answering: the agent's own timeout answers the wait.
+    }
+  }
+  static void answer_write_wait(void* context, int status, const char* answer_json) {
     std::unique_ptr<PendingWait> pending =
         PendingWaits::all().take(reinterpret_cast<std::uintptr_t>(context));
     if (!pending) return;  // answered already, or its extension is gone
@@ -216,8 +241,10 @@ class CAbiExtension final : public RegionExtension {
     return first;
   }
 
+  rcxl_region_extension_api_v1 table_;  // the plugin's, NULL past its struct_size
   const rcxl_region_extension_api_v1* api_;
   void* self_;
+  bool closed_ = false;
   std::vector<std::string> actions_;
   const bool ends_for_closed_;
   std::mutex open_mu_;
@@ -264,9 +291,17 @@ Result<std::unique_ptr<RegionExtension>> wrap_c_extension(const rcxl_region_exte
                  "plugin ABI version " + std::to_string(api->abi_version) + ", agent speaks " +
                      std::to_string(RCXL_REGION_EXTENSION_ABI_VERSION));
   }
-  if (api->struct_size < sizeof(rcxl_region_extension_api_v1)) {
-    return Error(ErrorCode::kExtensionFailed, "plugin extension table is too small");
+  if (api->struct_size < kV1TableSize) {
+    return Error(ErrorCode::kExtensionFailed, "plugin extension table is too small: struct_size " +
+                                                  std::to_string(api->struct_size) +
+                                                  ", version 1 has " +
+                                                  std::to_string(kV1TableSize) + " bytes");
   }
+  // A later table appends fields: read what both sides know; hooks past an
+  // older plugin's table stay NULL.
+  rcxl_region_extension_api_v1 table{};
+  std::memcpy(&table, api, std::min<std::size_t>(api->struct_size, sizeof table));
+  api = &table;
   if (!api->create || !api->destroy || !api->validate_access || !api->mapped || !api->retire ||
       !api->hint || !api->close) {
     return Error(ErrorCode::kExtensionFailed, "plugin lacks a required hook");
@@ -277,11 +312,12 @@ Result<std::unique_ptr<RegionExtension>> wrap_c_extension(const rcxl_region_exte
   if (!self) return failed("plugin create", error);
   auto actions = plugin_actions(api, self);
   if (!actions.ok()) {
+    api->close(self);  // c_abi.h: `close` once, then `destroy`
     api->destroy(self);
     return actions.status();
   }
   return std::unique_ptr<RegionExtension>(
-      std::make_unique<CAbiExtension>(api, self, std::move(actions).value()));
+      std::make_unique<CAbiExtension>(table, self, std::move(actions).value()));
 }
 
 }  // namespace rcxl::ext

@@ -2,6 +2,7 @@
 // R2.5 (the recording extension's config and log).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <optional>
 #include <tuple>
 
@@ -353,6 +354,101 @@ TEST(CAbiExtension, R6_6_APluginWithoutConnectionClosedHasAClosedConnectionsRequ
   EXPECT_TRUE(ext.connection_closed(3).ok());  // nothing left: nothing again
   EXPECT_EQ(plugin_hints.size(), 1u);
   ext.close();
+}
+
+// PROTOCOL: an end leaves nothing open even when the plugin failed it, so a
+// closed connection sends the plugin no second end for that request (a plugin
+// counting pins went below zero; session-33 review).
+TEST(CAbiExtension, R6_6_AnEndThePluginFailedIsNotSentAgainAtTheClose) {
+  auto table = table_with_required_hooks();
+  table.create = [](const char*, char*, size_t) -> void* { return &plugin_hints; };
+  table.hint = [](void*, const rcxl_hint* h, char*, size_t) {
+    plugin_hints.push_back(std::to_string(h->conn) + " " + h->action + " " + h->request);
+    return std::string(h->action) == "read_hint_end" ? 1 : 0;
+  };
+  auto wrapped = wrap_c_extension(&table, Json::object());
+  ASSERT_TRUE(wrapped.ok()) << wrapped.status().ToString();
+  ASSERT_TRUE((*wrapped)->hint({3, "read_hint", "q1", {{8, 0, 4096, 0}}}).ok());
+  EXPECT_EQ((*wrapped)->hint({3, "read_hint_end", "q1", {}}).code(), ErrorCode::kExtensionFailed);
+  plugin_hints.clear();
+  EXPECT_TRUE((*wrapped)->connection_closed(3).ok());
+  EXPECT_TRUE(plugin_hints.empty()) << plugin_hints.front();
+}
+
+// c_abi.h: validate_access's > 0 is a "no" (refused, which clients do not
+// retry), < 0 a hook that could not tell (extension_failed, retried). Every
+// non-zero was a "no", so a device link that flapped lost the region for good
+// (session-33 review). The plugin's text is escaped on its way to logs.
+int validate_answer = 0;
+TEST(CAbiExtension, R2_2_AValidateAccessThatCannotTellIsExtensionFailedNotRefused) {
+  auto table = table_with_required_hooks();
+  table.create = [](const char*, char*, size_t) -> void* { return &validate_answer; };
+  table.validate_access = [](void*, const rcxl_region_info*, char* error, size_t size) {
+    std::snprintf(error, size, "link\x1b down");
+    return validate_answer;
+  };
+  auto wrapped = wrap_c_extension(&table, Json::object());
+  ASSERT_TRUE(wrapped.ok()) << wrapped.status().ToString();
+  const RegionInfo region{7, 0, 1 << 20};
+  validate_answer = 1;
+  EXPECT_EQ((*wrapped)->validate_access(region).code(), ErrorCode::kRefused);
+  validate_answer = -11;  // -EAGAIN
+  const Status cannot_tell = (*wrapped)->validate_access(region);
+  EXPECT_EQ(cannot_tell.code(), ErrorCode::kExtensionFailed);
+  EXPECT_EQ(cannot_tell.message(), "validate_access failed: link\\x1b down");
+  validate_answer = 0;
+  EXPECT_TRUE((*wrapped)->validate_access(region).ok());
+}
+
+// c_abi.h: struct_size is at least version 1's table; a later version's longer
+// table loads, read as far as this agent knows it. No test held the size
+// check: deleting it passed them all (session-33 review).
+TEST(CAbiExtension, R2_1_AShorterTableIsRefusedAndALongerOneLoads) {
+  auto table = table_with_required_hooks();
+  table.create = [](const char*, char*, size_t) -> void* { return &plugin_hints; };
+  table.struct_size = sizeof table - 1;
+  auto shorter = wrap_c_extension(&table, Json::object());
+  ASSERT_FALSE(shorter.ok());
+  EXPECT_EQ(shorter.status().code(), ErrorCode::kExtensionFailed);
+  EXPECT_NE(
+      shorter.status().message().find("too small: struct_size " + std::to_string(sizeof table - 1) +
+                                      ", version 1 has " + std::to_string(sizeof table) + " bytes"),
+      std::string::npos)
+      << shorter.status().ToString();
+  struct LaterTable {
+    rcxl_region_extension_api_v1 v1;
+    void (*a_later_hook)(void*);
+  } later{table, +[](void*) {}};
+  later.v1.struct_size = sizeof later;
+  auto longer = wrap_c_extension(&later.v1, Json::object());
+  EXPECT_TRUE(longer.ok()) << longer.status().ToString();
+}
+
+// c_abi.h promises `close` once and `destroy` last. A load that failed after
+// `create` (a bad hint_actions) destroyed the plugin unclosed, with the
+// threads its create started still running; so did an extension the agent
+// never closed (session-33 review).
+std::vector<std::string> lifecycle;
+TEST(CAbiExtension, R2_1_APluginIsClosedOnceBeforeItIsDestroyedOnEveryPath) {
+  auto table = table_with_required_hooks();
+  table.create = [](const char*, char*, size_t) -> void* { return &lifecycle; };
+  table.close = [](void*) { lifecycle.push_back("close"); };
+  table.destroy = [](void*) { lifecycle.push_back("destroy"); };
+  table.hint_actions = [](void*) { return "[oops"; };
+  EXPECT_FALSE(wrap_c_extension(&table, Json::object()).ok());
+  EXPECT_EQ(lifecycle, (std::vector<std::string>{"close", "destroy"}));
+  table.hint_actions = nullptr;
+  for (const bool agent_closes : {false, true}) {
+    lifecycle.clear();
+    auto wrapped = wrap_c_extension(&table, Json::object());
+    ASSERT_TRUE(wrapped.ok()) << wrapped.status().ToString();
+    if (agent_closes) {
+      (*wrapped)->close();
+      (*wrapped)->close();
+    }
+    wrapped->reset();
+    EXPECT_EQ(lifecycle, (std::vector<std::string>{"close", "destroy"})) << agent_closes;
+  }
 }
 
 // c_abi.h: retire's 1 gives the region back, 0 keeps it. A plugin that answers

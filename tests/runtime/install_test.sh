@@ -17,6 +17,12 @@ for bin in rcxl-agent rcxl-directory rcxl-kv rcxl-sim; do
   [ -x "$ROOT/usr/bin/$bin" ] || { echo "no /usr/bin/$bin"; fail=1; }
 done
 "$ROOT/usr/bin/rcxl-agent" --version >/dev/null || { echo "the installed rcxl-agent does not run"; fail=1; }
+# A plugin author's C file compiles against the installed header alone.
+printf '#include <rcxl/c_abi.h>\nint main(void) { return RCXL_REGION_EXTENSION_ABI_VERSION != 1u; }\n' \
+  > "$ROOT/plugin.c"
+if ! cc -std=c99 -Wall -Werror -I"$ROOT/usr/include" -c "$ROOT/plugin.c" -o "$ROOT/plugin.o"; then
+  echo "the installed include/rcxl/c_abi.h does not compile as C"; fail=1
+fi
 # An upgrade keeps the admin's settings.
 echo "RCXL_AGENT_MEMORY=file:/srv/pool:64G" >> "$ROOT/etc/default/rcxl-agent"
 DESTDIR=$ROOT cmake --install "$BUILD" --prefix /usr >/dev/null
