@@ -281,7 +281,7 @@ Instant CxlSsdDevice::fill_page(Page page, Instant start) {
   if (f & PageTable::kTrimmed) {
     ++counters_.zero_fills;
   } else {
-    in = std::max(flash_.read_page(page, start), frame);
+    in = std::max(flash_.read_page(page, start, now()), frame);
     ++counters_.fills;
   }
   f |= PageTable::kResident;
@@ -306,7 +306,7 @@ Instant CxlSsdDevice::fill_contents(Page page, Instant start) {
   // The contents land in the frame the write hint took, not before it is free
   // (its victim's write-back may still be waiting for the program rate).
   const Instant frame(table_.ready_at(page));
-  const Instant in = std::max(zeros ? start : flash_.read_page(page, start), frame);
+  const Instant in = std::max(zeros ? start : flash_.read_page(page, start, now()), frame);
   ++(zeros ? counters_.zero_fills : counters_.fills);
   f &= static_cast<PageTable::Flags>(~PageTable::kNoContents);  // not dirty: the mark only
   table_.set_ready_at(page, in.count());
@@ -362,7 +362,7 @@ Instant CxlSsdDevice::write_back(Page page, Instant at) {
     flash_bytes_.drop(base, page_bytes());  // never-stored bytes stay zeros on flash
     f &= static_cast<PageTable::Flags>(~PageTable::kFlashBytes);
   }
-  const Instant out = flash_.program_page(page, at);
+  const Instant out = flash_.program_page(page, at, std::min(at, now()));
   // Flash has a copy now.
   f &= static_cast<PageTable::Flags>(
       ~(PageTable::kTrimmed | PageTable::kDirty | PageTable::kHasBytes));

@@ -31,16 +31,19 @@ FlashArray::FlashArray(const CxlSsdParams& p)
       program_unit_(p.flash_program),
       // channels and ways are 1..1024 each (device_profile.cc): the product fits.
       // NOLINTBEGIN(bugprone-implicit-widening-of-multiplication-result)
-      die_(p.channels * p.ways, Instant{0}),
+      // Each resource's shortest work: a read holds its die for tR and the
+      // data-out at least, a channel and the backend take one page at a time.
+      die_(p.channels * p.ways, BusyTimeline(read_ + transfer_)),
       program_(p.channels * p.ways, Instant{0}),
       // NOLINTEND(bugprone-implicit-widening-of-multiplication-result)
-      channel_(p.channels, Instant{0}) {}
+      channel_(p.channels, BusyTimeline(transfer_)),
+      backend_(backend_per_page_) {}
 
 void FlashArray::abort_all(Instant now) {
-  for (auto& d : die_) d = std::min(d, now);
+  for (auto& d : die_) d.abort_after(now);
   for (auto& d : program_) d = std::min(d, now);
-  for (auto& c : channel_) c = std::min(c, now);
-  backend_ = std::min(backend_, now);
+  for (auto& c : channel_) c.abort_after(now);
+  backend_.abort_after(now);
 }
 
 }  // namespace rcxl::device
