@@ -2,11 +2,27 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 
 namespace rcxl::device {
 
 namespace {
+
 constexpr int kPullForwardSpans = 256;
+
+// Page numbers are 32-bit (PageTable::Page): profiles are refused past that
+// (device_profile.cc); parameters built in code stop loudly instead of
+// aliasing pages.
+std::uint64_t checked_page_count(const CxlSsdParams& params) {
+  const std::uint64_t pages = (params.capacity_bytes + params.page_bytes - 1) / params.page_bytes;
+  if (pages >= (std::uint64_t{1} << 32)) {
+    std::fputs("rcxl: a CXL-SSD device holds fewer than 2^32 pages\n", stderr);
+    std::abort();
+  }
+  return pages;
+}
+
 }  // namespace
 
 CxlSsdDevice::CxlSsdDevice(sim::EventLoop& loop, const CxlSsdParams& params)
@@ -14,7 +30,7 @@ CxlSsdDevice::CxlSsdDevice(sim::EventLoop& loop, const CxlSsdParams& params)
       params_(params),
       capacity_pages_(params.dram_cache_bytes / params.page_bytes),
       // A last partial page is a page too: check() takes offsets up to the capacity.
-      table_((params.capacity_bytes + params.page_bytes - 1) / params.page_bytes),
+      table_(checked_page_count(params)),
       flash_(params),
       write_slots_(std::max<std::uint32_t>(1, params.write_allocate_depth), Instant{0}),
       read_slots_(std::max<std::uint32_t>(1, params.read_miss_depth), Instant{0}),
@@ -800,6 +816,7 @@ std::uint64_t CxlSsdDevice::frames_without_contents() const {
 }
 
 PageState CxlSsdDevice::page_state(std::uint64_t offset) const {
+  if (offset >= size()) return {};  // no page of this device
   const auto p = static_cast<Page>(offset / page_bytes());
   const PageTable::Flags f = table_.flags(p);
   PageState s;

@@ -140,6 +140,7 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   std::uint64_t resident_pages() const { return resident_pages_; }
   // Frames a write hint gave whose contents never came (a walk: tests).
   std::uint64_t frames_without_contents() const;
+  // Past the device's end: no page (all false).
   PageState page_state(std::uint64_t offset) const;
   // The flash timelines (P4 derivation, tests).
   const FlashArray& flash() const { return flash_; }

@@ -102,6 +102,21 @@ TEST(CxlSsdDevice, R8_AFillOnAnIdleDieDoesNotWaitBehindWorkBookedAhead) {
   EXPECT_EQ(w.access_ready(15 * kPage, kPage, false, Instant{0}), one);
 }
 
+// Out of range: page_state past the end read past the page table, and a
+// device of 2^32 pages or more aliased page numbers (32-bit) without a word
+// (session-33 device review; profiles were already refused).
+TEST(CxlSsdDevice, R8_APageStatePastTheEndIsNoPageAndTooManyPagesStopLoudly) {
+  sim::EventLoop loop;
+  CxlSsdDevice d(loop, small_params());
+  ASSERT_TRUE(d.write(d.size() - kPage, bytes_of("last")).ok());
+  EXPECT_TRUE(d.page_state(d.size() - 1).resident);
+  const PageState past = d.page_state(d.size());
+  EXPECT_FALSE(past.resident || past.dirty || past.trimmed || past.poisoned || past.no_contents);
+  auto huge = small_params();
+  huge.capacity_bytes = (std::uint64_t{1} << 32) * kPage;
+  EXPECT_DEATH(CxlSsdDevice(loop, huge), "fewer than 2\\^32 pages");
+}
+
 TEST(CxlSsdDevice, EvictsTheLeastRecentlyUsedPage) {
   sim::EventLoop loop;
   CxlSsdDevice d(loop, small_params());  // 4 frames
