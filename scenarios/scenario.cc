@@ -88,6 +88,11 @@ class Reader {
     if (!j_[key].is_number() || j_[key].get<double>() < 0 || j_[key].get<double>() > 86400) {
       return fail(std::string("/") + key, "expected seconds in 0..86400");
     }
+    if (!runtime::whole_nanoseconds(j_[key].get<double>())) {
+      return fail(std::string("/") + key,
+                  "expected whole nanoseconds (a multiple of 1e-9 s), not " + j_[key].dump() +
+                      "; the simulator keeps time in ns");
+    }
     out = runtime::from_seconds(j_[key].get<double>());
     return {};
   }
@@ -248,6 +253,10 @@ Status parse_fault_time(const Reader& r, const Json& j, Fault& out) {
     if (!after.is_number() || !(after.get<double>() >= 0) || after.get<double>() > 60e3) {
       return r.fail("/after_ms", "expected milliseconds in 0..60000");
     }
+    if (!runtime::whole_nanoseconds(after.get<double>() / 1000)) {
+      return r.fail("/after_ms",
+                    "expected whole nanoseconds (a multiple of 0.000001 ms), not " + after.dump());
+    }
     out.after = runtime::from_seconds(after.get<double>() / 1000);
   }
   return {};
@@ -284,6 +293,10 @@ Status parse_fault(const Json& j, const std::string& origin, const std::string& 
     const Json& extra = j["extra_ms"];
     if (!extra.is_number() || !(extra.get<double>() > 0) || extra.get<double>() > 86400e3) {
       return r.fail("/extra_ms", "expected milliseconds > 0 (at most 86400000)");
+    }
+    if (!runtime::whole_nanoseconds(extra.get<double>() / 1000)) {
+      return r.fail("/extra_ms",
+                    "expected whole nanoseconds (a multiple of 0.000001 ms), not " + extra.dump());
     }
     out.extra = runtime::from_seconds(extra.get<double>() / 1000);
     // Under the clock's 1 ns tick it would be no delay at all, as for_s is no duration.

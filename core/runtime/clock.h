@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 
 namespace rcxl::runtime {
@@ -31,6 +32,12 @@ inline double to_millis(Duration d) {
 // and a fault "at_s": 1.001 ran before an event at exactly that time.
 inline Duration from_seconds(double s) {
   return std::chrono::round<Duration>(std::chrono::duration<double>(s));
+}
+// Whether `s` seconds is a whole number of ticks (within double rounding):
+// a finer time would run as its rounding, two sweep values as one point.
+inline bool whole_nanoseconds(double s) {
+  const double ns = s * 1e9;
+  return std::fabs(ns - std::round(ns)) <= 1e-6 + 1e-15 * std::fabs(ns);
 }
 
 }  // namespace rcxl::runtime

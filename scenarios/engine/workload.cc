@@ -136,6 +136,12 @@ Result<WorkloadParams> workload_from_json(const nlohmann::json& j) {
       return Error(ErrorCode::kBadRequest,
                    std::string("/workload/") + key + ": expected seconds in 0..3600");
     }
+    if (!runtime::whole_nanoseconds(j[key].get<double>())) {
+      return Error(ErrorCode::kBadRequest, std::string("/workload/") + key +
+                                               ": expected whole nanoseconds (a multiple of "
+                                               "1e-9 s), not " +
+                                               j[key].dump() + "; the simulator keeps time in ns");
+    }
     out = runtime::from_seconds(j[key].get<double>());
     return {};
   };
