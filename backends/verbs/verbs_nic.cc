@@ -652,9 +652,14 @@ Status NicCore::deregister(const runtime::Registration& registration) {
   {
     std::lock_guard lock(mr_mu_);
     auto it = remote_mrs_.find(registration.rkey);
-    if (it == remote_mrs_.end()) {
-      return Error(ErrorCode::kNotFound,
-                   "no registration with rkey " + std::to_string(registration.rkey));
+    // rkeys are reused (an index and an 8-bit key): one whose address or
+    // length differ is a later registration's, and this one is gone.
+    if (it == remote_mrs_.end() ||
+        reinterpret_cast<std::uint64_t>(it->second->addr) != registration.addr ||
+        it->second->length != registration.length) {
+      return Error(ErrorCode::kNotFound, "no registration with rkey " +
+                                             std::to_string(registration.rkey) +
+                                             " at that address and length");
     }
     mr = it->second;
     remote_mrs_.erase(it);  // taken: a concurrent deregister cannot free it twice

@@ -196,6 +196,13 @@ TEST_F(VerbsNicTest, R6_3_ReadAfterDeregistrationFailsWithRemoteAccess) {
   std::vector<std::byte> buffer(4096);
   ASSERT_TRUE(post(*qp, {op(RdmaOp::Kind::kRead, buffer, *gone)})[0].ok());
 
+  // An rkey alone names no registration: a stale one whose rkey came back
+  // (an index and an 8-bit key) dropped the later one (session-33 review).
+  for (auto stale : {runtime::Registration{gone->addr + 4096, gone->rkey, gone->length},
+                     runtime::Registration{gone->addr, gone->rkey, gone->length - 4096}}) {
+    EXPECT_EQ(memory_nic_->deregister(stale).code(), ErrorCode::kNotFound);
+  }
+  ASSERT_TRUE(post(*qp, {op(RdmaOp::Kind::kRead, buffer, *gone)})[0].ok());  // still there
   ASSERT_TRUE(memory_nic_->deregister(*gone).ok());
   EXPECT_EQ(memory_nic_->deregister(*gone).code(), ErrorCode::kNotFound);
   auto statuses = post(*qp, {op(RdmaOp::Kind::kRead, buffer, *gone)});
