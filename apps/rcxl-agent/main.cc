@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "apps/cli_checks.h"
+#include "apps/crash_guard.h"
 #include "apps/listen_address.h"
 #include "apps/rcxl-agent/agent_flag_checks.h"
 #include "apps/rcxl-agent/none_nic.h"
@@ -356,7 +357,7 @@ Result<Setup> setup_from_flags(const Flags& f) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   CLI::App app{"rcxl-agent: the memory-node agent (owns node memory, maps regions, takes hints)"};
   rcxl::apps::add_version_flag(app, "rcxl-agent", RCXL_VERSION);
   app.footer(
@@ -495,4 +496,8 @@ int main(int argc, char** argv) {
   std::cerr << agent->metrics_text() << std::flush;
   agent.reset();
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return rcxl::apps::run_guarded("rcxl-agent", 1, [&] { return run_main(argc, argv); });
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "apps/cli_checks.h"
+#include "apps/crash_guard.h"
 #include "apps/listen_address.h"
 #include "apps/secret_file.h"
 #include "backends/verbs/thread_runtime.h"
@@ -57,7 +58,7 @@ constexpr std::uint32_t kMinMaxFrameBytes = 4096;
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   CLI::App app{"rcxl-directory: key -> location registry of one application group"};
   rcxl::apps::add_version_flag(app, "rcxl-directory", RCXL_VERSION);
   app.footer(
@@ -192,4 +193,8 @@ int main(int argc, char** argv) {
   });
   stopped.get_future().wait();
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return rcxl::apps::run_guarded("rcxl-directory", 1, [&] { return run_main(argc, argv); });
 }

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "apps/cli_checks.h"
+#include "apps/crash_guard.h"
 #include "apps/rcxl-kv/bench.h"
 #include "apps/rcxl-kv/kv_client.h"
 #include "apps/rcxl-kv/value_file.h"
@@ -363,7 +364,7 @@ int run_load(rcxl::kv::KvClient& kv, const Flags& f) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   CLI::App app{
       "rcxl-kv: store and load KV chunks through rcxl (directory + agents over RDMA).\n"
       "Exit codes: 0 ok, 1 usage/setup error (or a store whose WRITE failed), 3 a key missed\n"
@@ -521,4 +522,8 @@ int main(int argc, char** argv) {
     }
   }
   return rc;
+}
+
+int main(int argc, char** argv) {
+  return rcxl::apps::run_guarded("rcxl-kv", 1, [&] { return run_main(argc, argv); });
 }

@@ -342,6 +342,21 @@ TEST(AgentProcess, R7_RdmaListenNeedsAVerbsNic) {
   EXPECT_TRUE(contains(any.err, "--nic verbs:x --rdma-listen 10.0.0.1:0: ")) << any.err;
 }
 
+// Out of descriptors (a low `ulimit -n`): the runtime's eventfd failed with an
+// exception nothing caught, and the agent aborted (134) without a word
+// (session-33 review). One line naming the limit, exit 1.
+TEST(AgentProcess, R7_TooFewDescriptorsIsOneLineAndExit1NotAnAbort) {
+  Child agent = Child::Start({"/bin/sh", "-c",
+                              "ulimit -n 4; exec \"$0\" --listen 127.0.0.1:0 --auth none "
+                              "--memory anon:1M",
+                              RCXL_AGENT_BINARY});
+  const int code = agent.wait_exit(std::chrono::seconds(5));
+  const std::string err = agent.read_all_err();
+  EXPECT_EQ(code, 1) << err;
+  EXPECT_TRUE(contains(err, "rcxl-agent: ")) << err;
+  EXPECT_TRUE(contains(err, "Too many open files")) << err;
+}
+
 TEST(AgentProcess, R7_VersionPrintsTheProjectsVersion) {
   Child agent = Child::Start({RCXL_AGENT_BINARY, "--version"});
   EXPECT_EQ(agent.wait_exit(std::chrono::seconds(5)), 0);
