@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -49,12 +50,21 @@ void run_parallel(std::size_t jobs, int threads, const std::function<void(std::s
   std::atomic<std::size_t> next{0};
   std::mutex done_mu;
   std::size_t finished = 0;
+  std::exception_ptr failure;  // the first run that threw; no job starts after it
   auto worker = [&] {
     for (std::size_t j = next++; j < jobs; j = next++) {
-      run(j);
-      std::lock_guard<std::mutex> lock(done_mu);
-      ++finished;
-      if (done) done(j, finished);
+      try {
+        run(j);
+        std::lock_guard<std::mutex> lock(done_mu);
+        ++finished;
+        if (done) done(j, finished);
+      } catch (...) {
+        // Escaping a thread it would abort the program without a word.
+        std::lock_guard<std::mutex> lock(done_mu);
+        if (!failure) failure = std::current_exception();
+        next = jobs;
+        return;
+      }
     }
   };
   std::vector<std::thread> pool;
@@ -62,6 +72,7 @@ void run_parallel(std::size_t jobs, int threads, const std::function<void(std::s
                                               std::max<std::size_t>(1, jobs));
   for (std::size_t t = 0; t < n; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace rcxl::scenarios

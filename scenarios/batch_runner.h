@@ -39,6 +39,8 @@ std::string mean_ms_text(const std::vector<double>& over, double mean);
 
 // Calls run(i) for every i in [0, jobs) on `threads` threads, jobs taken in
 // index order; then done(i, finished_so_far) under a lock (progress lines).
+// A run (or done) that throws stops the batch: no job starts after it, and
+// the first exception is rethrown here once the running ones finish.
 void run_parallel(std::size_t jobs, int threads, const std::function<void(std::size_t)>& run,
                   const std::function<void(std::size_t, std::size_t)>& done);
 

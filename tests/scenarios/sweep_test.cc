@@ -15,7 +15,9 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 
+#include "scenarios/batch_runner.h"
 #include "scenarios/embedded/embedded.h"
 #include "scenarios/out_dir.h"
 #include "tests/scratch_dir.h"
@@ -816,6 +818,26 @@ TEST(Sweep, R8_ABrokenProfileIsNamedByTheFileItCameFrom) {
                  "--param /device/channels=0: profiles/cxl_ssd_default.json (built in): "
                  "/device/channels: must lie in");
   std::filesystem::remove_all(dir);
+}
+
+// A run that throws in a worker thread aborted rcxl-sim without a word
+// (std::terminate; session-33 review): the batch stops taking jobs and the
+// exception reaches the caller, whose crash guard names it.
+TEST(Sweep, R8_ARunThatThrowsStopsTheBatchAndReachesTheCaller) {
+  std::atomic<int> ran{0};
+  EXPECT_THROW(run_parallel(
+                   100, 2,
+                   [&](std::size_t i) {
+                     ++ran;
+                     if (i == 3) throw std::runtime_error("run 3 broke");
+                   },
+                   nullptr),
+               std::runtime_error);
+  EXPECT_LT(ran.load(), 100);  // no job started after it (the other thread's one may finish)
+  int done = 0;
+  run_parallel(
+      5, 2, [](std::size_t) {}, [&](std::size_t, std::size_t) { ++done; });
+  EXPECT_EQ(done, 5);
 }
 }  // namespace
 }  // namespace rcxl::scenarios
