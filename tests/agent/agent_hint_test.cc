@@ -186,6 +186,8 @@ TEST(AgentHints, R3_3_ANameWithANulCharacterIsBadRequest) {
 }
 
 TEST(AgentHints, R3_3_PerConnectionHintLimit) {
+  // The default SPEC R3.3 names (no other test pins it; session-33 audit).
+  EXPECT_EQ(AgentConfig{}.max_hint_requests, 4096u);
   AgentRig rig;
   AgentConfig config = rig.config();
   config.max_hint_requests = 3;

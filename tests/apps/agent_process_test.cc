@@ -357,6 +357,14 @@ TEST(AgentProcess, R7_TooFewDescriptorsIsOneLineAndExit1NotAnAbort) {
   EXPECT_TRUE(contains(err, "Too many open files")) << err;
 }
 
+// SPEC R3.3's default, as the binary takes it (session-33 audit: nothing
+// pinned it).
+TEST(AgentProcess, R3_3_TheHintRequestLimitDefaultsTo4096) {
+  Child agent = Child::Start({RCXL_AGENT_BINARY, "--help"});
+  EXPECT_EQ(agent.wait_exit(std::chrono::seconds(5)), 0);
+  EXPECT_TRUE(contains(Child::read_all(agent.out), "--max-hint-requests UINT:POSITIVE=4096"));
+}
+
 TEST(AgentProcess, R7_VersionPrintsTheProjectsVersion) {
   Child agent = Child::Start({RCXL_AGENT_BINARY, "--version"});
   EXPECT_EQ(agent.wait_exit(std::chrono::seconds(5)), 0);

@@ -466,6 +466,35 @@ TEST(MalformedReply, R6_5_AFirstMapAnsweredBootChangedStillStores) {
   EXPECT_EQ(text_of(rig.load(h, {"k"})->values.at(0)), "v");
 }
 
+// R5.1: a region's own maps carry `fresh` until the first reply, never after.
+// The agent ignores a later one (R5.2), so its extension's log cannot tell;
+// a client that sent fresh on every map passed the counter-based test
+// (session-33 audit). The wire can tell.
+TEST(MalformedReply, R5_1_AMapAfterTheFirstReplyCarriesNoFreshOnTheWire) {
+  ScriptedRig scripted;
+  auto& [rig, agent, config, h] = scripted;
+  ASSERT_TRUE(rig.store(h, {item("k", "v")}).ok());
+  // After a reconnect the client maps its regions again.
+  rig.world.network().drop_connections("scripted");
+  rig.world.run_for(10ms);
+  std::optional<Result<AgentHello>> hello;
+  h.strand().post([&] {
+    h.regions().hello(ScriptedAgent::address().ToString(), [&](auto r) { hello = std::move(r); });
+  });
+  ASSERT_TRUE(rig.wait(hello).ok());
+  rig.world.run_for(10ms);
+  std::vector<Json> maps;
+  for (const Json& m : agent.requests()) {
+    if (m.value("op", "") == "map") maps.push_back(m);
+  }
+  ASSERT_GE(maps.size(), 2u);  // the first, and the one after the reconnect
+  EXPECT_EQ(maps.front().value("fresh", false), true) << maps.front().dump();
+  for (std::size_t i = 1; i < maps.size(); ++i) {
+    EXPECT_FALSE(maps[i].value("fresh", false)) << maps[i].dump();
+    EXPECT_EQ(maps[i].value("region", 0), maps.front().value("region", 0)) << maps[i].dump();
+  }
+}
+
 // An alloc whose reply comes after the call timed out made a region nobody
 // holds: its handle is only in that reply. While the connection stays open
 // (the agent answered something else meanwhile) the client frees it.
