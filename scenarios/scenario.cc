@@ -568,7 +568,7 @@ Status parse_expect(const Json& j, const std::string& origin, const Topology& to
       return r.fail("/min_reuse_hits",
                     std::to_string(hits) + " can never be met: the workload has " +
                         std::to_string(most) +
-                        " reuse turns (turns 2.. of each conversation); pick 0.." +
+                        " reuse turns (turns 2.. of each conversation); pick 1.." +
                         std::to_string(most) + " or raise conversations or turns");
     }
     out.min_reuse_hits = hits;
@@ -633,6 +633,12 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& origin) {
   if (auto s = r.unsigned_int("seed", sc.seed, 0, UINT64_MAX); !s.ok()) return s;
   if (auto s = r.string("profile", sc.profile); !s.ok()) return s;
   if (auto s = r.unsigned_int("pool_bytes", sc.pool_bytes, 1 << 20, 1ull << 46); !s.ok()) return s;
+  // Its own range in the message: seconds() would offer 0, which is refused.
+  if (j.contains("time_limit_s") && j["time_limit_s"].is_number() &&
+      !(j["time_limit_s"].get<double>() > 0)) {
+    return r.fail("/time_limit_s",
+                  "expected seconds > 0, at most 86400 (a run needs some virtual time)");
+  }
   if (auto s = r.seconds("time_limit_s", sc.time_limit); !s.ok()) return s;
   if (j.contains("time_limit_s") && sc.time_limit.count() <= 0) {
     return r.fail("/time_limit_s", "expected seconds > 0 (a run needs some virtual time)");

@@ -34,6 +34,29 @@ const std::map<std::string, std::function<Status(const Json&)>>& config_checks()
                         "file system, which has no files, so the agent could not start; drop it "
                         "(faults of kind reset and unknown_generation need the extension cxl_ssd)");
          }
+         // The simulated node has / and the agent's state directory, no
+         // other: a log elsewhere failed the run at its start (exit 1), not
+         // here (session-33 review).
+         if (parsed->log) {
+           // A relative path is the node's working directory's, /.
+           const std::filesystem::path log =
+               std::filesystem::path((parsed->log->starts_with('/') ? "" : "/") + *parsed->log)
+                   .lexically_normal();
+           const std::filesystem::path state_dir =
+               std::filesystem::path(kAgentStateFile).parent_path();
+           if (!log.has_filename()) {
+             return Error(ErrorCode::kBadRequest,
+                          "recording's log '" + *parsed->log +
+                              "' names a directory; give a file (e.g. /recording.log)");
+           }
+           if (log.parent_path() != "/" && log.parent_path() != state_dir) {
+             return Error(ErrorCode::kBadRequest,
+                          "recording's log '" + *parsed->log + "' is in " +
+                              log.parent_path().string() +
+                              ", which the simulated memory node does not have; log in / or " +
+                              state_dir.string() + " (e.g. /recording.log)");
+           }
+         }
          // The agent's region table: the log's lines would make it unreadable
          // and every agent_restart fail.
          if (parsed->log && std::filesystem::path(*parsed->log).lexically_normal() ==

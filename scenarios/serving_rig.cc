@@ -629,6 +629,9 @@ class Deployment {
   }
 
   Status start_agent(MemoryNode& m) {
+    // As the package installs it (packaging/): the table's directory exists
+    // (before the extension, which may log there).
+    m.node->files().make_directory(std::filesystem::path(kAgentStateFile).parent_path().string());
     const auto registry = scenario_extension_registry();
     ext::ExtensionContext ctx{m.node, m.device.get()};
     Json config = sc_.extension_config;
@@ -651,8 +654,6 @@ class Deployment {
     ac.sweep_interval = sc_.agent.sweep_interval;
     ac.max_hint_requests = sc_.agent.max_hint_requests;
     ac.state_file = kAgentStateFile;
-    // As the package installs it (packaging/): the table's directory exists.
-    m.node->files().make_directory(std::filesystem::path(kAgentStateFile).parent_path().string());
     // Every change, however short-lived (a sampler would miss one, and its
     // timer filled the trace of a long idle run: session 31 review).
     ac.on_boot_change = [this, node = m.node->name(),

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/runtime/printable.h"
 #include "scenarios/configurations.h"
 #include "scenarios/embedded/embedded.h"
 #include "scenarios/out_dir.h"
@@ -72,8 +73,10 @@ std::string known_names() {
 }
 
 // `option` is the command-line option that named the parameter (--param, --set).
+// The user's text is escaped: a control byte in a value reached the terminal.
 Status bad_param(const std::string& option, const std::string& name, const std::string& why) {
-  return Error(ErrorCode::kBadRequest, option + " " + name + ": " + why);
+  return Error(ErrorCode::kBadRequest,
+               option + " " + runtime::printable(name, 200) + ": " + runtime::printable(why, 2000));
 }
 
 // "4G" -> 4 * 2^30; "0.5" -> 0.5; "true" -> true.

@@ -418,6 +418,18 @@ INSTANTIATE_TEST_SUITE_P(
                    {"config", {{"log", "/var/lib/rcxl-agent/./regions.json"}}}}}},
                 "/extension/config/log",
                 "is the agent's region table"},
+        // The simulated node has / and /var/lib/rcxl-agent: a log elsewhere
+        // failed the run at its start (exit 1), not here (session-33 review).
+        Refusal{"recording_log_in_a_directory_the_node_lacks",
+                {{"extension", {{"name", "recording"}, {"config", {{"log", "/nodir/rec.log"}}}}}},
+                "/extension/config/log",
+                "is in /nodir, which the simulated memory node does not have; log in / or "
+                "/var/lib/rcxl-agent"},
+        Refusal{
+            "recording_log_a_directory",
+            {{"extension", {{"name", "recording"}, {"config", {{"log", "/var/lib/rcxl-agent/"}}}}}},
+            "/extension/config/log",
+            "names a directory"},
         Refusal{"hints_on_arrival_without_read_hints",
                 {{"client", {{"read_hint_on_arrival", true}}}},
                 "/client/read_hint_on_arrival",
@@ -536,6 +548,16 @@ INSTANTIATE_TEST_SUITE_P(
                 "/expect/counters/by_node.dir.kv.short_loads",
                 "write by_node.<node>.<counter>"},
         Refusal{"no_time_to_run", {{"time_limit_s", 0}}, "/time_limit_s", "seconds > 0"},
+        // Each message's range holds only what it takes (session-33 review).
+        Refusal{"time_limit_negative",
+                {{"time_limit_s", -5}},
+                "/time_limit_s",
+                "expected seconds > 0, at most 86400"},
+        Refusal{"min_reuse_hits_past_the_turns",
+                {{"workload", {{"conversations", 2}, {"turns", 2}}},
+                 {"expect", {{"min_reuse_hits", 3}}}},
+                "/expect/min_reuse_hits",
+                "pick 1..2 or raise"},
         Refusal{"unknown_extension",
                 {{"extension", {{"name", "cxl_sd"}}}},
                 "/extension/name",

@@ -9,9 +9,10 @@
 namespace rcxl::scenarios {
 namespace {
 
-// What /bin/sh makes of `word` as one argument.
+// What bash makes of `word` as one argument (a word is one line: the here
+// document passes it to bash as typed).
 std::string through_shell(const std::string& word) {
-  const std::string command = "printf '%s' " + word;
+  const std::string command = "bash <<'WORD'\nprintf '%s' " + word + "\nWORD\n";
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return "(popen failed)";
   std::string out;
@@ -29,9 +30,12 @@ TEST(ShellWord, R8_PlainWordsStayAsTheyAre) {
 TEST(ShellWord, R8_AnyTextComesBackWholeThroughTheShell) {
   for (const std::string text :
        {"/tmp/repro 7;x/a b.json", "it's", "$(rm -rf x)", "a\"b", "tab\there", "new\nline", "", "*",
-        "~user", "a'b'c", "back\\slash"}) {
+        "~user", "a'b'c", "back\\slash", "esc\x1b[31m", "new\nand 'quote' \\"}) {
     const std::string word = shell_word(text);
     EXPECT_NE(word, text) << "needs quoting: " << text;
+    // One line, and no raw control byte for the terminal (session-33 review:
+    // a newline in a path split the reproduce line).
+    EXPECT_EQ(word.find_first_of("\n\t\x1b"), std::string::npos) << word;
     EXPECT_EQ(through_shell(word), text) << word;
   }
 }
