@@ -81,6 +81,9 @@ Status PosixFileSystem::append_file(const std::string& path, std::string_view da
     return not_regular();
   }
   const int error = write_all(fd, data);
+  // All or nothing: part of a line left by a full disk would join the next
+  // line into one no reader can parse (one writer per file, the extension's log).
+  if (error != 0) (void)!::ftruncate(fd, st.st_size);
   ::close(fd);
   if (error != 0) return io_error("cannot append to", path, error);
   return {};

@@ -108,6 +108,7 @@ Result<RecordingConfig> RecordingConfig::FromJson(const Json& config) {
 
 RecordingExtension::RecordingExtension(runtime::Runtime& runtime, RecordingConfig config)
     : runtime_(runtime),
+      log_(runtime.log_sink(), "recording"),
       config_(std::move(config)),
       timer_strand_(runtime.make_strand("recording-ext")) {}
 
@@ -116,7 +117,15 @@ RecordingExtension::~RecordingExtension() = default;
 void RecordingExtension::record(const nlohmann::ordered_json& line) {
   if (!config_.log) return;
   // One line per call, appended and flushed at once (the port's contract).
-  (void)runtime_.file_system().append_file(*config_.log, line.dump() + "\n");
+  const Status st = runtime_.file_system().append_file(*config_.log, line.dump() + "\n");
+  if (!st.ok()) {
+    if (!log_failing_.exchange(true)) {
+      log_.warn("its log lost a line, and loses every line until it can append again: ",
+                st.message());
+    }
+  } else if (log_failing_.exchange(false)) {
+    log_.warn("its log ", *config_.log, " takes lines again (the ones in between are lost)");
+  }
 }
 
 Status RecordingExtension::validate_access(const RegionInfo& region) {

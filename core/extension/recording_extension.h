@@ -2,6 +2,7 @@
 // JSON line and answers as its config says. For tests and operators' smoke tests.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/extension/region_extension.h"
+#include "core/runtime/logger.h"
 
 namespace rcxl::ext {
 
@@ -55,7 +57,11 @@ class RecordingExtension final : public RegionExtension {
   void record(const nlohmann::ordered_json& line);
 
   runtime::Runtime& runtime_;
+  runtime::Logger log_;
   RecordingConfig config_;
+  // A log it cannot append to (disk full, directory gone) loses lines: said
+  // once per streak, and again when it recovers.
+  std::atomic<bool> log_failing_{false};
   std::unique_ptr<runtime::Strand> timer_strand_;  // write_wait_delay_ms, never blocking
   std::mutex mu_;
   std::set<std::string> failed_read_hints_;                // of fail_first_read_hint_of, under mu_

@@ -99,6 +99,33 @@ TEST(RecordingExtension, R2_5_ALogInADirectoryThatDoesNotExistIsRefusedInTheSimT
   EXPECT_TRUE(sim.node.files().write_file("a/../rel2", "x").ok());
 }
 
+// R2.5 writes one line per hook call: a log that stops taking lines (disk
+// full, its directory gone) lost every line without a word (session-33
+// review). Said once per streak, and when it recovers.
+TEST(RecordingExtension, R2_5_ALogThatStopsTakingLinesIsSaidOncePerStreak) {
+  Sim sim;
+  auto made = RecordingExtension::Factory()(sim.context, {{"log", "/log"}});
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  RegionExtension& ext = **made;
+  sim.node.files().set_unwritable("/log", true);
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 3; ++i) (void)ext.mapped({7, 0, 4096}, false);
+  sim.node.files().set_unwritable("/log", false);
+  (void)ext.mapped({8, 0, 4096}, false);
+  const std::string err = testing::internal::GetCapturedStderr();
+  const auto count = [&](const std::string& part) {
+    std::size_t n = 0;
+    for (auto at = err.find(part); at != std::string::npos; at = err.find(part, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("its log lost a line"), 1u) << err;
+  EXPECT_EQ(count("takes lines again"), 1u) << err;
+  auto log = sim.node.files().read_file("/log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(log->find("\"region\":7"), std::string::npos) << *log;
+  EXPECT_NE(log->find("\"region\":8"), std::string::npos) << *log;
+}
+
 TEST(RecordingExtension, R2_5_GenerationFileIsTrimmedAndMissingMeansCannotTell) {
   Sim sim;
   auto r = RecordingConfig::FromJson({{"generation_file", "/gen"}});

@@ -3,9 +3,11 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -141,6 +143,27 @@ TEST(ThreadRuntime, R7_AWrittenFileIsReadableByItsOwnerOnly) {
   const auto perms = std::filesystem::status(path).permissions();
   EXPECT_EQ(perms & (std::filesystem::perms::group_all | std::filesystem::perms::others_all),
             std::filesystem::perms::none);
+}
+
+// An append that the disk cut short (here the file-size limit, as a full disk
+// would) left part of a line, which the next line joined (session-33
+// review): it is taken back, and the next append starts a clean line.
+TEST(ThreadRuntime, R2_5_AnAppendCutShortLeavesNothingOfItself) {
+  TempDir dir;
+  const std::string path = dir.file("log");
+  ThreadRuntime rt;
+  ASSERT_TRUE(rt.file_system().append_file(path, "line 1\n").ok());
+  // In a child: the limit would hold for the whole test program.
+  auto cut_short = [&] {
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{10, 10};  // 3 bytes of the next line fit
+    setrlimit(RLIMIT_FSIZE, &limit);
+    const bool failed = !rt.file_system().append_file(path, "line 2 is long\n").ok();
+    std::_Exit(failed && rt.file_system().read_file(path).value() == "line 1\n" ? 0 : 1);
+  };
+  EXPECT_EXIT(cut_short(), ::testing::ExitedWithCode(0), "");
+  ASSERT_TRUE(rt.file_system().append_file(path, "line 3\n").ok());
+  EXPECT_EQ(rt.file_system().read_file(path).value(), "line 1\nline 3\n");
 }
 
 TEST(ThreadRuntime, AppendCreatesTheFile) {
