@@ -52,9 +52,16 @@ double tick_step(double span) {
   return 10 * mag;
 }
 
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", std::abs(v) < 1e-12 ? 0.0 : v);
+// A tick's label: 6 significant digits, or as many as ticks `step` apart
+// need to differ (64 GiB and 64 GiB + 4 KiB both read "6.87195e+10").
+std::string fmt(double v, double step = 0) {
+  if (std::abs(v) < 1e-12) v = 0;
+  int digits = 6;
+  if (step > 0 && v != 0) {
+    digits = std::clamp(static_cast<int>(std::ceil(std::log10(std::abs(v) / step))) + 1, 6, 17);
+  }
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
   return buf;
 }
 
@@ -90,7 +97,7 @@ std::vector<std::pair<double, std::string>> axis_ticks(double lo, double hi, boo
     for (int i = 0; i < kMaxTicks; ++i) {
       const double t = first + i * step;
       if (t > hi + step * 1e-6 || (!out.empty() && t <= out.back().first)) break;
-      out.emplace_back(t, fmt(t));
+      out.emplace_back(t, fmt(t, step));
     }
     return out;
   }
@@ -110,6 +117,15 @@ std::vector<std::pair<double, std::string>> axis_ticks(double lo, double hi, boo
       if (t >= lo - 1e-9 && t <= hi + 1e-9 && out.size() < static_cast<std::size_t>(kMaxTicks)) {
         out.emplace_back(t, fmt(value));
       }
+    }
+  }
+  // Within one 1-2-5 step (loads of 110..190 ms) no tick fell inside: the
+  // values' own linear ticks, placed on the log axis.
+  if (out.size() < 2 && hi - lo < 1) {
+    out.clear();
+    const double from = std::pow(10, lo), to = std::pow(10, hi);
+    for (const auto& [value, label] : axis_ticks(from, to, false)) {
+      if (value > 0) out.emplace_back(std::clamp(std::log10(value), lo, hi), label);
     }
   }
   return out;

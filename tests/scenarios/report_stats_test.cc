@@ -224,6 +224,20 @@ TEST(ReportStats, R8_AxisTicksAreBoundedForAnyRange) {
   EXPECT_LE(decades.size(), static_cast<std::size_t>(kMaxTicks));
   EXPECT_TRUE(axis_ticks(nan, 1, false).empty());
   EXPECT_TRUE(axis_ticks(1, 0, false).empty());
+  // A log axis inside one 1-2-5 step had no tick (loads of 110..190 ms), and
+  // ticks closer than 6 digits shared one label (session-33 review).
+  const auto loads = axis_ticks(std::log10(110), std::log10(190), true);
+  EXPECT_GE(loads.size(), 2u);
+  for (const auto& [t, label] : loads) {
+    EXPECT_GE(t, std::log10(110) - 1e-9);
+    EXPECT_LE(t, std::log10(190) + 1e-9);
+    EXPECT_DOUBLE_EQ(std::pow(10, t), std::stod(label)) << label;
+  }
+  const auto close = axis_ticks(68719476736.0, 68719480832.0, false);
+  ASSERT_GE(close.size(), 2u);
+  for (std::size_t i = 1; i < close.size(); ++i) {
+    EXPECT_NE(close[i].second, close[i - 1].second) << close[i].second;
+  }
 }
 
 // SPEC R8: a chart of one huge, tiny, negative or non-finite value finishes
