@@ -346,10 +346,13 @@ TEST(AgentProcess, R7_RdmaListenNeedsAVerbsNic) {
 // exception nothing caught, and the agent aborted (134) without a word
 // (session-33 review). One line naming the limit, exit 1.
 TEST(AgentProcess, R7_TooFewDescriptorsIsOneLineAndExit1NotAnAbort) {
-  Child agent = Child::Start({"/bin/sh", "-c",
-                              "ulimit -n 4; exec \"$0\" --listen 127.0.0.1:0 --auth none "
-                              "--memory anon:1M",
-                              RCXL_AGENT_BINARY});
+  // Descriptors the test runner left open are closed first: with only 0-2
+  // open, the loader has fd 3 and the runtime's second descriptor fails.
+  Child agent = Child::Start(
+      {"/bin/bash", "-c",  // bash: dash's exec closes only descriptors 0-9
+       "for f in /proc/$$/fd/*; do n=${f##*/}; [ \"$n\" -gt 2 ] && eval \"exec $n>&-\"; done; "
+       "ulimit -n 4; exec \"$0\" --listen 127.0.0.1:0 --auth none --memory anon:1M",
+       RCXL_AGENT_BINARY});
   const int code = agent.wait_exit(std::chrono::seconds(5));
   const std::string err = agent.read_all_err();
   EXPECT_EQ(code, 1) << err;
