@@ -1,9 +1,10 @@
-// One flash resource's (a die, a channel, the controller backend) booked busy
-// intervals, disjoint and in time order. A booking takes the first gap at or
-// after the time asked that is long enough, so work that can start sooner
-// does not wait behind work booked ahead of it (a chained miss's fill is
-// booked when its slot frees; a busy-until time served bookings in call
-// order and left such gaps idle).
+// One flash resource's (a die, a channel, the controller backend) booked
+// work: busy until `last_end`, except for the gaps it lists. A booking takes
+// the first gap at or after the time asked that is long enough, so work that
+// can start sooner does not wait behind work booked ahead of it (a chained
+// miss's fill is booked when its slot frees; a busy-until time served
+// bookings in call order and left such gaps idle). Without gaps (the common
+// case: work booked in time order) it costs what a busy-until time does.
 #pragma once
 
 #include <algorithm>
@@ -20,42 +21,39 @@ class BusyTimeline {
   using Duration = runtime::Duration;
 
   // `least_work`: the shortest booking this resource takes; a gap shorter
-  // than it can hold nothing, so it is joined to its neighbour (fewer
-  // intervals to look through, same answers).
+  // than it can hold nothing, so it is not kept (same answers, less to scan).
   explicit BusyTimeline(Duration least_work = Duration{1}) : least_work_(least_work) {}
 
   // The earliest start >= `t` of a free span `d` long.
   Instant first_fit(Instant t, Duration d) const {
-    if (t >= last_end_) return t;  // the common case: nothing booked after t
-    // A few intervals at most (ended ones are dropped as work is booked): a
-    // scan from the oldest, skipping those that end by t.
-    Instant start = t;
-    for (std::size_t i = begin_; i != end_; ++i) {
-      const Interval& busy = busy_[i];
-      if (busy.end <= start) continue;
-      if (start + d <= busy.start) return start;
-      start = busy.end;
+    if (t >= last_end_) return t;
+    for (std::size_t i = 0; i != gaps_; ++i) {
+      const Instant start = std::max(t, gap_[i].start);
+      if (start + d <= gap_[i].end) return start;
     }
-    return start;
+    return last_end_;
   }
 
-  // Books [start, start + d); it must be free (first_fit's answer). Work that
-  // ended by `now` is forgotten: nothing is asked for before now.
+  // Books [start, start + d); it must be free (first_fit's answer). Gaps
+  // that ended by `now` are forgotten: nothing is asked for before now.
   void book(Instant start, Duration d, Instant now) {
     if (d <= Duration::zero()) return;
-    drop_ended(now);
+    if (gaps_ != 0 && gap_[0].end <= now) drop_ended(now);
     const Instant end = start + d;
     if (start >= last_end_) {
+      if (start - last_end_ >= least_work_) add_gap({last_end_, start});
       last_end_ = end;
-      if (begin_ != end_ && start - busy_[end_ - 1].end < least_work_) {
-        busy_[end_ - 1].end = end;  // back to back: one interval
-        return;
-      }
-      make_room(now);
-      busy_[end_++] = {start, end};
       return;
     }
-    book_in_a_gap(start, end, now);
+    // Inside a gap: what is left of it on either side stays free.
+    for (std::size_t i = 0; i != gaps_; ++i) {
+      if (gap_[i].start > start || end > gap_[i].end) continue;
+      const Gap before{gap_[i].start, start}, after{end, gap_[i].end};
+      remove_gap(i);
+      if (after.end - after.start >= least_work_) insert_gap(i, after);
+      if (before.end - before.start >= least_work_) insert_gap(i, before);
+      return;
+    }
   }
 
   // The end of the last booking: after it the resource is free for good.
@@ -63,75 +61,50 @@ class BusyTimeline {
 
   // A reset aborts queued work: nothing stays booked past `now`.
   void abort_after(Instant now) {
-    while (begin_ != end_ && busy_[end_ - 1].start >= now) --end_;
-    if (begin_ != end_) busy_[end_ - 1].end = std::min(busy_[end_ - 1].end, now);
+    while (gaps_ != 0 && gap_[gaps_ - 1].start >= now) --gaps_;
+    if (gaps_ != 0) gap_[gaps_ - 1].end = std::min(gap_[gaps_ - 1].end, now);
     last_end_ = std::min(last_end_, now);
   }
 
  private:
-  struct Interval {
+  struct Gap {
     Instant start;
     Instant end;
   };
-  // Intervals kept per resource: a few fills' worth of look-ahead is all a
-  // device books; more would only cost time.
-  static constexpr std::size_t kMaxIntervals = 16;
+  // Gaps kept per resource: as many as the longest chain of misses a device
+  // books ahead (read_miss_depth, 8 in the profile); past it the oldest gap
+  // is given up (taken as busy), as a busy-until time gives up every gap.
+  static constexpr std::size_t kMaxGaps = 8;
 
-  void book_in_a_gap(Instant start, Instant end, Instant now) {
-    if (end_ == kMaxIntervals) drop_ended(now);
-    std::size_t at = begin_;
-    while (at != end_ && busy_[at].start < start) ++at;
-    bool joins_before = at != begin_ && start - busy_[at - 1].end < least_work_;
-    bool joins_after = at != end_ && busy_[at].start - end < least_work_;
-    if (!joins_before && !joins_after && end_ - begin_ == kMaxIntervals) {
-      // At the bound: the gap beside it is given up (taken as busy).
-      (at != begin_ ? joins_before : joins_after) = true;
-    }
-    if (joins_before && joins_after) {
-      busy_[at - 1].end = busy_[at].end;
-      std::copy(busy_.data() + at + 1, busy_.data() + end_, busy_.data() + at);
-      --end_;
-    } else if (joins_before) {
-      busy_[at - 1].end = end;
-    } else if (joins_after) {
-      busy_[at].start = start;
-    } else {
-      if (end_ == kMaxIntervals) {  // room at the back: the live ones move to the front
-        at -= begin_;
-        compact();
-      }
-      std::copy_backward(busy_.data() + at, busy_.data() + end_, busy_.data() + end_ + 1);
-      ++end_;
-      busy_[at] = {start, end};
-    }
+  void add_gap(Gap g) {
+    if (gaps_ == kMaxGaps) remove_gap(0);
+    gap_[gaps_++] = g;
   }
-
-  // Room for one more interval at the back: ended work goes first; at the
-  // bound the oldest gap is given up (taken as busy), as a busy-until time
-  // gives up every gap; only work asked for that long ago could use it.
-  void make_room(Instant now) {
-    if (end_ < kMaxIntervals) return;
-    drop_ended(now);
-    if (begin_ == 0) {
-      busy_[1].start = busy_[0].start;
-      begin_ = 1;
+  void insert_gap(std::size_t at, Gap g) {
+    if (gaps_ == kMaxGaps) {
+      if (at == 0) return;  // it would be the oldest: given up
+      remove_gap(0);
+      --at;
     }
-    compact();
+    std::copy_backward(gap_.data() + at, gap_.data() + gaps_, gap_.data() + gaps_ + 1);
+    gap_[at] = g;
+    ++gaps_;
+  }
+  void remove_gap(std::size_t at) {
+    std::copy(gap_.data() + at + 1, gap_.data() + gaps_, gap_.data() + at);
+    --gaps_;
   }
   void drop_ended(Instant now) {
-    while (begin_ != end_ && busy_[begin_].end <= now) ++begin_;
-  }
-  void compact() {
-    std::copy(busy_.data() + begin_, busy_.data() + end_, busy_.data());
-    end_ -= begin_;
-    begin_ = 0;
+    std::size_t ended = 0;
+    while (ended != gaps_ && gap_[ended].end <= now) ++ended;
+    std::copy(gap_.data() + ended, gap_.data() + gaps_, gap_.data());
+    gaps_ -= ended;
   }
 
   Duration least_work_;
   Instant last_end_{0};
-  std::size_t begin_ = 0;  // busy_[begin_, end_): booked, in time order
-  std::size_t end_ = 0;
-  std::array<Interval, kMaxIntervals> busy_{};
+  std::size_t gaps_ = 0;  // gap_[0, gaps_): free spans before last_end_, in time order
+  std::array<Gap, kMaxGaps> gap_{};
 };
 
 }  // namespace rcxl::device

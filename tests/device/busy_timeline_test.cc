@@ -30,24 +30,26 @@ TEST(BusyTimeline, R8_WorkTakesTheFirstGapItFits) {
 
 TEST(BusyTimeline, R8_OnlyTheOldestGapsAreGivenUp) {
   BusyTimeline t;
-  for (int i = 0; i < 40; ++i) t.book(Instant{std::chrono::microseconds(10 * i)}, 5us, Instant{0});
-  // The oldest gaps are taken as busy (as a busy-until time takes them all)...
-  EXPECT_EQ(t.first_fit(Instant{0}, 1us), Instant{245us});  // 25 joined, 15 kept
+  for (int i = 0; i < 40; ++i) {
+    t.book(Instant{std::chrono::microseconds(10 * i)}, 5us, Instant{0});
+  }
+  // 39 gaps: the oldest are taken as busy (as a busy-until time takes them all)...
+  EXPECT_EQ(t.first_fit(Instant{0}, 1us), Instant{315us});  // 31 given up, 8 kept
   // ...the recent ones stay free.
   EXPECT_EQ(t.first_fit(Instant{386us}, 1us), Instant{386us});
   EXPECT_EQ(t.last_end(), Instant{395us});
 }
 
-// At the bound, work that ended by now is forgotten first (nothing is asked
-// for before now), so no gap still ahead is given up.
-TEST(BusyTimeline, R8_AtTheBoundWorkThatEndedGoesFirst) {
+// Gaps that ended by now are forgotten when work is booked (nothing is asked
+// for before now); the ones still ahead stay.
+TEST(BusyTimeline, R8_GapsThatEndedAreForgotten) {
   BusyTimeline t;
-  for (int i = 0; i < 16; ++i) t.book(Instant{std::chrono::microseconds(10 * i)}, 5us, Instant{0});
-  t.book(Instant{200us}, 5us, Instant{52us});
-  EXPECT_EQ(t.first_fit(Instant{52us}, 3us), Instant{55us});  // [50, 55) is still ahead of 52
-  EXPECT_EQ(t.first_fit(Instant{56us}, 4us), Instant{56us});  // so is the gap after it
-  EXPECT_EQ(t.first_fit(Instant{52us}, 6us), Instant{155us});
-  EXPECT_EQ(t.first_fit(Instant{0}, 40us), Instant{0});  // what ended is gone
+  for (int i = 0; i < 6; ++i) t.book(Instant{std::chrono::microseconds(10 * i)}, 5us, Instant{0});
+  t.book(Instant{200us}, 5us, Instant{32us});
+  EXPECT_EQ(t.first_fit(Instant{32us}, 3us), Instant{35us});  // the gap [35, 40) is ahead
+  EXPECT_EQ(t.first_fit(Instant{36us}, 4us), Instant{36us});
+  EXPECT_EQ(t.first_fit(Instant{32us}, 6us), Instant{55us});
+  EXPECT_EQ(t.first_fit(Instant{0}, 4us), Instant{35us});  // [5, 10) ... [25, 30) are gone
   EXPECT_EQ(t.last_end(), Instant{205us});
 }
 
