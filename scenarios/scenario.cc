@@ -565,11 +565,12 @@ Status parse_expect(const Json& j, const std::string& origin, const Topology& to
       return r.fail("/min_reuse_hits", "0 checks nothing; give 1 or more, or drop it");
     }
     if (const std::uint64_t most = reuse_turns_of(workload); hits > most) {
-      return r.fail("/min_reuse_hits",
-                    std::to_string(hits) + " can never be met: the workload has " +
-                        std::to_string(most) +
-                        " reuse turns (turns 2.. of each conversation); pick 1.." +
-                        std::to_string(most) + " or raise conversations or turns");
+      return r.fail(
+          "/min_reuse_hits",
+          std::to_string(hits) + " can never be met: the workload has " + std::to_string(most) +
+              " reuse turns (turns 2.. of each conversation); " +
+              (most == 0 ? std::string("raise turns to 2 or more, or drop it")
+                         : "pick 1.." + std::to_string(most) + " or raise conversations or turns"));
     }
     out.min_reuse_hits = hits;
   }

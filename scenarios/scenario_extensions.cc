@@ -34,27 +34,19 @@ const std::map<std::string, std::function<Status(const Json&)>>& config_checks()
                         "file system, which has no files, so the agent could not start; drop it "
                         "(faults of kind reset and unknown_generation need the extension cxl_ssd)");
          }
-         // The simulated node has / and the agent's state directory, no
-         // other: a log elsewhere failed the run at its start (exit 1), not
+         // Judged by the simulated node's own file system as the rig makes it:
+         // a log it cannot take failed the run at its start (exit 1), not
          // here (session-33 review).
          if (parsed->log) {
-           // A relative path is the node's working directory's, /.
-           const std::filesystem::path log =
-               std::filesystem::path((parsed->log->starts_with('/') ? "" : "/") + *parsed->log)
-                   .lexically_normal();
-           const std::filesystem::path state_dir =
-               std::filesystem::path(kAgentStateFile).parent_path();
-           if (!log.has_filename()) {
+           sim::SimFileSystem node_files;
+           make_agent_directories(node_files);
+           if (Status st = node_files.check_file_path(*parsed->log); !st.ok()) {
              return Error(ErrorCode::kBadRequest,
-                          "recording's log '" + *parsed->log +
-                              "' names a directory; give a file (e.g. /recording.log)");
-           }
-           if (log.parent_path() != "/" && log.parent_path() != state_dir) {
-             return Error(ErrorCode::kBadRequest,
-                          "recording's log '" + *parsed->log + "' is in " +
-                              log.parent_path().string() +
-                              ", which the simulated memory node does not have; log in / or " +
-                              state_dir.string() + " (e.g. /recording.log)");
+                          "recording's log: " + st.message() +
+                              "; the simulated memory node has the directories /, /var, "
+                              "/var/lib and " +
+                              std::filesystem::path(kAgentStateFile).parent_path().string() +
+                              " (e.g. /recording.log)");
            }
          }
          // The agent's region table: the log's lines would make it unreadable
@@ -75,6 +67,10 @@ const std::map<std::string, std::function<Status(const Json&)>>& config_checks()
 }
 
 }  // namespace
+
+void make_agent_directories(sim::SimFileSystem& files) {
+  files.make_directory(std::filesystem::path(kAgentStateFile).parent_path().string());
+}
 
 ext::ExtensionRegistry scenario_extension_registry() {
   auto registry = ext::ExtensionRegistry::WithBuiltins();

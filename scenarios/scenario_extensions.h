@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/sim/sim_file_system.h"
 #include "core/extension/extension_registry.h"
 #include "core/runtime/status.h"
 
@@ -14,6 +15,10 @@ namespace rcxl::scenarios {
 // Where the serving rig's agents keep their region table (it survives an
 // agent restart, as with the real unit's state directory).
 inline constexpr char kAgentStateFile[] = "/var/lib/rcxl-agent/regions.json";
+
+// A memory node's files before its agent starts: the state file's directory
+// (and its parents), as the package installs it (packaging/).
+void make_agent_directories(sim::SimFileSystem& files);
 
 // `none`, `recording` and `cxl_ssd`: what the serving rig's agent can load.
 ext::ExtensionRegistry scenario_extension_registry();

@@ -631,7 +631,7 @@ class Deployment {
   Status start_agent(MemoryNode& m) {
     // As the package installs it (packaging/): the table's directory exists
     // (before the extension, which may log there).
-    m.node->files().make_directory(std::filesystem::path(kAgentStateFile).parent_path().string());
+    make_agent_directories(m.node->files());
     const auto registry = scenario_extension_registry();
     ext::ExtensionContext ctx{m.node, m.device.get()};
     Json config = sc_.extension_config;

@@ -1,5 +1,6 @@
-// One argument as a POSIX shell reads it back: "reproduce:" lines name paths
-// and values a user pastes into a shell, spaces and semicolons included.
+// One argument as a shell reads it back (a POSIX shell, or bash for the
+// $'...' form): "reproduce:" lines name paths and values a user pastes into
+// a shell, spaces and semicolons included.
 #pragma once
 
 #include <string>

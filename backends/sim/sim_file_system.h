@@ -23,12 +23,11 @@ class SimFileSystem final : public runtime::FileSystem {
   // Makes directory `path` and its parents ("/" and the working directory of
   // relative paths always exist): a file may be written only in one.
   void make_directory(const std::string& path);
-
- private:
   // kIoError, as the POSIX port gives, for a path no file can be written at:
   // empty, a directory, or in a directory that does not exist.
   Status check_file_path(const std::string& path) const;
 
+ private:
   std::map<std::string, std::string> files_;
   std::set<std::string> directories_{"/"};
   std::set<std::string> unreadable_;

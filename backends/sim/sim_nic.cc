@@ -674,10 +674,15 @@ Result<runtime::Registration> SimNic::register_memory(runtime::MemoryPool& pool,
 }
 
 Status SimNic::deregister(const runtime::Registration& registration) {
-  if (exposed_.erase(registration.rkey) == 0) {
-    return Error(ErrorCode::kNotFound,
-                 "no registration with rkey " + std::to_string(registration.rkey));
+  // As the verbs NIC: an rkey alone names no registration (rkeys come back).
+  auto it = exposed_.find(registration.rkey);
+  if (it == exposed_.end() || it->second.reg.addr != registration.addr ||
+      it->second.reg.length != registration.length) {
+    return Error(ErrorCode::kNotFound, "no registration with rkey " +
+                                           std::to_string(registration.rkey) +
+                                           " at that address and length");
   }
+  exposed_.erase(it);
   SimWorld& world = fabric_.world();
   world.trace().record(world.loop().now().count(),
                        "rdma dereg " + node_ + " rkey=" + std::to_string(registration.rkey));

@@ -82,7 +82,8 @@ Status PosixFileSystem::append_file(const std::string& path, std::string_view da
   }
   const int error = write_all(fd, data);
   // All or nothing: part of a line left by a full disk would join the next
-  // line into one no reader can parse (one writer per file, the extension's log).
+  // line into one no reader can parse. One writer per file is assumed (the
+  // extension's log): a copytruncate rotation in between would be undone.
   if (error != 0) (void)!::ftruncate(fd, st.st_size);
   ::close(fd);
   if (error != 0) return io_error("cannot append to", path, error);

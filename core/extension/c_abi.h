@@ -32,6 +32,8 @@ extern "C" {
 
 #define RCXL_REGION_EXTENSION_ABI_VERSION 1u
 #define RCXL_REGION_EXTENSION_ENTRY "rcxl_region_extension_v1"
+/* validate_access's "cannot tell now": -EAGAIN on Linux. */
+#define RCXL_VALIDATE_RETRY (-11)
 
 typedef struct rcxl_region_info {
   uint64_t region;
@@ -81,9 +83,9 @@ typedef struct rcxl_region_extension_api_v1 {
   void* (*create)(const char* config_json, char* error, size_t error_size);
   void (*destroy)(void* self);
 
-  /* 0 = may be mapped; > 0 = no (the map is answered `refused`, which a
-   * client does not retry); < 0 = cannot tell now, e.g. the device link is down
-   * (`extension_failed`, which a client retries). */
+  /* 0 = may be mapped; RCXL_VALIDATE_RETRY (-EAGAIN) = cannot tell now, e.g.
+   * the device link is down (`extension_failed`, which a client retries); any
+   * other value = no (the map is answered `refused`, not retried). */
   int (*validate_access)(void* self, const rcxl_region_info* region, char* error,
                          size_t error_size);
   int (*mapped)(void* self, const rcxl_region_info* region, int fresh, char* error,

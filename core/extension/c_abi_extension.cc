@@ -112,10 +112,11 @@ class CAbiExtension final : public RegionExtension {
   Status validate_access(const RegionInfo& region) override {
     ErrorBuffer error{};
     const auto info = to_c(region);
-    // c_abi.h: > 0 says no (refused); < 0 could not tell (extension_failed, retryable).
+    // c_abi.h: RCXL_VALIDATE_RETRY could not tell (extension_failed, retried);
+    // any other non-zero says no (refused), as every non-zero did before.
     const int answer = api_->validate_access(self_, &info, error.data(), error.size());
-    if (answer > 0) return failed("validate_access", error, ErrorCode::kRefused);
-    if (answer < 0) return failed("validate_access", error);
+    if (answer == RCXL_VALIDATE_RETRY) return failed("validate_access", error);
+    if (answer != 0) return failed("validate_access", error, ErrorCode::kRefused);
     return {};
   }
   Status mapped(const RegionInfo& region, bool fresh) override {

@@ -34,8 +34,10 @@ class BusyTimeline {
     return last_end_;
   }
 
-  // Books [start, start + d); it must be free (first_fit's answer). Gaps
-  // that ended by `now` are forgotten: nothing is asked for before now.
+  // Books [start, start + d); it must be free (first_fit's answer: a span
+  // in no listed gap is one this timeline counts as busy already, so it
+  // changes nothing). Gaps that ended by `now` are forgotten: nothing is
+  // asked for before now.
   void book(Instant start, Duration d, Instant now) {
     if (d <= Duration::zero()) return;
     if (gaps_ != 0 && gap_[0].end <= now) drop_ended(now);
@@ -59,7 +61,8 @@ class BusyTimeline {
   // The end of the last booking: after it the resource is free for good.
   Instant last_end() const { return last_end_; }
 
-  // A reset aborts queued work: nothing stays booked past `now`.
+  // A reset aborts queued work: nothing stays booked past `now` (what was
+  // free before now may read as busy: nothing is asked for before now).
   void abort_after(Instant now) {
     while (gaps_ != 0 && gap_[gaps_ - 1].start >= now) --gaps_;
     if (gaps_ != 0) gap_[gaps_ - 1].end = std::min(gap_[gaps_ - 1].end, now);
@@ -71,9 +74,10 @@ class BusyTimeline {
     Instant start;
     Instant end;
   };
-  // Gaps kept per resource: as many as the longest chain of misses a device
-  // books ahead (read_miss_depth, 8 in the profile); past it the oldest gap
-  // is given up (taken as busy), as a busy-until time gives up every gap.
+  // Gaps kept per resource: as many as the longest chain of misses the
+  // default profile books ahead (read_miss_depth 8); past it the oldest gap
+  // is given up (taken as busy), as a busy-until time gives up every gap, so
+  // a deeper profile only loses some of the gain (docs/device-model.md).
   static constexpr std::size_t kMaxGaps = 8;
 
   void add_gap(Gap g) {

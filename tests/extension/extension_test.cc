@@ -402,10 +402,11 @@ TEST(CAbiExtension, R6_6_AnEndThePluginFailedIsNotSentAgainAtTheClose) {
   EXPECT_TRUE(plugin_hints.empty()) << plugin_hints.front();
 }
 
-// c_abi.h: validate_access's > 0 is a "no" (refused, which clients do not
-// retry), < 0 a hook that could not tell (extension_failed, retried). Every
-// non-zero was a "no", so a device link that flapped lost the region for good
-// (session-33 review). The plugin's text is escaped on its way to logs.
+// c_abi.h: validate_access's RCXL_VALIDATE_RETRY (-EAGAIN) is a hook that
+// could not tell (extension_failed, which clients retry); any other non-zero
+// stays a "no" (refused). Every non-zero was a "no", so a device link that
+// flapped lost the region for good (session-33 review). The plugin's text is
+// escaped on its way to logs.
 int validate_answer = 0;
 TEST(CAbiExtension, R2_2_AValidateAccessThatCannotTellIsExtensionFailedNotRefused) {
   auto table = table_with_required_hooks();
@@ -417,9 +418,11 @@ TEST(CAbiExtension, R2_2_AValidateAccessThatCannotTellIsExtensionFailedNotRefuse
   auto wrapped = wrap_c_extension(&table, Json::object());
   ASSERT_TRUE(wrapped.ok()) << wrapped.status().ToString();
   const RegionInfo region{7, 0, 1 << 20};
-  validate_answer = 1;
-  EXPECT_EQ((*wrapped)->validate_access(region).code(), ErrorCode::kRefused);
-  validate_answer = -11;  // -EAGAIN
+  for (const int no : {1, -1}) {  // -1: a plugin of before, whose every non-zero was a no
+    validate_answer = no;
+    EXPECT_EQ((*wrapped)->validate_access(region).code(), ErrorCode::kRefused) << no;
+  }
+  validate_answer = RCXL_VALIDATE_RETRY;
   const Status cannot_tell = (*wrapped)->validate_access(region);
   EXPECT_EQ(cannot_tell.code(), ErrorCode::kExtensionFailed);
   EXPECT_EQ(cannot_tell.message(), "validate_access failed: link\\x1b down");

@@ -14,6 +14,7 @@
 #include <future>
 #include <set>
 
+#include "backends/verbs/posix_file_system.h"
 #include "tests/runtime/blocking_wait.h"
 
 namespace rcxl::verbs {
@@ -153,13 +154,15 @@ TEST(ThreadRuntime, R2_5_AnAppendCutShortLeavesNothingOfItself) {
   const std::string path = dir.file("log");
   ThreadRuntime rt;
   ASSERT_TRUE(rt.file_system().append_file(path, "line 1\n").ok());
-  // In a child: the limit would hold for the whole test program.
+  // In a child: the limit would hold for the whole test program. The child
+  // uses a file system of its own, no runtime thread's state.
   auto cut_short = [&] {
     std::signal(SIGXFSZ, SIG_IGN);
     const rlimit limit{10, 10};  // 3 bytes of the next line fit
     setrlimit(RLIMIT_FSIZE, &limit);
-    const bool failed = !rt.file_system().append_file(path, "line 2 is long\n").ok();
-    std::_Exit(failed && rt.file_system().read_file(path).value() == "line 1\n" ? 0 : 1);
+    PosixFileSystem files;
+    const bool failed = !files.append_file(path, "line 2 is long\n").ok();
+    std::_Exit(failed && files.read_file(path).value() == "line 1\n" ? 0 : 1);
   };
   EXPECT_EXIT(cut_short(), ::testing::ExitedWithCode(0), "");
   ASSERT_TRUE(rt.file_system().append_file(path, "line 3\n").ok());
