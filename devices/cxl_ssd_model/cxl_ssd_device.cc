@@ -347,13 +347,24 @@ Instant CxlSsdDevice::evict(Page page, Instant at) {
   leave_dirty_queue(page, f);
   Instant free = at;
   if (f & PageTable::kDirty) {
+    LeavingPage leaving{Instant{0}, page, 0, {}};
+    if (!params_.poison_lost_pages) {
+      leaving.older_flags = f & (PageTable::kFlashBytes | PageTable::kTrimmed);
+      if (f & PageTable::kFlashBytes) {
+        leaving.older_bytes.resize(page_bytes());
+        flash_bytes_.read(std::uint64_t{page} * page_bytes(), leaving.older_bytes);
+      }
+    }
     free = write_back(page, at);
     ++counters_.write_backs;
     // Its newest bytes are still only in DRAM until then: a reset loses them.
-    while (!leaving_dram_.empty() && leaving_dram_.front().first <= now()) {
+    while (!leaving_dram_.empty() && leaving_dram_.front().out <= now()) {
       leaving_dram_.pop_front();
     }
-    if (free > now()) leaving_dram_.emplace_back(free, page);
+    if (free > now()) {
+      leaving.out = free;
+      leaving_dram_.push_back(std::move(leaving));
+    }
   }
   // Written back if dirty (which clears its bytes); else the bit is kNoContents.
   f &= static_cast<PageTable::Flags>(~(PageTable::kResident | PageTable::kNoContents));
@@ -762,13 +773,24 @@ void CxlSsdDevice::reset() {
   write_back_idle(now());  // what the idle channels wrote back before the reset survives it
   // Without poison handling a lost page silently reads as its older flash copy.
   table_.drop_all_frames(params_.poison_lost_pages);
-  if (params_.poison_lost_pages) {
-    any_poisoned_ = true;
-    // Evicted, but their write-back had not taken their bytes out of DRAM yet.
-    for (const auto& [out, page] : leaving_dram_) {
-      PageTable::Flags& f = table_.flags_mut(page);
-      if (out > now() && !(f & PageTable::kTrimmed)) f |= PageTable::kPoisoned;
+  if (params_.poison_lost_pages) any_poisoned_ = true;
+  // Evicted, but their write-back had not taken their bytes out of DRAM yet:
+  // poisoned, or without poison the older flash copy again (newest last).
+  for (auto it = leaving_dram_.rbegin(); it != leaving_dram_.rend(); ++it) {
+    if (it->out <= now()) continue;
+    PageTable::Flags& f = table_.flags_mut(it->page);
+    if (params_.poison_lost_pages) {
+      if (!(f & PageTable::kTrimmed)) f |= PageTable::kPoisoned;
+      continue;
     }
+    const std::uint64_t base = std::uint64_t{it->page} * page_bytes();
+    if (it->older_flags & PageTable::kFlashBytes) {
+      flash_bytes_.write(base, it->older_bytes);
+    } else {
+      flash_bytes_.drop(base, page_bytes());
+    }
+    f = static_cast<PageTable::Flags>((f & ~(PageTable::kFlashBytes | PageTable::kTrimmed)) |
+                                      it->older_flags);
   }
   leaving_dram_.clear();
   for (auto& queue : dirty_queues_) queue.clear();

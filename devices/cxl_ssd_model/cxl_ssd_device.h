@@ -274,7 +274,15 @@ class CxlSsdDevice final : public runtime::MemoryPool, public sim::MemoryTiming 
   // Evicted dirty pages whose data had not left DRAM when they were evicted,
   // with when it will have (in eviction order; not sorted): a reset before
   // then loses their newest bytes, as it does a dirty frame's.
-  std::deque<std::pair<Instant, Page>> leaving_dram_;
+  struct LeavingPage {
+    Instant out;
+    Page page;
+    // Without poison: the flash copy the write-back replaces, which is what a
+    // reset before `out` leaves (the newest bytes never reached flash).
+    PageTable::Flags older_flags = 0;  // its kFlashBytes and kTrimmed
+    std::vector<std::byte> older_bytes;
+  };
+  std::deque<LeavingPage> leaving_dram_;
 };
 
 // Per written page, inline: a store marks every page of its WRITEs.

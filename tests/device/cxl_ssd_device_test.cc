@@ -161,6 +161,29 @@ TEST(CxlSsdDevice, R6_AResetBeforeAnEvictedPagesWriteBackLeftDramPoisonsIt) {
   EXPECT_FALSE(d.read(0, out).ok());
 }
 
+// Without poison a lost page reads as its older flash copy: an evicted page
+// whose write-back had not left DRAM read its newest bytes after the reset
+// (the write-back copied them to flash at once; session-33 device review).
+TEST(CxlSsdDevice, R6_WithoutPoisonAResetBeforeAWriteBackLeftDramLeavesTheOlderCopy) {
+  sim::EventLoop loop;
+  auto params = small_params();
+  params.poison_lost_pages = false;
+  CxlSsdDevice d(loop, params);
+  ASSERT_TRUE(d.write_flash(0, bytes_of("older-copy!")).ok());
+  ASSERT_TRUE(d.write(0, bytes_of("dirty-bytes")).ok());
+  for (std::uint64_t p = 1; p <= 4; ++p) (void)d.access_ready(p * kPage, kPage, false, Instant{0});
+  EXPECT_EQ(d.counters().write_backs, 1u);
+  d.reset();  // at t=0: the write-back's transfer ends later
+  EXPECT_FALSE(d.page_state(0).poisoned);
+  EXPECT_EQ(read_string(d, 0, 11), "older-copy!");
+  // A write-back that finished before the reset keeps the newest bytes.
+  ASSERT_TRUE(d.write(0, bytes_of("newer-bytes")).ok());
+  for (std::uint64_t p = 5; p <= 8; ++p) (void)d.access_ready(p * kPage, kPage, false, loop.now());
+  loop.run_for(10ms);
+  d.reset();
+  EXPECT_EQ(read_string(d, 0, 11), "newer-bytes");
+}
+
 // Evictions are held to the dies' program throughput: a dirty victim's frame
 // is free only once its die's page buffer takes the page (one program unit
 // beyond the one programming). Before, tPROG changed no eviction's timing:
@@ -609,12 +632,14 @@ CxlSsdParams params_poisoning(bool poison) {
 
 // Writes "old bytes" to page 0 and lets eviction write it back to flash, then
 // overwrites it with "new bytes" (dirty in DRAM only) and resets the device.
-void write_back_overwrite_and_reset(CxlSsdDevice& d) {
+void write_back_overwrite_and_reset(sim::EventLoop& loop, CxlSsdDevice& d) {
   ASSERT_TRUE(d.write(0, bytes_of("old bytes")).ok());
-  // Four other pages fill the 4-page cache: page 0 is evicted, written back.
+  // Four other pages fill the 4-page cache: page 0 is evicted, written back
+  // (its transfer done before the reset: one in flight leaves what flash held).
   for (std::uint64_t p = 1; p <= 4; ++p) (void)d.access_ready(p * kPage, kPage, false, d.now());
   ASSERT_FALSE(d.page_state(0).resident);
   ASSERT_EQ(d.counters().write_backs, 1u);
+  loop.run_for(10ms);
   ASSERT_TRUE(d.write(0, bytes_of("new bytes")).ok());
   ASSERT_EQ(read_string(d, 0, 9), "new bytes");
   ASSERT_TRUE(d.page_state(0).dirty);
@@ -626,7 +651,7 @@ void write_back_overwrite_and_reset(CxlSsdDevice& d) {
 TEST(CxlSsdDevice, R6_WithoutPoisonAResetLeavesThePagesOlderFlashBytes) {
   sim::EventLoop loop;
   CxlSsdDevice d(loop, params_poisoning(false));
-  write_back_overwrite_and_reset(d);
+  write_back_overwrite_and_reset(loop, d);
   std::string out(9, '\0');
   ASSERT_TRUE(d.read(0, std::as_writable_bytes(std::span(out))).ok());
   EXPECT_EQ(out, "old bytes");
@@ -643,7 +668,7 @@ TEST(CxlSsdDevice, R6_WithPoisonTheSameSequenceFailsTheRead) {
   sim::EventLoop loop;
   CxlSsdDevice d(loop, params_poisoning(true));
   EXPECT_TRUE(CxlSsdParams{}.poison_lost_pages);  // poison is the default
-  write_back_overwrite_and_reset(d);
+  write_back_overwrite_and_reset(loop, d);
   std::string out(9, '\0');
   EXPECT_EQ(d.read(0, std::as_writable_bytes(std::span(out))).code(), ErrorCode::kIoError);
   EXPECT_TRUE(d.page_state(0).poisoned);
