@@ -148,14 +148,20 @@ TEST(CxlSsdDevice, DirtyPagesAreWrittenBackOnEviction) {
 // them to the die: a reset before then loses them, as it does a dirty
 // frame's (poisoned). Before, they counted as on flash the moment the
 // eviction was decided (session 27 review).
+// Page 0 dirty with `bytes`, evicted by four other pages at t=0 (4 frames):
+// its write-back has not left DRAM when the reset that follows comes.
+void reset_with_page0_leaving_dram(CxlSsdDevice& d, std::string_view bytes) {
+  ASSERT_TRUE(d.write(0, bytes_of(bytes)).ok());
+  for (std::uint64_t p = 1; p <= 4; ++p) (void)d.access_ready(p * kPage, kPage, false, Instant{0});
+  ASSERT_EQ(d.counters().write_backs, 1u);
+  ASSERT_FALSE(d.page_state(0).resident);
+  d.reset();  // at t=0: the write-back's transfer ends later
+}
+
 TEST(CxlSsdDevice, R6_AResetBeforeAnEvictedPagesWriteBackLeftDramPoisonsIt) {
   sim::EventLoop loop;
   CxlSsdDevice d(loop, small_params());
-  ASSERT_TRUE(d.write(0, bytes_of("dirty-bytes")).ok());
-  for (std::uint64_t p = 1; p <= 4; ++p) (void)d.access_ready(p * kPage, kPage, false, Instant{0});
-  EXPECT_EQ(d.counters().write_backs, 1u);
-  EXPECT_FALSE(d.page_state(0).resident);
-  d.reset();  // at t=0: the write-back's transfer ends later
+  reset_with_page0_leaving_dram(d, "dirty-bytes");
   EXPECT_TRUE(d.page_state(0).poisoned);
   std::vector<std::byte> out(11);
   EXPECT_FALSE(d.read(0, out).ok());
@@ -170,10 +176,7 @@ TEST(CxlSsdDevice, R6_WithoutPoisonAResetBeforeAWriteBackLeftDramLeavesTheOlderC
   params.poison_lost_pages = false;
   CxlSsdDevice d(loop, params);
   ASSERT_TRUE(d.write_flash(0, bytes_of("older-copy!")).ok());
-  ASSERT_TRUE(d.write(0, bytes_of("dirty-bytes")).ok());
-  for (std::uint64_t p = 1; p <= 4; ++p) (void)d.access_ready(p * kPage, kPage, false, Instant{0});
-  EXPECT_EQ(d.counters().write_backs, 1u);
-  d.reset();  // at t=0: the write-back's transfer ends later
+  reset_with_page0_leaving_dram(d, "dirty-bytes");
   EXPECT_FALSE(d.page_state(0).poisoned);
   EXPECT_EQ(read_string(d, 0, 11), "older-copy!");
   // A write-back that finished before the reset keeps the newest bytes.
