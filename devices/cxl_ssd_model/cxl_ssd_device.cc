@@ -775,7 +775,8 @@ void CxlSsdDevice::reset() {
   table_.drop_all_frames(params_.poison_lost_pages);
   if (params_.poison_lost_pages) any_poisoned_ = true;
   // Evicted, but their write-back had not taken their bytes out of DRAM yet:
-  // poisoned, or without poison the older flash copy again (newest last).
+  // poisoned, or without poison the older flash copy again (oldest last: a
+  // page evicted twice gets the copy from before its first write-back).
   for (auto it = leaving_dram_.rbegin(); it != leaving_dram_.rend(); ++it) {
     if (it->out <= now()) continue;
     PageTable::Flags& f = table_.flags_mut(it->page);
