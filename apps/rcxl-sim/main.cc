@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "apps/cli_checks.h"
+#include "apps/crash_guard.h"
 #include "backends/sim/sim_world.h"
 #include "core/protocol/echo_service.h"
 #include "scenarios/batch_runner.h"
@@ -717,10 +718,5 @@ int run_cli(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   // A crash guard, not error handling: bad input is refused above with exit 2.
-  try {
-    return run_cli(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "rcxl-sim: internal error: %s\n", e.what());
-    return 1;
-  }
+  return rcxl::apps::run_guarded("rcxl-sim", 1, [&] { return run_cli(argc, argv); });
 }

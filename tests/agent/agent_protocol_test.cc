@@ -409,15 +409,11 @@ TEST(AgentProtocol, R1_5_AllocMapReleaseFreeLifecycle) {
       c->call({{"op", "free"}, {"id", 7}, {"region", a.region}, {"handle", a.read_handle}});
   EXPECT_EQ(code_of(by_reader), "bad_range");
   EXPECT_EQ(rig.agent->free_bytes(), total - (1 << 20));
-  EXPECT_EQ(
-      code_of(c->call({{"op", "free"}, {"id", 7}, {"region", a.region}, {"handle", a.handle}})),
-      "ok");
+  EXPECT_EQ(code_of(c->free(a)), "ok");
   EXPECT_EQ(rig.agent->free_bytes(), total);
   // Gone for clients from now on.
   EXPECT_EQ(code_of(c->map(a.region, a.handle)), "not_found");
-  EXPECT_EQ(
-      code_of(c->call({{"op", "free"}, {"id", 7}, {"region", a.region}, {"handle", a.handle}})),
-      "not_found");
+  EXPECT_EQ(code_of(c->free(a)), "not_found");
   EXPECT_EQ(code_of(c->call({{"op", "release"}, {"id", 7}, {"region", 999}, {"handle", "x"}})),
             "not_found");
 }

@@ -117,9 +117,7 @@ TEST(AgentRegions, R2_2_RetireRefusalsKeepTheRegionUntilTheSweepGetsAYes) {
   const auto total = rig.agent->free_bytes();
   auto a = c->alloc(1 << 20);
   ASSERT_EQ(code_of(c->map(a.region, a.handle)), "ok");
-  ASSERT_EQ(
-      code_of(c->call({{"op", "free"}, {"id", 9}, {"region", a.region}, {"handle", a.handle}})),
-      "ok");
+  ASSERT_EQ(code_of(c->free(a)), "ok");
   EXPECT_EQ(rig.mem_nic.registrations(), 0u);  // deregistered at once
   EXPECT_EQ(rig.agent->retiring_regions(), 1u);
   EXPECT_EQ(rig.agent->free_bytes(), total - (1 << 20));
@@ -147,9 +145,7 @@ TEST(AgentRegions, R6_3_ARegistrationTheNicWouldNotDropKeepsItsMemoryOutOfUse) {
   const auto total = rig.agent->free_bytes();
   auto a = c->alloc(1 << 20);
   ASSERT_EQ(code_of(c->map(a.region, a.handle)), "ok");
-  ASSERT_EQ(
-      code_of(c->call({{"op", "free"}, {"id", 9}, {"region", a.region}, {"handle", a.handle}})),
-      "ok");
+  ASSERT_EQ(code_of(c->free(a)), "ok");
   rig.run_for(2100ms);  // two sweeps, each failing again
   EXPECT_EQ(rig.mem_nic.registrations(), 1u);
   EXPECT_EQ(rig.agent->metrics().registrations, 1u);
@@ -347,9 +343,7 @@ TEST(AgentRegions, R1_5_AReadHandleMapGetsAnRkeyThatTakesNoWrites) {
   EXPECT_EQ(got, kv);  // the refused WRITE changed nothing
 
   // Both go with the region: neither rkey reaches it after the free.
-  ASSERT_EQ(
-      code_of(owner->call({{"op", "free"}, {"id", 9}, {"region", a.region}, {"handle", a.handle}})),
-      "ok");
+  ASSERT_EQ(code_of(owner->free(a)), "ok");
   EXPECT_EQ(rig.mem_nic.registrations(), 0u);
   EXPECT_EQ(rdma(rig, runtime::RdmaOp::Kind::kRead, got, read).code(), ErrorCode::kRemoteAccess);
   EXPECT_EQ(rdma(rig, runtime::RdmaOp::Kind::kRead, got, own).code(), ErrorCode::kRemoteAccess);
@@ -437,9 +431,7 @@ TEST(AgentRegions, R2_5_RecordingLogsEveryHookCall) {
   auto a = c->alloc(8192);
   ASSERT_EQ(code_of(c->map(a.region, a.handle, true)), "ok");
   ASSERT_EQ(code_of(c->read_hint("q1", a, 0, 4096)), "ok");
-  ASSERT_EQ(
-      code_of(c->call({{"op", "free"}, {"id", 9}, {"region", a.region}, {"handle", a.handle}})),
-      "ok");
+  ASSERT_EQ(code_of(c->free(a)), "ok");
   c->close();
   rig.run_for(10ms);
   rig.agent->stop();

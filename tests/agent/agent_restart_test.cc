@@ -142,9 +142,7 @@ TEST(AgentRestart, R2_2_ARetiringRegionStaysReservedUntilRetireAgrees) {
   ASSERT_TRUE(rig.start_agent({{"retire_refusals", 100}}).ok());
   auto owner = rig.hello_client();
   auto a = owner->alloc();
-  ASSERT_EQ(
-      code_of(owner->call({{"op", "free"}, {"id", 5}, {"region", a.region}, {"handle", a.handle}})),
-      "ok");
+  ASSERT_EQ(code_of(owner->free(a)), "ok");
   EXPECT_EQ(rig.agent->retiring_regions(), 1u);
   const std::uint64_t free_bytes = rig.agent->free_bytes();
   owner.reset();
@@ -220,9 +218,7 @@ TEST(AgentRestart, R7_AFreeTheStateFileMissedIsWrittenByALaterSweep) {
   auto owner = rig.hello_client();
   auto a = owner->alloc();
   rig.mem.files().set_unwritable(kStateFile, true);
-  ASSERT_EQ(
-      code_of(owner->call({{"op", "free"}, {"id", 5}, {"region", a.region}, {"handle", a.handle}})),
-      "ok");
+  ASSERT_EQ(code_of(owner->free(a)), "ok");
   rig.mem.files().set_unwritable(kStateFile, false);
   rig.run_for(2s);  // a sweep
   owner.reset();

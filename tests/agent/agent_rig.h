@@ -105,6 +105,10 @@ class TestClient {
     if (fresh) request["fresh"] = true;
     return call(request);
   }
+  // Gives the region back under its owner handle.
+  Json free(const Alloc& a) {
+    return call({{"op", "free"}, {"id", 5}, {"region", a.region}, {"handle", a.handle}});
+  }
   Json hint(const std::string& action, const std::string& name, Json ranges, Json handles) {
     const bool token = action == "write_hint" || action == "write_wait";
     Json request = {{"op", "extension"}, {"id", 4}, {"action", action}, {"epoch", boot}};
